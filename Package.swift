@@ -1,0 +1,72 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "backupctl",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "backupctl", targets: ["AdminREPL"])
+    ],
+    dependencies: [
+        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
+    ],
+    targets: [
+        // System libraries (Debian: libsecp256k1-dev, libssl-dev, libreadline-dev).
+        .systemLibrary(
+            name: "CSecp256k1", pkgConfig: "libsecp256k1",
+            providers: [.apt(["libsecp256k1-dev"])]),
+        .systemLibrary(
+            name: "COpenSSL", pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]),
+        // Linked by name: pkgConfig "readline" makes SwiftPM warn about prohibited flags.
+        .systemLibrary(name: "CReadline", providers: [.apt(["libreadline-dev"])]),
+
+        .target(name: "BackupModel", swiftSettings: strict),
+        .target(
+            name: "BackupCrypto",
+            dependencies: ["BackupModel", "CSecp256k1", "COpenSSL"],
+            swiftSettings: strict),
+        .target(
+            name: "ConsoleStore",
+            dependencies: [
+                "BackupModel", "BackupCrypto",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
+        .target(
+            name: "Access",
+            dependencies: ["BackupModel", "BackupCrypto", "ConsoleStore"],
+            swiftSettings: strict),
+        .executableTarget(
+            name: "AdminREPL",
+            dependencies: [
+                "BackupModel", "BackupCrypto", "ConsoleStore", "Access", "CReadline",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
+
+        .testTarget(name: "BackupModelTests", dependencies: ["BackupModel"]),
+        .testTarget(
+            name: "BackupCryptoTests", dependencies: ["BackupCrypto", "BackupModel"],
+            resources: [.copy("Vectors")]),
+        .testTarget(
+            name: "ConsoleStoreTests",
+            dependencies: ["ConsoleStore", "BackupCrypto", "BackupModel"]),
+        .testTarget(
+            name: "AccessTests",
+            dependencies: [
+                "Access", "ConsoleStore", "BackupCrypto", "BackupModel",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
+        .testTarget(name: "AdminREPLTests", dependencies: ["AdminREPL"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

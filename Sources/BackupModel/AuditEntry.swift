@@ -1,0 +1,93 @@
+import Foundation
+
+/// What a service asks the audit log to record; the store adds sequence, time and hashes in
+/// the same transaction as the change it describes.
+public struct AuditDraft: Sendable, Equatable {
+    public var operatorName: String
+    public var tenant: String?
+    /// Dotted verb, e.g. `backup.show`, `reset.complete`, `operator.grant`.
+    public var action: String
+    /// What was acted on (a backup id, an operator, a sub-org id); never a secret.
+    public var target: String?
+    public var details: [String: String]
+
+    public init(
+        operatorName: String, tenant: String?, action: String, target: String? = nil,
+        details: [String: String] = [:]
+    ) {
+        self.operatorName = operatorName
+        self.tenant = tenant
+        self.action = action
+        self.target = target
+        self.details = details
+    }
+}
+
+/// One entry of the hash-chained audit log: `hash = SHA-256(prevHash ‖ canonical)`, where
+/// `canonical` is ``canonicalBytes``, and the first entry's `prevHash` is 64 zeros.
+public struct AuditEntry: Sendable, Equatable, Codable {
+    public static let genesisHash = String(repeating: "0", count: 64)
+
+    public var seq: Int64
+    /// Unix milliseconds.
+    public var at: Int64
+    public var operatorName: String
+    public var tenant: String?
+    public var action: String
+    public var target: String?
+    public var details: [String: String]
+    public var prevHash: String
+    public var hash: String
+
+    public init(seq: Int64, at: Int64, draft: AuditDraft, prevHash: String, hash: String) {
+        self.seq = seq
+        self.at = at
+        operatorName = draft.operatorName
+        tenant = draft.tenant
+        action = draft.action
+        target = draft.target
+        details = draft.details
+        self.prevHash = prevHash
+        self.hash = hash
+    }
+
+    /// The bytes the hash covers: compact JSON of every field but the hashes, keys sorted.
+    public var canonicalBytes: Data {
+        Self.canonicalBytes(seq: seq, at: at, operatorName: operatorName, tenant: tenant, action: action,
+            target: target, details: details)
+    }
+
+    public static func canonicalBytes(
+        seq: Int64, at: Int64, operatorName: String, tenant: String?, action: String, target: String?,
+        details: [String: String]
+    ) -> Data {
+        struct Canonical: Encodable {
+            var seq: Int64
+            var at: Int64
+            var `operator`: String
+            var tenant: String?
+            var action: String
+            var target: String?
+            var details: [String: String]
+
+            func encode(to encoder: any Encoder) throws {
+                enum K: String, CodingKey { case seq, at, `operator`, tenant, action, target, details }
+                var c = encoder.container(keyedBy: K.self)
+                try c.encode(seq, forKey: .seq)
+                try c.encode(at, forKey: .at)
+                try c.encode(self.operator, forKey: .operator)
+                // Explicit nulls: an absent tenant and a removed one must hash differently.
+                try c.encode(tenant, forKey: .tenant)
+                try c.encode(action, forKey: .action)
+                try c.encode(target, forKey: .target)
+                try c.encode(details, forKey: .details)
+            }
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let value = Canonical(
+            seq: seq, at: at, operator: operatorName, tenant: tenant, action: action, target: target,
+            details: details)
+        return (try? encoder.encode(value)) ?? Data()
+    }
+}

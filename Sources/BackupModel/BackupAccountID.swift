@@ -1,0 +1,69 @@
+/// The /reset identity: `"backup_account_"` + lowercase hex of a 33-byte SEC1 compressed
+/// secp256k1 public key. It is also the backup's `backup_id`.
+///
+/// Parsing checks what the Backup Service checks (prefix, hex, 33 bytes); that the bytes are a
+/// point on the curve is checked by BackupCrypto, which owns the curve.
+public struct BackupAccountID: Hashable, Sendable, Codable, CustomStringConvertible,
+    Comparable
+{
+    public static let prefix = "backup_account_"
+
+    public let rawValue: String
+
+    /// The 33 bytes of the compressed public key.
+    public var publicKey: [UInt8] {
+        // Validated at construction.
+        Hex.decode(rawValue.dropFirst(Self.prefix.count)) ?? []
+    }
+
+    public init(compressedPublicKey: [UInt8]) {
+        precondition(compressedPublicKey.count == 33, "a compressed public key has 33 bytes")
+        rawValue = Self.prefix + Hex.encode(compressedPublicKey)
+    }
+
+    /// - Throws: ``ConsoleError`` `invalid_backup_account_id`, naming the rule broken.
+    public init(_ text: String) throws(ConsoleError) {
+        guard text.hasPrefix(Self.prefix) else {
+            throw Self.invalid("it must start with \"\(Self.prefix)\"")
+        }
+        let hex = text.dropFirst(Self.prefix.count)
+        guard let bytes = Hex.decode(hex) else {
+            throw Self.invalid("the part after the prefix must be hex")
+        }
+        guard bytes.count == 33 else {
+            throw Self.invalid("it must hold a 33-byte compressed public key, got \(bytes.count) bytes")
+        }
+        rawValue = text
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        do {
+            try self.init(text)
+        } catch {
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: decoder.codingPath, debugDescription: error.message))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+
+    public var description: String { rawValue }
+
+    /// A short form for tables: prefix + first 8 and last 4 hex digits.
+    public var abbreviated: String {
+        let hex = rawValue.dropFirst(Self.prefix.count)
+        return Self.prefix + hex.prefix(8) + "…" + hex.suffix(4)
+    }
+
+    public static func < (lhs: BackupAccountID, rhs: BackupAccountID) -> Bool {
+        lhs.rawValue < rhs.rawValue
+    }
+
+    static func invalid(_ reason: String) -> ConsoleError {
+        .invalid("invalid_backup_account_id", "Invalid Backup Account ID: \(reason).")
+    }
+}

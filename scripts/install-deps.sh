@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the Debian packages backupctl builds against, only those missing.
+# Used by every Makefile target so a fresh Debian 12 machine needs nothing done by hand.
+set -euo pipefail
+
+packages=(libsqlite3-dev libssl-dev libsecp256k1-dev libreadline-dev pkg-config)
+missing=()
+for p in "${packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing+=("$p")
+    fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "installing: ${missing[*]}" >&2
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "need root or sudo to install ${missing[*]}" >&2; exit 1; }
+    sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq "${missing[@]}" >/dev/null
