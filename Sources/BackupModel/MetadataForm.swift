@@ -6,7 +6,12 @@ public enum MetadataForm: Sendable {
     /// What the service sends to clients: passkeys as `credentialId`, `createdAt` as unix seconds.
     case exported
 
-    public static let userInfoKey = CodingUserInfoKey(rawValue: "backupctl.metadataForm")!
+    public static let userInfoKey: CodingUserInfoKey = {
+        guard let key = CodingUserInfoKey(rawValue: "backupctl.metadataForm") else {
+            preconditionFailure("a non-empty raw value always makes a CodingUserInfoKey")
+        }
+        return key
+    }()
 }
 
 extension Encoder {

@@ -1,0 +1,89 @@
+import Testing
+
+@testable import BackupModel
+
+@Suite("Hex and Base64 codecs")
+struct CodecTests {
+    @Test("hex encodes lowercase and decodes either case")
+    func hex() {
+        #expect(Hex.encode([0x00, 0x0f, 0xab, 0xff]) == "000fabff")
+        #expect(Hex.encode([]) == "")
+        #expect(Hex.decode("000FabFF") == [0x00, 0x0f, 0xab, 0xff])
+        #expect(Hex.decode("") == [])
+        #expect(Hex.isHex("09afAF"))
+        #expect(!Hex.isHex("0g"))
+    }
+
+    @Test("hex rejects garbage", arguments: ["0", "abc", "zz", "0x00", " 00", "00 ", "0-"])
+    func hexGarbage(text: String) {
+        #expect(Hex.decode(text) == nil)
+    }
+
+    // RFC 4648 §10 vectors.
+    @Test(
+        "RFC 4648 vectors, padded and unpadded",
+        arguments: [
+            ("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="), ("foobar", "Zm9vYmFy"),
+        ])
+    func rfc4648(plain: String, encoded: String) {
+        let bytes = Array(plain.utf8)
+        #expect(Base64.encode(bytes) == encoded)
+        let unpadded = String(encoded.prefix(while: { $0 != "=" }))
+        #expect(Base64.encode(bytes, padding: false) == unpadded)
+        #expect(Base64.encode(bytes, alphabet: .url, padding: false) == unpadded)
+        for alphabet in [Base64.Alphabet.standard, .url] {
+            #expect(Base64.decode(encoded, alphabet: alphabet) == bytes)
+            #expect(Base64.decode(unpadded, alphabet: alphabet) == bytes)
+            #expect(Base64.decode(encoded, alphabet: alphabet, requirePadding: true) == bytes)
+        }
+        #expect(Base64.decodeLenient(encoded) == bytes)
+        #expect(Base64.decodeLenient(unpadded) == bytes)
+    }
+
+    @Test("the alphabets differ only in 62 and 63")
+    func alphabets() {
+        let bytes: [UInt8] = [0xfb, 0xff, 0xbf]
+        #expect(Base64.encode(bytes) == "+/+/")
+        #expect(Base64.encode(bytes, alphabet: .url) == "-_-_")
+        #expect(Base64.decode("+/+/", alphabet: .standard) == bytes)
+        #expect(Base64.decode("-_-_", alphabet: .url) == bytes)
+        #expect(Base64.decode("+/+/", alphabet: .url) == nil)
+        #expect(Base64.decode("-_-_", alphabet: .standard) == nil)
+        #expect(Base64.decodeLenient("+/+/") == bytes)
+        #expect(Base64.decodeLenient("-_-_") == bytes)
+        #expect(Base64.encode([0xfb, 0xff], alphabet: .url, padding: false) == "-_8")
+        #expect(Base64.encode([0xfb, 0xff]) == "+/8=")
+    }
+
+    @Test(
+        "base64 rejects garbage",
+        arguments: [
+            "Zg=", "Zg===", "Z", "Zm9vY", "Zm9v!", "Zm 9v", "Zm9v\n", "=Zm9", "Zh==", "Zm9=", "Zm=9v",
+        ])
+    func base64Garbage(text: String) {
+        #expect(Base64.decode(text, alphabet: .standard) == nil)
+        #expect(Base64.decode(text, alphabet: .url) == nil)
+        #expect(Base64.decodeLenient(text) == nil)
+    }
+
+    @Test("requirePadding rejects unpadded input")
+    func requirePadding() {
+        #expect(Base64.decode("Zg", alphabet: .standard, requirePadding: true) == nil)
+        #expect(Base64.decode("Zg", alphabet: .standard) == [0x66])
+    }
+
+    @Test("round trips over every length up to 70")
+    func roundTrip() {
+        for length in 0...70 {
+            let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+            for alphabet in [Base64.Alphabet.standard, .url] {
+                for padding in [true, false] {
+                    let text = Base64.encode(bytes, alphabet: alphabet, padding: padding)
+                    #expect(Base64.decode(text, alphabet: alphabet, requirePadding: padding) == bytes)
+                }
+            }
+            #expect(Hex.decode(Hex.encode(bytes)) == bytes)
+        }
+    }
+}
