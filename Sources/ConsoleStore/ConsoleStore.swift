@@ -1,0 +1,117 @@
+import BackupModel
+import Foundation
+
+/// The console's persistent state, spoken in domain operations rather than SQL.
+///
+/// Every backup-level operation takes the tenant: no call can read or write across tenants.
+/// Every mutation takes an ``AuditDraft`` and appends the chained audit entry in the same
+/// transaction, so the log and the data cannot disagree. The SQLite implementation is
+/// ``SQLiteConsoleStore``; a PostgreSQL one can implement the same protocol.
+///
+/// All methods throw ``ConsoleError``: `not_found`, `conflict`, or `internal_error` for I/O.
+public protocol ConsoleStore: Sendable {
+    // MARK: Tenants, operators, grants
+
+    func createTenant(_ tenant: TenantRecord, audit: AuditDraft) throws(ConsoleError)
+    func tenant(_ name: TenantName) throws(ConsoleError) -> TenantRecord?
+    func tenants() throws(ConsoleError) -> [TenantRecord]
+
+    func operatorCount() throws(ConsoleError) -> Int
+    /// Adds an operator with the hash of its token. Fails with `conflict` if the name exists.
+    func addOperator(_ op: OperatorRecord, tokenHash: String, audit: AuditDraft) throws(ConsoleError)
+    /// Runs `init` atomically: fails with `conflict` if any operator exists.
+    func bootstrap(
+        admin: OperatorRecord, tokenHash: String, tenant: TenantRecord, audit: AuditDraft
+    ) throws(ConsoleError)
+    func operatorRecord(tokenHash: String) throws(ConsoleError) -> OperatorRecord?
+    func operatorRecord(named: OperatorName) throws(ConsoleError) -> OperatorRecord?
+    func operators() throws(ConsoleError) -> [OperatorRecord]
+    /// Sets the role (insert or replace).
+    func grant(_ grant: GrantRecord, audit: AuditDraft) throws(ConsoleError)
+    /// Removes the grant; returns whether there was one.
+    func revoke(operator: OperatorName, tenant: TenantName, audit: AuditDraft) throws(ConsoleError) -> Bool
+    func grants(operator: OperatorName) throws(ConsoleError) -> [GrantRecord]
+    func grants(tenant: TenantName) throws(ConsoleError) -> [GrantRecord]
+
+    // MARK: Backups and the FactorLookup index
+
+    func backup(tenant: TenantName, id: String) throws(ConsoleError) -> BackupRecord?
+    func backupExists(tenant: TenantName, id: String) throws(ConsoleError) -> Bool
+    func backupCount(tenant: TenantName) throws(ConsoleError) -> Int
+    /// Streams backups in id order, `batchSize` at a time, without loading them all.
+    func forEachBackup(
+        tenant: TenantName, batchSize: Int, _ body: ([BackupRecord]) throws(ConsoleError) -> Void
+    ) throws(ConsoleError)
+    /// The backup a lookup key points at, if any.
+    func lookup(tenant: TenantName, pk: String) throws(ConsoleError) -> LookupRow?
+    func lookupRows(tenant: TenantName, backupId: String) throws(ConsoleError) -> [LookupRow]
+    /// Streams the whole index in pk order.
+    func forEachLookupRow(
+        tenant: TenantName, batchSize: Int, _ body: ([LookupRow]) throws(ConsoleError) -> Void
+    ) throws(ConsoleError)
+    /// Writes one backup (metadata, blob, suborg refs from its TURNKEY keys, its lookup rows)
+    /// in one transaction. A lookup row owned by another backup is a `conflict` and nothing
+    /// is written.
+    func writeBackup(tenant: TenantName, _ write: BackupWrite, audit: AuditDraft) throws(ConsoleError)
+    /// Writes many backups in one transaction (seeding); same rules as ``writeBackup``.
+    func writeBackups(tenant: TenantName, _ writes: [BackupWrite], audit: AuditDraft) throws(ConsoleError)
+    func sealedBlob(tenant: TenantName, backupId: String) throws(ConsoleError) -> Data?
+    /// Upserts FactorLookup rows exactly as given, whether or not their backups exist: the
+    /// import of the service's real index, drift included. Returns how many rows changed.
+    @discardableResult
+    func writeLookupRows(tenant: TenantName, _ rows: [LookupRow], audit: AuditDraft) throws(ConsoleError) -> Int
+
+    // MARK: Turnkey sub-organization references
+
+    /// The backup that references a sub-org, if any.
+    func subOrgReference(tenant: TenantName, subOrgId: String) throws(ConsoleError) -> String?
+    func forEachReferencedSubOrg(
+        tenant: TenantName, batchSize: Int, _ body: ([String]) throws(ConsoleError) -> Void
+    ) throws(ConsoleError)
+
+    // MARK: Sandbox Turnkey sub-organizations (sandbox tenants only)
+
+    /// Records sub-orgs the Turnkey sandbox lists under the tenant's parent org; existing ids
+    /// keep their first `createdAt`. Returns how many were new.
+    @discardableResult
+    func addSandboxSubOrgs(tenant: TenantName, _ subOrgIds: [String], createdAt: Int64, audit: AuditDraft?)
+        throws(ConsoleError) -> Int
+    /// Removes one (the sandbox's `delete_sub_organization`); returns whether it was there.
+    func removeSandboxSubOrg(tenant: TenantName, subOrgId: String, audit: AuditDraft?) throws(ConsoleError) -> Bool
+    /// Streams the sandbox sub-org ids in id order.
+    func forEachSandboxSubOrg(
+        tenant: TenantName, batchSize: Int, _ body: ([String]) throws(ConsoleError) -> Void
+    ) throws(ConsoleError)
+
+    // MARK: Reset
+
+    func insertResetChallenge(_ challenge: ResetChallengeRecord, audit: AuditDraft) throws(ConsoleError)
+    func resetChallenge(tokenHash: String) throws(ConsoleError) -> ResetChallengeRecord?
+    /// In ONE transaction: re-read the challenge, run `verify` on it (which throws to refuse),
+    /// mark it used, delete metadata, blob, every lookup row and suborg ref of the backup, queue
+    /// its sub-orgs for cleanup with reason `reset`, and append the audit entry.
+    func completeReset(
+        tokenHash: String, now: Int64, verify: (ResetChallengeRecord) throws(ConsoleError) -> Void,
+        audit: (ResetWipe) -> AuditDraft
+    ) throws(ConsoleError) -> ResetWipe
+
+    // MARK: Cleanup journal
+
+    func cleanupItem(tenant: TenantName, subOrgId: String) throws(ConsoleError) -> CleanupItemRecord?
+    /// Inserts the items not yet in the journal (first seen keeps its earliest time); returns how many were new.
+    func enqueueCleanup(tenant: TenantName, _ items: [CleanupItemRecord], audit: AuditDraft?) throws(ConsoleError)
+        -> Int
+    func updateCleanupItem(tenant: TenantName, _ item: CleanupItemRecord, audit: AuditDraft?) throws(ConsoleError)
+    func cleanupItems(tenant: TenantName, states: Set<CleanupItemRecord.State>?) throws(ConsoleError)
+        -> [CleanupItemRecord]
+
+    // MARK: Audit
+
+    /// Appends an entry for an action that changed nothing else (a read of a backup).
+    @discardableResult
+    func appendAudit(_ draft: AuditDraft) throws(ConsoleError) -> AuditEntry
+    /// Entries in sequence order; `tenant` filters, `nil` returns all.
+    func auditEntries(tenant: TenantName?, afterSeq: Int64, limit: Int) throws(ConsoleError) -> [AuditEntry]
+    /// The most recent entries (for `audit list --limit N`), oldest first.
+    func latestAuditEntries(tenant: TenantName?, limit: Int) throws(ConsoleError) -> [AuditEntry]
+}

@@ -1,0 +1,150 @@
+import BackupModel
+import Foundation
+
+/// The state of one import: the report, the factors claimed so far in this run, the pending batch.
+struct ImportRun {
+    let importer: BackupImporter
+    let tenant: TenantName
+    let dryRun: Bool
+    let operatorName: String
+    var report: ImportReport
+    var index: ExportDirectory.Index?
+    var exportIds: Set<String> = []
+    /// pk → backup, for every backup accepted in this run (its rows replace its stored ones).
+    private var claims: [String: String] = [:]
+    private var accepted: Set<String> = []
+    private var batch: [BackupWrite] = []
+    private var batchBytes = 0
+
+    init(importer: BackupImporter, tenant: TenantName, dryRun: Bool, operatorName: String) {
+        self.importer = importer
+        self.tenant = tenant
+        self.dryRun = dryRun
+        self.operatorName = operatorName
+        report = ImportReport(dryRun: dryRun)
+    }
+
+    private var store: any ConsoleStore { importer.store }
+
+    /// Decides what one readable backup needs: drift findings, conflict, unchanged, or a write.
+    mutating func consider(_ entry: ExportDirectory.Entry) throws(ConsoleError) {
+        let metadata = entry.metadata
+        let id = metadata.id
+        let metadataKeys = Self.unique(metadata.lookupKeys.map(\.rawValue))
+        let rows: [String]
+        if let index {
+            rows = index.rowsByBackup[id] ?? []
+            let implied = Set(metadataKeys)
+            for pk in metadataKeys {
+                switch index.owner[pk] {
+                case nil: report.drift.append(DriftFinding(backupId: id, pk: pk, kind: .missingInIndex))
+                case let other? where other != id:
+                    report.conflicts.append(ImportConflict(pk: pk, backupIds: [other, id]))
+                default: break
+                }
+            }
+            for pk in rows where !implied.contains(pk) {
+                report.drift.append(DriftFinding(backupId: id, pk: pk, kind: .unauthorizedFactor))
+            }
+        } else {
+            rows = metadataKeys
+        }
+        for pk in rows {
+            if let other = try owner(of: pk), other != id {
+                report.conflicts.append(ImportConflict(pk: pk, backupIds: [other, id]))
+                report.failed += 1
+                return
+            }
+        }
+        for pk in rows { claims[pk] = id }
+        accepted.insert(id)
+        let lookupRows = rows.map { LookupRow(pk: $0, backupId: id) }
+        let existing = try store.backup(tenant: tenant, id: id)
+        if let existing, try isUnchanged(entry, existing: existing, rows: lookupRows) {
+            report.unchanged += 1
+            return
+        }
+        let now = importer.clock()
+        let record = BackupRecord(
+            backupId: id, metadata: metadata, blobSize: entry.blob?.count, blobSHA256: entry.blobSHA256,
+            importedAt: existing?.importedAt ?? now, updatedAt: now)
+        report.imported += 1
+        report.lookupRowsImported += lookupRows.count
+        batch.append(BackupWrite(record: record, blob: entry.blob, lookupRows: lookupRows))
+        batchBytes += entry.blob?.count ?? 0
+        if batch.count >= importer.batchSize || batchBytes >= importer.batchBytes { try flush() }
+    }
+
+    /// The backup owning `pk` once this run's accepted backups have replaced their stored rows.
+    private func owner(of pk: String) throws(ConsoleError) -> String? {
+        if let claimed = claims[pk] { return claimed }
+        guard let stored = try store.lookup(tenant: tenant, pk: pk)?.backupId else { return nil }
+        return accepted.contains(stored) ? nil : stored
+    }
+
+    private func isUnchanged(_ entry: ExportDirectory.Entry, existing: BackupRecord, rows: [LookupRow])
+        throws(ConsoleError) -> Bool
+    {
+        guard existing.blobSHA256 == entry.blobSHA256,
+            existing.metadata.encoded(.stored) == entry.metadata.encoded(.stored)
+        else { return false }
+        return Set(try store.lookupRows(tenant: tenant, backupId: entry.metadata.id)) == Set(rows)
+    }
+
+    /// Writes the pending batch in one transaction; on a conflict (a concurrent writer) the
+    /// batch is retried backup by backup so only the conflicting ones fail.
+    mutating func flush() throws(ConsoleError) {
+        defer {
+            batch = []
+            batchBytes = 0
+        }
+        guard !dryRun, !batch.isEmpty else { return }
+        let ids = batch.map(\.record.backupId)
+        let draft = AuditDraft(
+            operatorName: operatorName, tenant: tenant.rawValue, action: "backup.import",
+            target: ids.count == 1 ? ids[0] : nil,
+            details: ["count": "\(ids.count)", "first": ids.first ?? "", "last": ids.last ?? ""])
+        do {
+            try store.writeBackups(tenant: tenant, batch, audit: draft)
+        } catch where error.kind == .conflict || error.kind == .invalidInput || error.kind == .notFound {
+            for write in batch {
+                let id = write.record.backupId
+                do {
+                    try store.writeBackup(
+                        tenant: tenant, write,
+                        audit: AuditDraft(
+                            operatorName: operatorName, tenant: tenant.rawValue, action: "backup.import", target: id))
+                } catch where error.kind != .internalError {
+                    report.imported -= 1
+                    report.failed += 1
+                    report.lookupRowsImported -= write.lookupRows.count
+                    report.problems.append(ImportProblem(path: id, code: error.code, reason: error.message))
+                }
+            }
+        }
+    }
+
+    /// Imports the index rows whose backup is not in the export, as they are, and reports them.
+    mutating func importOrphanRows() throws(ConsoleError) {
+        guard let index else { return }
+        let orphans = index.rows.filter { !exportIds.contains($0.backupId) }
+        guard !orphans.isEmpty else { return }
+        var changed: [LookupRow] = []
+        for row in orphans {
+            report.drift.append(DriftFinding(backupId: row.backupId, pk: row.pk, kind: .orphanRow))
+            if try store.lookup(tenant: tenant, pk: row.pk) != row { changed.append(row) }
+        }
+        report.lookupRowsImported += changed.count
+        guard !dryRun, !changed.isEmpty else { return }
+        try store.writeLookupRows(
+            tenant: tenant, changed,
+            audit: AuditDraft(
+                operatorName: operatorName, tenant: tenant.rawValue, action: "lookup.import",
+                details: ["count": "\(changed.count)", "reason": "rows of backups not in the export"]))
+    }
+
+    static func unique(_ keys: [String]) -> [String] {
+        var seen = Set<String>()
+        return keys.filter { seen.insert($0).inserted }
+    }
+}

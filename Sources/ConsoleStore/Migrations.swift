@@ -1,0 +1,167 @@
+import GRDB
+
+/// The store's schema, as one ordered list of GRDB migrations.
+///
+/// Constraints live here rather than in Swift: every table is `STRICT`, the tenant is part of
+/// every key, and `CHECK`s and foreign keys reject what the code should never write. The
+/// FactorLookup index deliberately has no foreign key to `backups`: the service's real index
+/// drifts and may point at backups that no longer exist, and support must see that as it is.
+enum Migrations {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1-schema") { db in
+            for sql in v1 { try db.execute(sql: sql) }
+        }
+        migrator.registerMigration("v2-sandbox-suborgs") { db in
+            for sql in v2 { try db.execute(sql: sql) }
+        }
+        migrator.registerMigration("v3-cleanup-stamped") { db in
+            for sql in v3 { try db.execute(sql: sql) }
+        }
+        return migrator
+    }
+
+    private static let v1: [String] = [
+        """
+        CREATE TABLE tenants (
+            name TEXT NOT NULL PRIMARY KEY,
+            is_sandbox INTEGER NOT NULL CHECK (is_sandbox IN (0, 1)),
+            turnkey_url TEXT,
+            turnkey_org_id TEXT,
+            turnkey_api_key_file TEXT,
+            cleanup_key_file TEXT,
+            policy TEXT NOT NULL CHECK (json_valid(policy)),
+            created_at INTEGER NOT NULL
+        ) STRICT
+        """,
+        """
+        CREATE TABLE operators (
+            name TEXT NOT NULL PRIMARY KEY,
+            token_hash TEXT NOT NULL UNIQUE,
+            can_create_tenants INTEGER NOT NULL CHECK (can_create_tenants IN (0, 1)),
+            created_at INTEGER NOT NULL
+        ) STRICT
+        """,
+        """
+        CREATE TABLE grants (
+            operator TEXT NOT NULL REFERENCES operators(name) ON DELETE CASCADE,
+            tenant TEXT NOT NULL REFERENCES tenants(name) ON DELETE CASCADE,
+            role INTEGER NOT NULL CHECK (role BETWEEN 1 AND 4),
+            PRIMARY KEY (operator, tenant)
+        ) STRICT, WITHOUT ROWID
+        """,
+        "CREATE INDEX grants_by_tenant ON grants(tenant, operator)",
+        // Metadata rows are 1-3 KB, too large for WITHOUT ROWID to pay off.
+        """
+        CREATE TABLE backups (
+            tenant TEXT NOT NULL REFERENCES tenants(name) ON DELETE CASCADE,
+            backup_id TEXT NOT NULL,
+            metadata TEXT NOT NULL,
+            manifest_hash TEXT NOT NULL,
+            blob_size INTEGER CHECK (blob_size IS NULL OR blob_size BETWEEN 0 AND 15728640),
+            blob_sha256 TEXT CHECK (blob_sha256 IS NULL OR length(blob_sha256) = 64),
+            imported_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL,
+            PRIMARY KEY (tenant, backup_id)
+        ) STRICT
+        """,
+        """
+        CREATE TABLE sealed_blobs (
+            tenant TEXT NOT NULL,
+            backup_id TEXT NOT NULL,
+            bytes BLOB NOT NULL,
+            PRIMARY KEY (tenant, backup_id),
+            FOREIGN KEY (tenant, backup_id) REFERENCES backups(tenant, backup_id) ON DELETE CASCADE
+        ) STRICT
+        """,
+        """
+        CREATE TABLE factor_lookup (
+            tenant TEXT NOT NULL REFERENCES tenants(name) ON DELETE CASCADE,
+            pk TEXT NOT NULL CHECK (pk GLOB 'MAIN#*' OR pk GLOB 'SYNC#*'),
+            backup_id TEXT NOT NULL,
+            PRIMARY KEY (tenant, pk)
+        ) STRICT, WITHOUT ROWID
+        """,
+        "CREATE INDEX factor_lookup_by_backup ON factor_lookup(tenant, backup_id)",
+        """
+        CREATE TABLE suborg_refs (
+            tenant TEXT NOT NULL,
+            suborg_id TEXT NOT NULL,
+            backup_id TEXT NOT NULL,
+            PRIMARY KEY (tenant, suborg_id, backup_id),
+            FOREIGN KEY (tenant, backup_id) REFERENCES backups(tenant, backup_id) ON DELETE CASCADE
+        ) STRICT, WITHOUT ROWID
+        """,
+        "CREATE INDEX suborg_refs_by_backup ON suborg_refs(tenant, backup_id)",
+        // No foreign key to backups: a used challenge outlives the backup its reset wiped.
+        """
+        CREATE TABLE reset_challenges (
+            token_hash TEXT NOT NULL PRIMARY KEY,
+            tenant TEXT NOT NULL REFERENCES tenants(name) ON DELETE CASCADE,
+            backup_id TEXT NOT NULL,
+            context TEXT NOT NULL,
+            challenge BLOB NOT NULL,
+            created_at INTEGER NOT NULL,
+            expires_at INTEGER NOT NULL CHECK (expires_at >= created_at),
+            used_at INTEGER
+        ) STRICT
+        """,
+        """
+        CREATE TABLE cleanup_items (
+            tenant TEXT NOT NULL REFERENCES tenants(name) ON DELETE CASCADE,
+            suborg_id TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            first_seen_at INTEGER NOT NULL,
+            state TEXT NOT NULL
+                CHECK (state IN ('pending', 'deleted', 'alreadyGone', 'failed', 'needsUser', 'skipped')),
+            body TEXT,
+            attempts INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+            last_error TEXT,
+            updated_at INTEGER NOT NULL,
+            PRIMARY KEY (tenant, suborg_id)
+        ) STRICT
+        """,
+        // The audit outlives tenants and operators, so it names them without foreign keys.
+        """
+        CREATE TABLE audit (
+            seq INTEGER PRIMARY KEY CHECK (seq > 0),
+            at INTEGER NOT NULL,
+            operator TEXT NOT NULL,
+            tenant TEXT,
+            action TEXT NOT NULL,
+            target TEXT,
+            details TEXT NOT NULL CHECK (json_valid(details)),
+            prev_hash TEXT NOT NULL CHECK (length(prev_hash) = 64),
+            hash TEXT NOT NULL UNIQUE CHECK (length(hash) = 64)
+        ) STRICT
+        """,
+        "CREATE INDEX audit_by_tenant ON audit(tenant, seq)",
+    ]
+
+    /// Sub-orgs the Turnkey sandbox lists as the parent org's children (sandbox tenants only).
+    private static let v2: [String] = [
+        """
+        CREATE TABLE sandbox_suborgs (
+            tenant TEXT NOT NULL REFERENCES tenants(name) ON DELETE CASCADE,
+            suborg_id TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            PRIMARY KEY (tenant, suborg_id)
+        ) STRICT, WITHOUT ROWID
+        """
+    ]
+
+    /// Break-glass deletions stamped by the user (`cleanup submit`), one per journaled sub-org.
+    private static let v3: [String] = [
+        """
+        CREATE TABLE cleanup_stamped (
+            tenant TEXT NOT NULL,
+            suborg_id TEXT NOT NULL,
+            body TEXT NOT NULL CHECK (json_valid(body)),
+            stamp TEXT NOT NULL CHECK (length(stamp) > 0),
+            submitted_at INTEGER NOT NULL,
+            PRIMARY KEY (tenant, suborg_id),
+            FOREIGN KEY (tenant, suborg_id) REFERENCES cleanup_items(tenant, suborg_id) ON DELETE CASCADE
+        ) STRICT, WITHOUT ROWID
+        """
+    ]
+}

@@ -1,0 +1,204 @@
+import BackupModel
+import Foundation
+
+/// Per-tenant policy knobs. Defaults are the production values of the facts file.
+public struct TenantPolicy: Sendable, Equatable, Codable {
+    /// Lifetime of a reset challenge; the service's is 15 minutes and policy may only shorten it.
+    public var resetTokenTTLSeconds: Int
+    /// How long a sub-org must stay unreferenced before cleanup may delete it.
+    public var cleanupGraceSeconds: Int
+    /// Turnkey retry policy: cap of the full-jitter back-off and attempts per call.
+    public var retryCapMillis: Int
+    public var retryAttempts: Int
+    /// Client-side rate limit towards Turnkey, requests per second.
+    public var turnkeyRPS: Int
+
+    public static let maxResetTokenTTLSeconds = 15 * 60
+
+    public init(
+        resetTokenTTLSeconds: Int = TenantPolicy.maxResetTokenTTLSeconds, cleanupGraceSeconds: Int = 24 * 3600,
+        retryCapMillis: Int = 2000, retryAttempts: Int = 3, turnkeyRPS: Int = 10
+    ) {
+        self.resetTokenTTLSeconds = resetTokenTTLSeconds
+        self.cleanupGraceSeconds = cleanupGraceSeconds
+        self.retryCapMillis = retryCapMillis
+        self.retryAttempts = retryAttempts
+        self.turnkeyRPS = turnkeyRPS
+    }
+}
+
+public struct TenantRecord: Sendable, Equatable, Codable {
+    public var name: TenantName
+    /// Sandbox tenants use the in-process Turnkey sandbox and accept `seed`.
+    public var isSandbox: Bool
+    public var turnkeyURL: String?
+    public var turnkeyOrgId: String?
+    /// Paths only: key files stay on disk, readable by their owner alone.
+    public var turnkeyAPIKeyFile: String?
+    public var cleanupKeyFile: String?
+    public var policy: TenantPolicy
+    /// Unix seconds.
+    public var createdAt: Int64
+
+    public init(
+        name: TenantName, isSandbox: Bool, turnkeyURL: String? = nil, turnkeyOrgId: String? = nil,
+        turnkeyAPIKeyFile: String? = nil, cleanupKeyFile: String? = nil, policy: TenantPolicy = TenantPolicy(),
+        createdAt: Int64
+    ) {
+        self.name = name
+        self.isSandbox = isSandbox
+        self.turnkeyURL = turnkeyURL
+        self.turnkeyOrgId = turnkeyOrgId
+        self.turnkeyAPIKeyFile = turnkeyAPIKeyFile
+        self.cleanupKeyFile = cleanupKeyFile
+        self.policy = policy
+        self.createdAt = createdAt
+    }
+}
+
+public struct OperatorRecord: Sendable, Equatable, Codable {
+    public var name: OperatorName
+    /// May create tenants (the operator made by `init`); grants nothing inside a tenant by itself.
+    public var canCreateTenants: Bool
+    public var createdAt: Int64
+
+    public init(name: OperatorName, canCreateTenants: Bool, createdAt: Int64) {
+        self.name = name
+        self.canCreateTenants = canCreateTenants
+        self.createdAt = createdAt
+    }
+}
+
+public struct GrantRecord: Sendable, Equatable, Codable {
+    public var operatorName: OperatorName
+    public var tenant: TenantName
+    public var role: Role
+
+    public init(operatorName: OperatorName, tenant: TenantName, role: Role) {
+        self.operatorName = operatorName
+        self.tenant = tenant
+        self.role = role
+    }
+}
+
+/// A backup as the console holds it: metadata (stored form), manifest hash and blob facts.
+public struct BackupRecord: Sendable, Equatable {
+    public var backupId: String
+    public var metadata: BackupMetadata
+    public var blobSize: Int?
+    /// Lowercase hex SHA-256 of the sealed blob.
+    public var blobSHA256: String?
+    public var importedAt: Int64
+    public var updatedAt: Int64
+
+    public init(
+        backupId: String, metadata: BackupMetadata, blobSize: Int?, blobSHA256: String?, importedAt: Int64,
+        updatedAt: Int64
+    ) {
+        self.backupId = backupId
+        self.metadata = metadata
+        self.blobSize = blobSize
+        self.blobSHA256 = blobSHA256
+        self.importedAt = importedAt
+        self.updatedAt = updatedAt
+    }
+
+    public var manifestHash: String { metadata.manifestHash }
+}
+
+/// One FactorLookup row: the primary key exactly as the service wrote it, and its backup.
+public struct LookupRow: Sendable, Equatable, Hashable {
+    public var pk: String
+    public var backupId: String
+
+    public init(pk: String, backupId: String) {
+        self.pk = pk
+        self.backupId = backupId
+    }
+}
+
+/// Everything to write for one backup in one transaction.
+public struct BackupWrite: Sendable {
+    public var record: BackupRecord
+    public var blob: Data?
+    /// The rows to own after the write; the backup's previous rows not listed are removed.
+    public var lookupRows: [LookupRow]
+
+    public init(record: BackupRecord, blob: Data?, lookupRows: [LookupRow]) {
+        self.record = record
+        self.blob = blob
+        self.lookupRows = lookupRows
+    }
+}
+
+/// A reset challenge as stored: the token only as its hash.
+public struct ResetChallengeRecord: Sendable, Equatable {
+    public var tokenHash: String
+    public var tenant: TenantName
+    public var backupId: String
+    /// The operation the token was made for; `reset` here, others may follow.
+    public var context: String
+    public var challenge: [UInt8]
+    public var createdAt: Int64
+    public var expiresAt: Int64
+    public var usedAt: Int64?
+
+    public init(
+        tokenHash: String, tenant: TenantName, backupId: String, context: String, challenge: [UInt8],
+        createdAt: Int64, expiresAt: Int64, usedAt: Int64? = nil
+    ) {
+        self.tokenHash = tokenHash
+        self.tenant = tenant
+        self.backupId = backupId
+        self.context = context
+        self.challenge = challenge
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+        self.usedAt = usedAt
+    }
+}
+
+/// What a reset wiped, returned from the one transaction that did it.
+public struct ResetWipe: Sendable, Equatable {
+    public var backupId: String
+    public var lookupRowsRemoved: Int
+    public var turnkeySubOrgIds: [String]
+
+    public init(backupId: String, lookupRowsRemoved: Int, turnkeySubOrgIds: [String]) {
+        self.backupId = backupId
+        self.lookupRowsRemoved = lookupRowsRemoved
+        self.turnkeySubOrgIds = turnkeySubOrgIds
+    }
+}
+
+/// One queued cleanup item (the journal of orphaned sub-organizations).
+public struct CleanupItemRecord: Sendable, Equatable, Codable {
+    public enum State: String, Sendable, Codable {
+        case pending, deleted, alreadyGone, failed, needsUser, skipped
+    }
+
+    public var subOrgId: String
+    /// `unreferenced` (found by scan), `reset`, `service_log`.
+    public var reason: String
+    public var firstSeenAt: Int64
+    public var state: State
+    /// The activity body, written before it is first sent and re-sent unchanged.
+    public var body: String?
+    public var attempts: Int
+    public var lastError: String?
+    public var updatedAt: Int64
+
+    public init(
+        subOrgId: String, reason: String, firstSeenAt: Int64, state: State = .pending, body: String? = nil,
+        attempts: Int = 0, lastError: String? = nil, updatedAt: Int64
+    ) {
+        self.subOrgId = subOrgId
+        self.reason = reason
+        self.firstSeenAt = firstSeenAt
+        self.state = state
+        self.body = body
+        self.attempts = attempts
+        self.lastError = lastError
+        self.updatedAt = updatedAt
+    }
+}

@@ -1,0 +1,92 @@
+import BackupCrypto
+import BackupModel
+import Foundation
+import GRDB
+
+extension SQLiteConsoleStore {
+    /// Appends `draft` as the next chained entry inside the caller's write transaction.
+    ///
+    /// `seq` is the last one plus one and `prevHash` the last entry's hash (64 zeros for the
+    /// first), so the writer's serialisation is what keeps the chain linear.
+    func insertAudit(_ draft: AuditDraft, _ db: Database) throws -> AuditEntry {
+        let last = try Row.fetchOne(db.cachedStatement(sql: "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1"))
+        let seq: Int64 = (last.map { $0[0] as Int64 } ?? 0) + 1
+        let prevHash: String = last.map { $0[1] as String } ?? AuditEntry.genesisHash
+        let at = clock()
+        let canonical = AuditEntry.canonicalBytes(
+            seq: seq, at: at, operatorName: draft.operatorName, tenant: draft.tenant, action: draft.action,
+            target: draft.target, details: draft.details)
+        let hash = SHA256.hex(Array(prevHash.utf8) + canonical)
+        let entry = AuditEntry(seq: seq, at: at, draft: draft, prevHash: prevHash, hash: hash)
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO audit (seq, at, operator, tenant, action, target, details, prev_hash, hash)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """
+        ).execute(arguments: [
+            seq, at, draft.operatorName, draft.tenant, draft.action, draft.target,
+            Self.detailsJSON(draft.details), prevHash, hash,
+        ])
+        return entry
+    }
+
+    static func detailsJSON(_ details: [String: String]) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // A [String: String] always encodes.
+        let data = (try? encoder.encode(details)) ?? Data("{}".utf8)
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    static func auditEntry(_ row: Row) throws -> AuditEntry {
+        let detailsText: String = row[6]
+        let details: [String: String]
+        do {
+            details = try JSONDecoder().decode([String: String].self, from: Data(detailsText.utf8))
+        } catch {
+            throw ConsoleError.internalError("Audit entry \(row[0] as Int64) has unreadable details.")
+        }
+        let draft = AuditDraft(
+            operatorName: row[2], tenant: row[3], action: row[4], target: row[5], details: details)
+        return AuditEntry(seq: row[0], at: row[1], draft: draft, prevHash: row[7], hash: row[8])
+    }
+
+    private static let auditColumns = "seq, at, operator, tenant, action, target, details, prev_hash, hash"
+
+    @discardableResult
+    public func appendAudit(_ draft: AuditDraft) throws(ConsoleError) -> AuditEntry {
+        try write("appending an audit entry") { db in try insertAudit(draft, db) }
+    }
+
+    public func auditEntries(tenant: TenantName?, afterSeq: Int64, limit: Int) throws(ConsoleError) -> [AuditEntry] {
+        try read("reading the audit log") { db in
+            let rows: [Row]
+            if let tenant {
+                rows = try Row.fetchAll(
+                    db, sql: "SELECT \(Self.auditColumns) FROM audit WHERE tenant = ? AND seq > ? ORDER BY seq LIMIT ?",
+                    arguments: [tenant.rawValue, afterSeq, max(0, limit)])
+            } else {
+                rows = try Row.fetchAll(
+                    db, sql: "SELECT \(Self.auditColumns) FROM audit WHERE seq > ? ORDER BY seq LIMIT ?",
+                    arguments: [afterSeq, max(0, limit)])
+            }
+            return try rows.map(Self.auditEntry)
+        }
+    }
+
+    public func latestAuditEntries(tenant: TenantName?, limit: Int) throws(ConsoleError) -> [AuditEntry] {
+        try read("reading the audit log") { db in
+            let rows: [Row]
+            if let tenant {
+                rows = try Row.fetchAll(
+                    db, sql: "SELECT \(Self.auditColumns) FROM audit WHERE tenant = ? ORDER BY seq DESC LIMIT ?",
+                    arguments: [tenant.rawValue, max(0, limit)])
+            } else {
+                rows = try Row.fetchAll(
+                    db, sql: "SELECT \(Self.auditColumns) FROM audit ORDER BY seq DESC LIMIT ?",
+                    arguments: [max(0, limit)])
+            }
+            return try rows.reversed().map(Self.auditEntry)
+        }
+    }
+}

@@ -1,0 +1,112 @@
+import BackupModel
+import Foundation
+import GRDB
+
+extension SQLiteConsoleStore {
+    public func writeBackup(tenant: TenantName, _ write: BackupWrite, audit: AuditDraft) throws(ConsoleError) {
+        try self.write("writing backup \(write.record.backupId)") { db in
+            try Self.apply(write, tenant: tenant, db)
+            _ = try insertAudit(audit, db)
+        }
+    }
+
+    public func writeBackups(tenant: TenantName, _ writes: [BackupWrite], audit: AuditDraft) throws(ConsoleError) {
+        try self.write("writing \(writes.count) backups") { db in
+            for write in writes { try Self.apply(write, tenant: tenant, db) }
+            _ = try insertAudit(audit, db)
+        }
+    }
+
+    @discardableResult
+    public func writeLookupRows(tenant: TenantName, _ rows: [LookupRow], audit: AuditDraft) throws(ConsoleError)
+        -> Int
+    {
+        try write("writing \(rows.count) factor index rows") { db in
+            let upsert = try db.cachedStatement(
+                sql: """
+                    INSERT INTO factor_lookup (tenant, pk, backup_id) VALUES (?, ?, ?)
+                    ON CONFLICT (tenant, pk) DO UPDATE SET backup_id = excluded.backup_id
+                    WHERE backup_id <> excluded.backup_id
+                    """)
+            var changed = 0
+            for row in rows {
+                try Self.checkKey(row.pk)
+                try upsert.execute(arguments: [tenant.rawValue, row.pk, row.backupId])
+                changed += db.changesCount
+            }
+            _ = try insertAudit(audit, db)
+            return changed
+        }
+    }
+
+    static func checkKey(_ pk: String) throws {
+        guard pk.hasPrefix("MAIN#") || pk.hasPrefix("SYNC#") else {
+            throw ConsoleError.invalid(
+                "invalid_lookup_key", "Invalid FactorLookup key \"\(pk.prefix(80))\": the scope must be MAIN or SYNC.")
+        }
+    }
+
+    /// Writes one backup inside the caller's transaction: conflict check first, so a conflict
+    /// throws before anything of this backup is written (and the transaction rolls back).
+    static func apply(_ write: BackupWrite, tenant: TenantName, _ db: Database) throws {
+        let record = write.record
+        let id = record.backupId
+        let t = tenant.rawValue
+        guard record.metadata.id == id else {
+            throw ConsoleError.invalid(
+                "backup_id_mismatch", "Backup \(id) carries metadata for \(record.metadata.id); they must match.")
+        }
+        if let blob = write.blob {
+            guard blob.count <= BackupMetadata.maxBlobBytes else {
+                throw ConsoleError.invalid(
+                    "blob_too_large", "The sealed blob of \(id) has \(blob.count) bytes; at most 15 MB is allowed.")
+            }
+            guard record.blobSize == blob.count, record.blobSHA256 != nil else {
+                throw ConsoleError.invalid(
+                    "blob_mismatch", "The record of \(id) must carry the size and SHA-256 of its sealed blob.")
+            }
+        }
+        let owner = try db.cachedStatement(sql: "SELECT backup_id FROM factor_lookup WHERE tenant = ? AND pk = ?")
+        for row in write.lookupRows {
+            guard row.backupId == id else {
+                throw ConsoleError.invalid(
+                    "lookup_row_mismatch", "A lookup row written with backup \(id) names backup \(row.backupId).")
+            }
+            try checkKey(row.pk)
+            if let other = try String.fetchOne(owner, arguments: [t, row.pk]), other != id {
+                throw ConsoleError(
+                    .conflict, code: "factor_conflict",
+                    "Factor \(row.pk) is already enrolled in backup \(other), so backup \(id) cannot claim it.")
+            }
+        }
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO backups (tenant, backup_id, metadata, manifest_hash, blob_size, blob_sha256,
+                    imported_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (tenant, backup_id) DO UPDATE SET metadata = excluded.metadata,
+                    manifest_hash = excluded.manifest_hash, blob_size = excluded.blob_size,
+                    blob_sha256 = excluded.blob_sha256, updated_at = excluded.updated_at
+                """
+        ).execute(arguments: [
+            t, id, String(decoding: record.metadata.encoded(.stored), as: UTF8.self), record.manifestHash,
+            write.blob == nil ? nil : record.blobSize, write.blob == nil ? nil : record.blobSHA256,
+            record.importedAt, record.updatedAt,
+        ])
+        try db.cachedStatement(sql: "DELETE FROM sealed_blobs WHERE tenant = ? AND backup_id = ?")
+            .execute(arguments: [t, id])
+        if let blob = write.blob {
+            try db.cachedStatement(sql: "INSERT INTO sealed_blobs (tenant, backup_id, bytes) VALUES (?, ?, ?)")
+                .execute(arguments: [t, id, blob])
+        }
+        try db.cachedStatement(sql: "DELETE FROM factor_lookup WHERE tenant = ? AND backup_id = ?")
+            .execute(arguments: [t, id])
+        let insertRow = try db.cachedStatement(
+            sql: "INSERT OR IGNORE INTO factor_lookup (tenant, pk, backup_id) VALUES (?, ?, ?)")
+        for row in write.lookupRows { try insertRow.execute(arguments: [t, row.pk, id]) }
+        try db.cachedStatement(sql: "DELETE FROM suborg_refs WHERE tenant = ? AND backup_id = ?")
+            .execute(arguments: [t, id])
+        let insertRef = try db.cachedStatement(
+            sql: "INSERT INTO suborg_refs (tenant, suborg_id, backup_id) VALUES (?, ?, ?)")
+        for subOrg in record.metadata.turnkeySubOrgIds { try insertRef.execute(arguments: [t, subOrg, id]) }
+    }
+}

@@ -1,0 +1,156 @@
+import BackupModel
+import Foundation
+import GRDB
+
+extension SQLiteConsoleStore {
+    static let backupColumns = "backup_id, metadata, blob_size, blob_sha256, imported_at, updated_at"
+
+    static func backupRecord(_ row: Row) throws -> BackupRecord {
+        let id: String = row[0]
+        let metadataText: String = row[1]
+        let metadata: BackupMetadata
+        do {
+            metadata = try BackupMetadata.decode(Data(metadataText.utf8))
+        } catch {
+            throw ConsoleError.internalError("Backup \(id) has unreadable metadata in the store: \(error.message)")
+        }
+        return BackupRecord(
+            backupId: id, metadata: metadata, blobSize: row[2], blobSHA256: row[3], importedAt: row[4],
+            updatedAt: row[5])
+    }
+
+    public func backup(tenant: TenantName, id: String) throws(ConsoleError) -> BackupRecord? {
+        try readOne("reading backup \(id)") { db in
+            try Row.fetchOne(
+                db.cachedStatement(
+                    sql: "SELECT \(Self.backupColumns) FROM backups WHERE tenant = ? AND backup_id = ?"),
+                arguments: [tenant.rawValue, id]
+            ).map(Self.backupRecord)
+        }
+    }
+
+    public func backupExists(tenant: TenantName, id: String) throws(ConsoleError) -> Bool {
+        try readOne("checking backup \(id)") { db in
+            try Int.fetchOne(
+                db.cachedStatement(sql: "SELECT 1 FROM backups WHERE tenant = ? AND backup_id = ?"),
+                arguments: [tenant.rawValue, id]) != nil
+        }
+    }
+
+    public func backupCount(tenant: TenantName) throws(ConsoleError) -> Int {
+        try readOne("counting backups") { db in
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM backups WHERE tenant = ?", arguments: [tenant.rawValue]) ?? 0
+        }
+    }
+
+    public func forEachBackup(
+        tenant: TenantName, batchSize: Int, _ body: ([BackupRecord]) throws(ConsoleError) -> Void
+    ) throws(ConsoleError) {
+        try paginate(after: "") { (last: String) throws(ConsoleError) -> ([BackupRecord], String?) in
+            let page = try read("listing backups") { db in
+                try Row.fetchAll(
+                    db.cachedStatement(
+                        sql: """
+                            SELECT \(Self.backupColumns) FROM backups
+                            WHERE tenant = ? AND backup_id > ? ORDER BY backup_id LIMIT ?
+                            """),
+                    arguments: [tenant.rawValue, last, Self.clampBatch(batchSize)]
+                ).map(Self.backupRecord)
+            }
+            if !page.isEmpty { try body(page) }
+            return (page, page.last?.backupId)
+        }
+    }
+
+    // MARK: FactorLookup
+
+    public func lookup(tenant: TenantName, pk: String) throws(ConsoleError) -> LookupRow? {
+        let backupId = try readOne("looking up a factor") { db in
+            let statement = try db.cachedStatement(sql: "SELECT backup_id FROM factor_lookup WHERE tenant = ? AND pk = ?")
+            // Two text arguments for two placeholders: GRDB's argument validation is redundant here.
+            statement.setUncheckedArguments([tenant.rawValue, pk])
+            return try String.fetchOne(statement)
+        }
+        return backupId.map { LookupRow(pk: pk, backupId: $0) }
+    }
+
+    public func lookupRows(tenant: TenantName, backupId: String) throws(ConsoleError) -> [LookupRow] {
+        try readOne("reading the lookup rows of \(backupId)") { db in
+            try String.fetchAll(
+                db.cachedStatement(sql: "SELECT pk FROM factor_lookup WHERE tenant = ? AND backup_id = ? ORDER BY pk"),
+                arguments: [tenant.rawValue, backupId]
+            ).map { LookupRow(pk: $0, backupId: backupId) }
+        }
+    }
+
+    public func forEachLookupRow(
+        tenant: TenantName, batchSize: Int, _ body: ([LookupRow]) throws(ConsoleError) -> Void
+    ) throws(ConsoleError) {
+        try paginate(after: "") { (last: String) throws(ConsoleError) -> ([LookupRow], String?) in
+            let page = try read("listing the factor index") { db in
+                var rows: [LookupRow] = []
+                let cursor = try Row.fetchCursor(
+                    db.cachedStatement(
+                        sql: "SELECT pk, backup_id FROM factor_lookup WHERE tenant = ? AND pk > ? ORDER BY pk LIMIT ?"),
+                    arguments: [tenant.rawValue, last, Self.clampBatch(batchSize)])
+                while let row = try cursor.next() { rows.append(LookupRow(pk: row[0], backupId: row[1])) }
+                return rows
+            }
+            if !page.isEmpty { try body(page) }
+            return (page, page.last?.pk)
+        }
+    }
+
+    public func sealedBlob(tenant: TenantName, backupId: String) throws(ConsoleError) -> Data? {
+        try readOne("reading the sealed blob of \(backupId)") { db in
+            try Data.fetchOne(
+                db.cachedStatement(sql: "SELECT bytes FROM sealed_blobs WHERE tenant = ? AND backup_id = ?"),
+                arguments: [tenant.rawValue, backupId])
+        }
+    }
+
+    // MARK: Sub-org references
+
+    public func subOrgReference(tenant: TenantName, subOrgId: String) throws(ConsoleError) -> String? {
+        try readOne("reading the references of sub-org \(subOrgId)") { db in
+            try String.fetchOne(
+                db.cachedStatement(
+                    sql: "SELECT backup_id FROM suborg_refs WHERE tenant = ? AND suborg_id = ? ORDER BY backup_id LIMIT 1"),
+                arguments: [tenant.rawValue, subOrgId])
+        }
+    }
+
+    public func forEachReferencedSubOrg(
+        tenant: TenantName, batchSize: Int, _ body: ([String]) throws(ConsoleError) -> Void
+    ) throws(ConsoleError) {
+        try paginate(after: "") { (last: String) throws(ConsoleError) -> ([String], String?) in
+            let page = try read("listing referenced sub-orgs") { db in
+                try String.fetchAll(
+                    db.cachedStatement(
+                        sql: """
+                            SELECT DISTINCT suborg_id FROM suborg_refs WHERE tenant = ? AND suborg_id > ?
+                            ORDER BY suborg_id LIMIT ?
+                            """),
+                    arguments: [tenant.rawValue, last, Self.clampBatch(batchSize)])
+            }
+            if !page.isEmpty { try body(page) }
+            return (page, page.last)
+        }
+    }
+
+    // MARK: Paging
+
+    static func clampBatch(_ size: Int) -> Int { min(max(size, 1), 100_000) }
+
+    /// Keyset pagination: fetches pages after the last key until one comes back empty.
+    func paginate<Item>(
+        after start: String, _ fetch: (String) throws(ConsoleError) -> ([Item], String?)
+    ) throws(ConsoleError) {
+        var last = start
+        while true {
+            let (page, next) = try fetch(last)
+            guard let next, !page.isEmpty else { return }
+            last = next
+        }
+    }
+}

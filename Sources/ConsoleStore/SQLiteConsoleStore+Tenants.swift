@@ -1,0 +1,188 @@
+import BackupModel
+import Foundation
+import GRDB
+
+extension SQLiteConsoleStore {
+    // MARK: Tenants
+
+    public func createTenant(_ tenant: TenantRecord, audit: AuditDraft) throws(ConsoleError) {
+        try write("creating tenant \(tenant.name)") { db in
+            try insertTenant(tenant, db)
+            _ = try insertAudit(audit, db)
+        }
+    }
+
+    private func insertTenant(_ tenant: TenantRecord, _ db: Database) throws {
+        if try Bool.fetchOne(db, sql: "SELECT 1 FROM tenants WHERE name = ?", arguments: [tenant.name.rawValue])
+            != nil
+        {
+            throw ConsoleError(.conflict, code: "tenant_exists", "Tenant \(tenant.name) already exists.")
+        }
+        let policy = String(decoding: (try? JSONEncoder().encode(tenant.policy)) ?? Data("{}".utf8), as: UTF8.self)
+        try db.execute(
+            sql: """
+                INSERT INTO tenants (name, is_sandbox, turnkey_url, turnkey_org_id, turnkey_api_key_file,
+                    cleanup_key_file, policy, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                tenant.name.rawValue, tenant.isSandbox, tenant.turnkeyURL, tenant.turnkeyOrgId,
+                tenant.turnkeyAPIKeyFile, tenant.cleanupKeyFile, policy, tenant.createdAt,
+            ])
+    }
+
+    private static let tenantColumns =
+        "name, is_sandbox, turnkey_url, turnkey_org_id, turnkey_api_key_file, cleanup_key_file, policy, created_at"
+
+    private static func tenantRecord(_ row: Row) throws -> TenantRecord {
+        let name: String = row[0]
+        let policyText: String = row[6]
+        let policy: TenantPolicy
+        do {
+            policy = try JSONDecoder().decode(TenantPolicy.self, from: Data(policyText.utf8))
+        } catch {
+            throw ConsoleError.internalError("Tenant \(name) has an unreadable policy in the store.")
+        }
+        return TenantRecord(
+            name: try TenantName(name), isSandbox: row[1], turnkeyURL: row[2], turnkeyOrgId: row[3],
+            turnkeyAPIKeyFile: row[4], cleanupKeyFile: row[5], policy: policy, createdAt: row[7])
+    }
+
+    public func tenant(_ name: TenantName) throws(ConsoleError) -> TenantRecord? {
+        try read("reading tenant \(name)") { db in
+            try Row.fetchOne(
+                db, sql: "SELECT \(Self.tenantColumns) FROM tenants WHERE name = ?", arguments: [name.rawValue]
+            ).map(Self.tenantRecord)
+        }
+    }
+
+    public func tenants() throws(ConsoleError) -> [TenantRecord] {
+        try read("listing tenants") { db in
+            try Row.fetchAll(db, sql: "SELECT \(Self.tenantColumns) FROM tenants ORDER BY name").map(Self.tenantRecord)
+        }
+    }
+
+    // MARK: Operators
+
+    public func operatorCount() throws(ConsoleError) -> Int {
+        try read("counting operators") { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM operators") ?? 0 }
+    }
+
+    public func addOperator(_ op: OperatorRecord, tokenHash: String, audit: AuditDraft) throws(ConsoleError) {
+        try write("adding operator \(op.name)") { db in
+            try insertOperator(op, tokenHash: tokenHash, db)
+            _ = try insertAudit(audit, db)
+        }
+    }
+
+    private func insertOperator(_ op: OperatorRecord, tokenHash: String, _ db: Database) throws {
+        if try Bool.fetchOne(db, sql: "SELECT 1 FROM operators WHERE name = ?", arguments: [op.name.rawValue]) != nil {
+            throw ConsoleError(.conflict, code: "operator_exists", "Operator \(op.name) already exists.")
+        }
+        try db.execute(
+            sql: "INSERT INTO operators (name, token_hash, can_create_tenants, created_at) VALUES (?, ?, ?, ?)",
+            arguments: [op.name.rawValue, tokenHash, op.canCreateTenants, op.createdAt])
+    }
+
+    public func bootstrap(
+        admin: OperatorRecord, tokenHash: String, tenant: TenantRecord, audit: AuditDraft
+    ) throws(ConsoleError) {
+        try write("initialising the console store") { db in
+            if try Int.fetchOne(db, sql: "SELECT count(*) FROM operators") ?? 0 > 0 {
+                throw ConsoleError(
+                    .conflict, code: "already_initialized", "The console store already has operators; init runs once.")
+            }
+            try insertOperator(admin, tokenHash: tokenHash, db)
+            if try Bool.fetchOne(db, sql: "SELECT 1 FROM tenants WHERE name = ?", arguments: [tenant.name.rawValue])
+                == nil
+            {
+                try insertTenant(tenant, db)
+            }
+            try db.execute(
+                sql: "INSERT INTO grants (operator, tenant, role) VALUES (?, ?, ?)",
+                arguments: [admin.name.rawValue, tenant.name.rawValue, Role.admin.rawValue])
+            _ = try insertAudit(audit, db)
+        }
+    }
+
+    private static func operatorRecord(_ row: Row) throws -> OperatorRecord {
+        OperatorRecord(name: try OperatorName(row[0] as String), canCreateTenants: row[1], createdAt: row[2])
+    }
+
+    public func operatorRecord(tokenHash: String) throws(ConsoleError) -> OperatorRecord? {
+        try read("authenticating an operator") { db in
+            try Row.fetchOne(
+                db, sql: "SELECT name, can_create_tenants, created_at FROM operators WHERE token_hash = ?",
+                arguments: [tokenHash]
+            ).map(Self.operatorRecord)
+        }
+    }
+
+    public func operatorRecord(named name: OperatorName) throws(ConsoleError) -> OperatorRecord? {
+        try read("reading operator \(name)") { db in
+            try Row.fetchOne(
+                db, sql: "SELECT name, can_create_tenants, created_at FROM operators WHERE name = ?",
+                arguments: [name.rawValue]
+            ).map(Self.operatorRecord)
+        }
+    }
+
+    public func operators() throws(ConsoleError) -> [OperatorRecord] {
+        try read("listing operators") { db in
+            try Row.fetchAll(db, sql: "SELECT name, can_create_tenants, created_at FROM operators ORDER BY name")
+                .map(Self.operatorRecord)
+        }
+    }
+
+    // MARK: Grants
+
+    public func grant(_ grant: GrantRecord, audit: AuditDraft) throws(ConsoleError) {
+        try write("granting \(grant.role) on \(grant.tenant) to \(grant.operatorName)") { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO grants (operator, tenant, role) VALUES (?, ?, ?)
+                    ON CONFLICT (operator, tenant) DO UPDATE SET role = excluded.role
+                    """,
+                arguments: [grant.operatorName.rawValue, grant.tenant.rawValue, grant.role.rawValue])
+            _ = try insertAudit(audit, db)
+        }
+    }
+
+    public func revoke(operator name: OperatorName, tenant: TenantName, audit: AuditDraft) throws(ConsoleError)
+        -> Bool
+    {
+        try write("revoking \(name) on \(tenant)") { db in
+            try db.execute(
+                sql: "DELETE FROM grants WHERE operator = ? AND tenant = ?", arguments: [name.rawValue, tenant.rawValue])
+            let removed = db.changesCount > 0
+            _ = try insertAudit(audit, db)
+            return removed
+        }
+    }
+
+    private static func grantRecord(_ row: Row) throws -> GrantRecord {
+        let roleValue: Int = row[2]
+        guard let role = Role(rawValue: roleValue) else {
+            throw ConsoleError.internalError("A grant in the store has an unknown role \(roleValue).")
+        }
+        return GrantRecord(
+            operatorName: try OperatorName(row[0] as String), tenant: try TenantName(row[1] as String), role: role)
+    }
+
+    public func grants(operator name: OperatorName) throws(ConsoleError) -> [GrantRecord] {
+        try read("listing grants of \(name)") { db in
+            try Row.fetchAll(
+                db, sql: "SELECT operator, tenant, role FROM grants WHERE operator = ? ORDER BY tenant",
+                arguments: [name.rawValue]
+            ).map(Self.grantRecord)
+        }
+    }
+
+    public func grants(tenant: TenantName) throws(ConsoleError) -> [GrantRecord] {
+        try read("listing grants on \(tenant)") { db in
+            try Row.fetchAll(
+                db, sql: "SELECT operator, tenant, role FROM grants WHERE tenant = ? ORDER BY operator",
+                arguments: [tenant.rawValue]
+            ).map(Self.grantRecord)
+        }
+    }
+}

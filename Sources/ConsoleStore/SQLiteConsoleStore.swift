@@ -1,0 +1,123 @@
+import BackupModel
+import Foundation
+import GRDB
+
+/// The SQLite implementation of ``ConsoleStore``: one file, a GRDB `DatabasePool` in WAL mode,
+/// foreign keys on, a 5 s busy timeout, schema from ``Migrations``.
+///
+/// Reads run on the pool's readers, writes on its single writer; every mutation and its audit
+/// entry share one write transaction. Hot lookups use cached statements and read columns by
+/// index, so they cost little more than a raw prepared statement.
+public final class SQLiteConsoleStore: ConsoleStore {
+    let pool: DatabasePool
+    /// A read-only connection for single-statement reads on the hot paths (`lookup`,
+    /// `backupExists`, …). `DatabasePool.read` adds BEGIN/COMMIT and a schema-version query
+    /// per call, which tripled the cost of a lookup; one statement needs neither, as SQLite
+    /// runs it in its own implicit read transaction.
+    let hotReader: DatabaseQueue
+    let clock: @Sendable () -> Int64
+
+    /// The path of the database file.
+    public let path: String
+
+    /// Opens (creating if needed) the store at `path` and migrates it.
+    ///
+    /// Parent directories are created with mode 0700 and the file with mode 0600: the store holds
+    /// token hashes and sealed blobs, readable by its owner alone.
+    /// - Parameter clock: unix milliseconds, injected so tests control audit times.
+    /// - Throws: ``ConsoleError`` `internal_error` when the file cannot be created or migrated.
+    public init(
+        path: String,
+        clock: @escaping @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
+    ) throws(ConsoleError) {
+        self.path = path
+        self.clock = clock
+        try Self.prepareFile(at: path)
+        var config = Configuration()
+        config.foreignKeysEnabled = true
+        config.busyMode = .timeout(5)
+        config.label = "backupctl"
+        do {
+            pool = try DatabasePool(path: path, configuration: config)
+            try Migrations.migrator.migrate(pool)
+            var readerConfig = config
+            readerConfig.readonly = true
+            readerConfig.label = "backupctl.hot-reader"
+            hotReader = try DatabaseQueue(path: path, configuration: readerConfig)
+        } catch {
+            throw Self.mapError(error, while: "opening the console store at \(path)")
+        }
+    }
+
+    /// Creates the parent directories (0700) and an empty file (0600) before SQLite opens it.
+    private static func prepareFile(at path: String) throws(ConsoleError) {
+        let url = URL(fileURLWithPath: path)
+        let fm = FileManager.default
+        let parent = url.deletingLastPathComponent().path
+        do {
+            if !fm.fileExists(atPath: parent) {
+                try fm.createDirectory(
+                    atPath: parent, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            }
+            if !fm.fileExists(atPath: path) {
+                guard fm.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+                    throw ConsoleError.internalError("Cannot create the console store file \(path).")
+                }
+            }
+        } catch let error as ConsoleError {
+            throw error
+        } catch {
+            throw .internalError(
+                "Cannot create the directory of the console store \(path): \(error.localizedDescription).")
+        }
+    }
+
+    // MARK: Transactions with ConsoleError
+
+    /// A read in a deferred transaction (a consistent snapshot for multi-statement reads).
+    func read<T>(_ what: @autoclosure () -> String, _ body: (Database) throws -> T) throws(ConsoleError) -> T {
+        do {
+            return try pool.read(body)
+        } catch {
+            throw Self.mapError(error, while: what())
+        }
+    }
+
+    /// A single-statement read outside an explicit transaction (SQLite's own statement
+    /// transaction isolates it), on ``hotReader``. Only for bodies that run ONE statement.
+    func readOne<T>(_ what: @autoclosure () -> String, _ body: (Database) throws -> T) throws(ConsoleError) -> T {
+        do {
+            return try hotReader.inDatabase(body)
+        } catch {
+            throw Self.mapError(error, while: what())
+        }
+    }
+
+    /// A write transaction; anything thrown inside rolls it back.
+    func write<T>(_ what: @autoclosure () -> String, _ body: (Database) throws -> T) throws(ConsoleError) -> T {
+        do {
+            return try pool.write(body)
+        } catch {
+            throw Self.mapError(error, while: what())
+        }
+    }
+
+    /// Turns a GRDB or SQLite error into one operator-facing sentence (never SQL or arguments).
+    static func mapError(_ error: any Error, while what: String) -> ConsoleError {
+        if let error = error as? ConsoleError { return error }
+        if let db = error as? DatabaseError {
+            switch db.extendedResultCode {
+            case .SQLITE_CONSTRAINT_FOREIGNKEY:
+                return .notFound("The console store refused \(what): it refers to a tenant, operator or backup that does not exist.")
+            case .SQLITE_CONSTRAINT_UNIQUE, .SQLITE_CONSTRAINT_PRIMARYKEY:
+                return ConsoleError(.conflict, code: "conflict", "The console store refused \(what): the record already exists.")
+            default:
+                if db.resultCode == .SQLITE_CONSTRAINT {
+                    return .invalid("constraint_failed", "The console store refused \(what): \(db.message ?? "a constraint failed").")
+                }
+                return .internalError("The console store failed while \(what): \(db.message ?? "SQLite error \(db.resultCode.rawValue)").")
+            }
+        }
+        return .internalError("The console store failed while \(what): \(error.localizedDescription).")
+    }
+}

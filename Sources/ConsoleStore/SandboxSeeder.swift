@@ -1,0 +1,127 @@
+import BackupCrypto
+import BackupModel
+import Foundation
+
+/// `seed --backups N [--orphans M] [--seed S]`: fills a sandbox tenant with realistic,
+/// deterministic synthetic backups and Turnkey sub-orgs.
+///
+/// Backup `i` of seed `S` comes from its own seeded stream, so the same seed gives the same
+/// backups and they can be built on every core. Writes go in batches of ``batchSize`` (one
+/// transaction and one audit entry each). Every sub-org a TURNKEY key references, and `M`
+/// orphans nothing references, go to the sandbox sub-org table that the Turnkey sandbox lists.
+public struct SandboxSeeder: Sendable {
+    public let store: any ConsoleStore
+    /// Unix seconds.
+    public let clock: @Sendable () -> Int64
+    public var batchSize = 1000
+
+    public init(
+        store: any ConsoleStore, clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+    ) {
+        self.store = store
+        self.clock = clock
+    }
+
+    /// Seeds `tenant`.
+    /// - Parameter progress: called after each batch with the number of backups written so far.
+    /// - Throws: ``ConsoleError`` `not_sandbox` for a production tenant, `invalid_input` for
+    ///   negative counts, or the store's errors.
+    public func run(
+        tenant: TenantRecord, backups: Int, orphans: Int, seed: UInt64, operatorName: String,
+        progress: ((Int) -> Void)? = nil
+    ) throws(ConsoleError) -> SeedReport {
+        guard tenant.isSandbox else {
+            throw ConsoleError(
+                .invalidInput, code: "not_sandbox",
+                "Tenant \(tenant.name) is not a sandbox tenant; seed only writes synthetic data into sandboxes.")
+        }
+        guard (0...10_000_000).contains(backups), (0...10_000_000).contains(orphans) else {
+            throw .invalid("invalid_count", "--backups and --orphans must be between 0 and 10000000.")
+        }
+        let name = tenant.name
+        let now = clock()
+        var report = SeedReport(tenant: name.rawValue, seed: seed)
+        var start = 0
+        while start < backups {
+            let count = min(batchSize, backups - start)
+            let made = try Self.make(seed: seed, range: start..<(start + count), now: now)
+            let writes = made.map(\.write)
+            try store.writeBackups(
+                tenant: name, writes,
+                audit: AuditDraft(
+                    operatorName: operatorName, tenant: name.rawValue, action: "seed.backups",
+                    details: ["seed": "\(seed)", "from": "\(start)", "count": "\(count)"]))
+            let subOrgs = writes.flatMap(\.record.metadata.turnkeySubOrgIds)
+            report.referencedSubOrgs += try store.addSandboxSubOrgs(tenant: name, subOrgs, createdAt: now, audit: nil)
+            report.backups += count
+            report.lookupRows += writes.reduce(0) { $0 + $1.lookupRows.count }
+            report.driftedBackups += made.filter(\.drifted).count
+            report.blobBytes += writes.reduce(0) { $0 + ($1.blob?.count ?? 0) }
+            start += count
+            progress?(start)
+        }
+        if orphans > 0 {
+            let rng = SeededRandom(seed: SyntheticBackup.streamSeed(seed, UInt64.max))
+            let ids = (0..<orphans).map { _ in rng.uuid() }
+            report.orphanSubOrgs = try store.addSandboxSubOrgs(
+                tenant: name, ids, createdAt: now,
+                audit: AuditDraft(
+                    operatorName: operatorName, tenant: name.rawValue, action: "seed.orphans",
+                    details: ["seed": "\(seed)", "count": "\(orphans)"]))
+        }
+        try store.appendAudit(
+            AuditDraft(
+                operatorName: operatorName, tenant: name.rawValue, action: "seed",
+                details: [
+                    "seed": "\(seed)", "backups": "\(report.backups)", "orphans": "\(report.orphanSubOrgs)",
+                    "drifted": "\(report.driftedBackups)",
+                ]))
+        return report
+    }
+
+    /// Builds backups `range` on all cores; results go into their index's slot.
+    static func make(seed: UInt64, range: Range<Int>, now: Int64) throws(ConsoleError) -> [SyntheticBackup] {
+        let slots = Slots(count: range.count)
+        let workers = max(1, min(ProcessInfo.processInfo.activeProcessorCount, range.count))
+        let base = range.lowerBound
+        DispatchQueue.concurrentPerform(iterations: workers) { worker in
+            for i in stride(from: worker, to: range.count, by: workers) {
+                do throws(ConsoleError) {
+                    slots.set(i, .success(try SyntheticBackup.make(seed: seed, index: UInt64(base + i), now: now)))
+                } catch {
+                    slots.set(i, .failure(error))
+                }
+            }
+        }
+        var made: [SyntheticBackup] = []
+        made.reserveCapacity(range.count)
+        for result in slots.take() {
+            switch result {
+            case .success(let backup)?: made.append(backup)
+            case .failure(let error)?: throw error
+            case nil: throw .internalError("Seeding left a backup unbuilt.")
+            }
+        }
+        return made
+    }
+
+    /// Result slots shared by the workers of one batch; a lock guards the array.
+    private final class Slots: @unchecked Sendable {
+        private let lock = NSLock()
+        private var results: [Result<SyntheticBackup, ConsoleError>?]
+
+        init(count: Int) { results = Array(repeating: nil, count: count) }
+
+        func set(_ index: Int, _ result: Result<SyntheticBackup, ConsoleError>) {
+            lock.lock()
+            defer { lock.unlock() }
+            results[index] = result
+        }
+
+        func take() -> [Result<SyntheticBackup, ConsoleError>?] {
+            lock.lock()
+            defer { lock.unlock() }
+            return results
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import BackupCrypto
+import BackupModel
+import Foundation
+import Testing
+
+@testable import ConsoleStore
+
+@Suite("Sandbox seeding")
+struct SeederTests {
+    func seeder(_ store: SQLiteConsoleStore) -> SandboxSeeder {
+        var seeder = SandboxSeeder(store: store) { 1_780_000_000 }
+        seeder.batchSize = 64
+        return seeder
+    }
+
+    func allBackupIds(_ store: SQLiteConsoleStore, _ tenant: TenantName) throws -> [String] {
+        var ids: [String] = []
+        try store.forEachBackup(tenant: tenant, batchSize: 500) { ids += $0.map(\.backupId) }
+        return ids
+    }
+
+    @Test func sameSeedSameBackups() throws {
+        let first = try withStore { store, _ in
+            let sandbox = try #require(try store.tenant(beta))
+            let report = try seeder(store).run(tenant: sandbox, backups: 40, orphans: 3, seed: 7, operatorName: "tester")
+            #expect(report.backups == 40 && report.orphanSubOrgs == 3)
+            return try allBackupIds(store, beta)
+        }
+        let second = try withStore { store, _ in
+            let sandbox = try #require(try store.tenant(beta))
+            _ = try seeder(store).run(tenant: sandbox, backups: 40, orphans: 3, seed: 7, operatorName: "tester")
+            return try allBackupIds(store, beta)
+        }
+        let other = try withStore { store, _ in
+            let sandbox = try #require(try store.tenant(beta))
+            _ = try seeder(store).run(tenant: sandbox, backups: 40, orphans: 0, seed: 8, operatorName: "tester")
+            return try allBackupIds(store, beta)
+        }
+        #expect(first.count == 40 && first == second)
+        #expect(Set(first).isDisjoint(with: other))
+    }
+
+    @Test func refusesProductionTenants() throws {
+        try withStore { store, _ in
+            let production = try #require(try store.tenant(alpha))
+            let error = #expect(throws: ConsoleError.self) {
+                try seeder(store).run(tenant: production, backups: 1, orphans: 0, seed: 1, operatorName: "tester")
+            }
+            #expect(error?.code == "not_sandbox" && error?.kind == .invalidInput)
+            #expect(try store.backupCount(tenant: alpha) == 0)
+        }
+    }
+
+    @Test func dataIsRealisticOrphansUnreferencedAndDriftPresent() throws {
+        try withStore { store, _ in
+            let sandbox = try #require(try store.tenant(beta))
+            let report = try seeder(store).run(tenant: sandbox, backups: 600, orphans: 25, seed: 2026, operatorName: "tester")
+            #expect(report.driftedBackups > 0 && report.driftedBackups < 40)
+
+            var referenced: Set<String> = []
+            try store.forEachReferencedSubOrg(tenant: beta, batchSize: 100) { referenced.formUnion($0) }
+            var listed: Set<String> = []
+            try store.forEachSandboxSubOrg(tenant: beta, batchSize: 100) { listed.formUnion($0) }
+            #expect(referenced.count == report.referencedSubOrgs && !referenced.isEmpty)
+            #expect(listed.count == referenced.count + 25)
+            let orphans = listed.subtracting(referenced)
+            #expect(orphans.count == 25)
+            for orphan in orphans { #expect(try store.subOrgReference(tenant: beta, subOrgId: orphan) == nil) }
+
+            var drift = 0
+            var kinds: [String: Int] = [:]
+            try store.forEachBackup(tenant: beta, batchSize: 200) { page throws(ConsoleError) in
+                for record in page {
+                    // Ids are real Backup Account IDs: a point on secp256k1.
+                    try BackupAccountKey.validate(try BackupAccountID(record.backupId))
+                    let implied = Set(record.metadata.lookupKeys.map(\.rawValue))
+                    let indexed = Set(try store.lookupRows(tenant: beta, backupId: record.backupId).map(\.pk))
+                    if implied != indexed { drift += 1 }
+                    for factor in record.metadata.factors + record.metadata.syncFactors {
+                        kinds[factor.kind.tag, default: 0] += 1
+                        if case .ecKeypair(let key) = factor.kind {
+                            let bytes = Base64.decode(key, alphabet: .standard) ?? []
+                            #expect(bytes.count == 65 && P256.isValidPublicKey(bytes))
+                        }
+                    }
+                    let blob = try store.sealedBlob(tenant: beta, backupId: record.backupId)
+                    #expect(blob.map { Hex.encode(SHA256.hash($0)) } == record.blobSHA256)
+                    #expect((1024...65536).contains(record.blobSize ?? 0))
+                }
+            }
+            #expect(drift == report.driftedBackups)
+            #expect((kinds["PASSKEY"] ?? 0) > 300 && (kinds["OIDC_ACCOUNT"] ?? 0) > 100 && (kinds["EC_KEYPAIR"] ?? 0) > 600)
+            // One audit entry per batch, not per backup.
+            let actions = try store.auditEntries(tenant: beta, afterSeq: 0, limit: 1000).map(\.action)
+            #expect(actions.filter { $0 == "seed.backups" }.count == 10)
+        }
+    }
+}

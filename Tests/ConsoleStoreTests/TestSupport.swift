@@ -1,0 +1,87 @@
+import BackupCrypto
+import BackupModel
+import Foundation
+import Testing
+
+@testable import ConsoleStore
+
+/// Fixed audit clock (unix ms) so entries are reproducible.
+let testClockMillis: Int64 = 1_780_000_000_000
+let alpha = try! TenantName("alpha")
+let beta = try! TenantName("beta")
+
+/// Opens a real SQLite store in a fresh temporary directory with tenants `alpha` (production)
+/// and `beta` (sandbox), runs `body`, and removes the directory.
+func withStore<T>(_ body: (SQLiteConsoleStore, URL) throws -> T) throws -> T {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("consolestore-\(UUID().uuidString)")
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let store = try SQLiteConsoleStore(path: dir.appendingPathComponent("db/console.db").path) { testClockMillis }
+    try store.createTenant(
+        TenantRecord(name: alpha, isSandbox: false, createdAt: 1), audit: draft("tenant.create", target: "alpha"))
+    try store.createTenant(
+        TenantRecord(name: beta, isSandbox: true, createdAt: 1), audit: draft("tenant.create", target: "beta"))
+    return try body(store, dir)
+}
+
+func draft(_ action: String, tenant: TenantName? = nil, target: String? = nil) -> AuditDraft {
+    AuditDraft(operatorName: "tester", tenant: tenant?.rawValue, action: action, target: target)
+}
+
+/// Fixture factory over a seeded stream: valid-looking backup ids, credential ids, uuids.
+final class Fixtures {
+    let rng: SeededRandom
+
+    init(seed: UInt64 = 42) { rng = SeededRandom(seed: seed) }
+
+    func backupId() -> String { BackupAccountID(compressedPublicKey: [0x02] + rng.bytes(32)).rawValue }
+    func credential() -> String { Base64.encode(rng.bytes(24), alphabet: .url, padding: false) }
+    func uuid() -> String { rng.uuid() }
+
+    func metadata(
+        id: String, passkeys: [String] = [], googleSubs: [String] = [], subOrgs: [String] = [], sync: [String] = []
+    ) -> BackupMetadata {
+        let at = Timestamp(seconds: 1_770_000_000)
+        var factors = passkeys.map {
+            Factor(id: uuid(), createdAt: at, kind: .passkey(PasskeyFactor(credentialId: $0, label: "1Password")))
+        }
+        factors += googleSubs.map {
+            Factor(
+                id: uuid(), createdAt: at,
+                kind: .oidcAccount(
+                    OIDCAccountFactor(
+                        account: OIDCAccount(provider: .google, sub: $0, maskedEmail: "j***@gmail.com"),
+                        turnkeyProviderId: uuid())))
+        }
+        let keys: [EncryptionKey] =
+            passkeys.map { _ in .prf(encryptedKey: "ab12") }
+            + subOrgs.map {
+                .turnkey(TurnkeyKey(encryptedKey: "cd34", turnkeyAccountId: $0, turnkeyUserId: uuid(), turnkeyPrivateKeyId: uuid()))
+            }
+        return BackupMetadata(
+            id: id, manifestHash: Hex.encode(rng.bytes(32)), factors: factors,
+            syncFactors: sync.map { Factor(id: uuid(), createdAt: at, kind: .ecKeypair(publicKey: $0)) }, keys: keys)
+    }
+
+    /// A write whose rows are exactly what the metadata implies.
+    func write(_ metadata: BackupMetadata, blob: Data? = nil) -> BackupWrite {
+        let record = BackupRecord(
+            backupId: metadata.id, metadata: metadata, blobSize: blob?.count,
+            blobSHA256: blob.map { Hex.encode(SHA256.hash($0)) }, importedAt: 100, updatedAt: 100)
+        return BackupWrite(
+            record: record, blob: blob, lookupRows: metadata.lookupKeys.map { LookupRow(pk: $0.rawValue, backupId: metadata.id) })
+    }
+}
+
+func passkeyPK(_ credential: String) -> String { "MAIN#PK|\(credential)" }
+
+/// Recomputes every hash of the chain from the entries alone.
+func chainIsValid(_ entries: [AuditEntry]) -> Bool {
+    var prev = AuditEntry.genesisHash
+    for (i, entry) in entries.enumerated() {
+        guard entry.seq == Int64(i + 1), entry.prevHash == prev,
+            entry.hash == SHA256.hex(Array(prev.utf8) + entry.canonicalBytes)
+        else { return false }
+        prev = entry.hash
+    }
+    return true
+}
