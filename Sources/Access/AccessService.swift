@@ -1,0 +1,160 @@
+import BackupCrypto
+import BackupModel
+import ConsoleStore
+
+/// Credentials, sessions, operators, grants and tenants.
+///
+/// The one place that turns a token into an operator and an operator plus tenant into a
+/// ``Session``. Every method that changes something appends an audit entry via the store.
+public struct AccessService: Sendable {
+    public static let defaultTenant = "sandbox"
+
+    let store: any ConsoleStore
+    let clock: WallClock
+    let random: any RandomSource
+
+    public init(store: any ConsoleStore, clock: WallClock = .system, random: any RandomSource = SystemRandom()) {
+        self.store = store
+        self.clock = clock
+        self.random = random
+    }
+
+    /// `backupctl init --admin NAME`: the first operator, who may create tenants, admin of a
+    /// fresh sandbox tenant. Refuses when any operator exists. Returns the token, shown once.
+    public func bootstrap(admin name: OperatorName) throws(ConsoleError) -> SecretBytes {
+        guard try store.operatorCount() == 0 else {
+            throw ConsoleError(
+                .conflict, code: "already_initialized",
+                "This store already has operators; ask an admin for a token (operator add).")
+        }
+        let token = OperatorToken.generate(using: random)
+        let now = clock.seconds
+        let tenant = TenantRecord(
+            name: try TenantName(Self.defaultTenant), isSandbox: true, createdAt: now)
+        try store.bootstrap(
+            admin: OperatorRecord(name: name, canCreateTenants: true, createdAt: now),
+            tokenHash: OperatorToken.hash(token), tenant: tenant,
+            audit: AuditDraft(
+                operatorName: name.rawValue, tenant: tenant.name.rawValue, action: "console.init",
+                target: name.rawValue))
+        return token
+    }
+
+    /// The operator a token belongs to.
+    /// - Throws: `invalid_token` (exit 77) for an unknown token; the token is never echoed.
+    public func authenticate(token: SecretBytes) throws(ConsoleError) -> OperatorRecord {
+        guard let op = try store.operatorRecord(tokenHash: OperatorToken.hash(token)) else {
+            throw ConsoleError(.permissionDenied, code: "invalid_token", "The operator token is not known to this store.")
+        }
+        return op
+    }
+
+    /// A session for `op` in `tenant`, with the role of its grant there.
+    /// - Throws: `not_found` for an unknown tenant, `permission_denied` without a grant. The two
+    ///   are told apart only for tenants the operator can see, so names do not leak.
+    public func session(operator op: OperatorRecord, tenant name: TenantName) throws(ConsoleError) -> Session {
+        let grant = try store.grants(operator: op.name).first { $0.tenant == name }
+        guard let grant else {
+            throw ConsoleError(
+                .permissionDenied, code: "permission_denied",
+                "Operator \(op.name) has no role in tenant \(name).")
+        }
+        guard let tenant = try store.tenant(name) else {
+            throw ConsoleError.notFound("Tenant \(name) does not exist.")
+        }
+        return Session(operatorName: op.name, tenant: tenant, role: grant.role)
+    }
+
+    /// The tenants `op` holds a role in, with that role.
+    public func tenants(visibleTo op: OperatorRecord) throws(ConsoleError) -> [(TenantRecord, Role)] {
+        let grants = try store.grants(operator: op.name)
+        var out: [(TenantRecord, Role)] = []
+        for grant in grants.sorted(by: { $0.tenant < $1.tenant }) {
+            if let tenant = try store.tenant(grant.tenant) { out.append((tenant, grant.role)) }
+        }
+        return out
+    }
+
+    /// `tenant create`: only operators allowed to create tenants; the creator becomes its admin.
+    ///
+    /// `preflight` runs after the permission and name checks and before anything is written:
+    /// for a live tenant it is the Turnkey check of URL, parent org and API key (Access sits
+    /// beside Turnkey, not above it, so the caller supplies it).
+    public func createTenant(
+        _ tenant: TenantRecord, by op: OperatorRecord,
+        preflight: @Sendable (TenantRecord) async throws(ConsoleError) -> Void
+    ) async throws(ConsoleError) {
+        try checkCreate(tenant, by: op)
+        try await preflight(tenant)
+        try createTenant(tenant, by: op)
+    }
+
+    /// `tenant create` without a remote check (sandbox tenants, tests).
+    public func createTenant(_ tenant: TenantRecord, by op: OperatorRecord) throws(ConsoleError) {
+        try checkCreate(tenant, by: op)
+        let draft = AuditDraft(
+            operatorName: op.name.rawValue, tenant: tenant.name.rawValue, action: "tenant.create",
+            target: tenant.name.rawValue, details: ["sandbox": String(tenant.isSandbox)])
+        try store.createTenant(tenant, audit: draft)
+        try store.grant(
+            GrantRecord(operatorName: op.name, tenant: tenant.name, role: .admin),
+            audit: AuditDraft(
+                operatorName: op.name.rawValue, tenant: tenant.name.rawValue, action: "operator.grant",
+                target: op.name.rawValue, details: ["role": Role.admin.name]))
+    }
+
+    private func checkCreate(_ tenant: TenantRecord, by op: OperatorRecord) throws(ConsoleError) {
+        guard op.canCreateTenants else {
+            throw ConsoleError(
+                .permissionDenied, code: "permission_denied",
+                "Operator \(op.name) may not create tenants; the operator made by init can.")
+        }
+        if try store.tenant(tenant.name) != nil {
+            throw ConsoleError(.conflict, code: "tenant_exists", "Tenant \(tenant.name) already exists.")
+        }
+    }
+
+    /// `operator add NAME --tenant T --role R`: a new operator with a role in the session's
+    /// tenant. Returns its token, shown once.
+    public func addOperator(_ name: OperatorName, role: Role, session: Session) throws(ConsoleError) -> SecretBytes {
+        try session.require(.manageOperators)
+        if try store.operatorRecord(named: name) != nil {
+            throw ConsoleError(
+                .conflict, code: "operator_exists",
+                "Operator \(name) already exists; use operator grant to give it a role here.")
+        }
+        let token = OperatorToken.generate(using: random)
+        try store.addOperator(
+            OperatorRecord(name: name, canCreateTenants: false, createdAt: clock.seconds),
+            tokenHash: OperatorToken.hash(token),
+            audit: session.audit("operator.add", target: name.rawValue))
+        try store.grant(
+            GrantRecord(operatorName: name, tenant: session.tenantName, role: role),
+            audit: session.audit("operator.grant", target: name.rawValue, details: ["role": role.name]))
+        return token
+    }
+
+    public func grant(_ name: OperatorName, role: Role, session: Session) throws(ConsoleError) {
+        try session.require(.manageOperators)
+        guard try store.operatorRecord(named: name) != nil else {
+            throw ConsoleError.notFound("Operator \(name) does not exist.")
+        }
+        try store.grant(
+            GrantRecord(operatorName: name, tenant: session.tenantName, role: role),
+            audit: session.audit("operator.grant", target: name.rawValue, details: ["role": role.name]))
+    }
+
+    public func revoke(_ name: OperatorName, session: Session) throws(ConsoleError) {
+        try session.require(.manageOperators)
+        guard try store.revoke(operator: name, tenant: session.tenantName, audit: session.audit("operator.revoke", target: name.rawValue))
+        else {
+            throw ConsoleError.notFound("Operator \(name) has no role in tenant \(session.tenantName).")
+        }
+    }
+
+    /// Operators with a role in the session's tenant.
+    public func operators(session: Session) throws(ConsoleError) -> [GrantRecord] {
+        try session.require(.manageOperators)
+        return try store.grants(tenant: session.tenantName).sorted { $0.operatorName < $1.operatorName }
+    }
+}

@@ -1,0 +1,80 @@
+import BackupCrypto
+import BackupModel
+import ConsoleStore
+
+/// The result of walking the whole hash chain.
+public struct AuditVerification: Sendable, Equatable, Codable {
+    public var ok: Bool
+    public var entries: Int
+    /// The first entry that was altered, or whose predecessor was removed or moved; `nil` when ok.
+    public var firstBadSeq: Int64?
+    /// Why that entry is bad.
+    public var problem: String?
+    /// The hash of the last entry: record it elsewhere to detect a truncated tail later.
+    public var headHash: String
+
+    public init(ok: Bool, entries: Int, firstBadSeq: Int64?, problem: String?, headHash: String) {
+        self.ok = ok
+        self.entries = entries
+        self.firstBadSeq = firstBadSeq
+        self.problem = problem
+        self.headHash = headHash
+    }
+}
+
+/// Reading and verifying the hash-chained audit log (`audit list`, `audit verify`).
+public struct AuditLog: Sendable {
+    let store: any ConsoleStore
+
+    public init(store: any ConsoleStore) { self.store = store }
+
+    /// The latest `limit` entries of the session's tenant, oldest first.
+    public func list(session: Session, limit: Int) throws(ConsoleError) -> [AuditEntry] {
+        try session.require(.auditList)
+        guard limit > 0 else { throw .invalid("invalid_limit", "--limit must be a positive number.") }
+        return try store.latestAuditEntries(tenant: session.tenantName, limit: limit)
+    }
+
+    /// Walks the whole chain (all tenants: it is one chain) and reports the first bad entry.
+    public func verify(session: Session) throws(ConsoleError) -> AuditVerification {
+        try session.require(.auditVerify)
+        return try Self.verify(store: store)
+    }
+
+    /// The chain check itself, for callers that are not an operator (tests, benchmarks).
+    public static func verify(store: any ConsoleStore, pageSize: Int = 1000) throws(ConsoleError) -> AuditVerification {
+        var expectedSeq: Int64 = 1
+        var prevHash = AuditEntry.genesisHash
+        var count = 0
+        var afterSeq: Int64 = 0
+        while true {
+            let page = try store.auditEntries(tenant: nil, afterSeq: afterSeq, limit: pageSize)
+            if page.isEmpty { break }
+            for entry in page {
+                count += 1
+                if let problem = check(entry, expectedSeq: expectedSeq, prevHash: prevHash) {
+                    return AuditVerification(
+                        ok: false, entries: count, firstBadSeq: entry.seq, problem: problem, headHash: prevHash)
+                }
+                prevHash = entry.hash
+                expectedSeq = entry.seq + 1
+                afterSeq = entry.seq
+            }
+        }
+        return AuditVerification(ok: true, entries: count, firstBadSeq: nil, problem: nil, headHash: prevHash)
+    }
+
+    static func check(_ entry: AuditEntry, expectedSeq: Int64, prevHash: String) -> String? {
+        if entry.seq != expectedSeq {
+            return "sequence jumps from \(expectedSeq - 1) to \(entry.seq): entries were removed"
+        }
+        if entry.prevHash != prevHash {
+            return "its previous-hash does not match entry \(expectedSeq - 1): an entry was removed, moved or altered"
+        }
+        let recomputed = SHA256.hex(Array(entry.prevHash.utf8) + Array(entry.canonicalBytes))
+        if recomputed != entry.hash {
+            return "its content does not match its hash: the entry was altered"
+        }
+        return nil
+    }
+}
