@@ -1,0 +1,55 @@
+import Access
+import BackupModel
+import ConsoleStore
+
+/// `show BACKUP_ID` and `check BACKUP_ID`: one backup, its index rows and its health.
+public struct BackupInspector: Sendable {
+    let store: any ConsoleStore
+
+    public init(store: any ConsoleStore) { self.store = store }
+
+    /// The full report of one backup; audited as `backup.show`.
+    /// - Throws: ``ConsoleError`` `invalid_backup_account_id`, `not_found`, `permission_denied`.
+    public func show(backupId: String, session: Session) throws(ConsoleError) -> BackupReport {
+        try session.require(.show)
+        let record = try record(backupId, tenant: session.tenantName)
+        let report = BackupReport(record: record, input: try healthInput(record, tenant: session.tenantName))
+        try store.appendAudit(
+            session.audit("backup.show", target: record.backupId, details: ["health": report.overall.rawValue]))
+        return report
+    }
+
+    /// The backup, or `not_found`; the id is checked for syntax first so a typo says so.
+    func record(_ backupId: String, tenant: TenantName) throws(ConsoleError) -> BackupRecord {
+        let id = try BackupAccountID(LookupQuery.trimmed(backupId))
+        guard let record = try store.backup(tenant: tenant, id: id.rawValue) else {
+            throw ConsoleError.notFound("No backup \(id.abbreviated) in tenant \(tenant).")
+        }
+        return record
+    }
+
+    /// Gathers what the checks need: the backup's own index rows, and for each metadata key
+    /// the backup does not own, which backup (if any) the index gives it to.
+    ///
+    /// One query for the rows; one more per missing key only, which drift makes rare.
+    func healthInput(_ record: BackupRecord, tenant: TenantName) throws(ConsoleError) -> HealthInput {
+        let rows = try store.lookupRows(tenant: tenant, backupId: record.backupId).map(\.pk)
+        return try Self.healthInput(record, rows: rows) { (pk: String) throws(ConsoleError) in
+            try store.lookup(tenant: tenant, pk: pk)?.backupId
+        }
+    }
+
+    /// ``healthInput(_:tenant:)`` over rows the caller fetched; `owner` answers for missing keys.
+    static func healthInput(
+        _ record: BackupRecord, rows: [String], owner: (String) throws(ConsoleError) -> String?
+    ) throws(ConsoleError) -> HealthInput {
+        var others: [String: String] = [:]
+        let owned = Set(rows)
+        for key in record.metadata.lookupKeys where !owned.contains(key.rawValue) {
+            if let other = try owner(key.rawValue), other != record.backupId { others[key.rawValue] = other }
+        }
+        return HealthInput(
+            backupId: record.backupId, metadata: record.metadata, indexRows: rows, otherOwners: others,
+            blobSize: record.blobSize)
+    }
+}

@@ -1,0 +1,119 @@
+import Access
+import BackupModel
+import ConsoleStore
+import Foundation
+
+/// `check [BACKUP_ID]`: the health checks over one backup or a whole tenant.
+///
+/// A tenant is streamed: the store pages backups in id order (``batchSize`` at a time) and
+/// each page's checks run on a worker while the store reads the next, with at most
+/// ``workers`` pages in flight, so memory stays bounded by a few pages whatever the tenant
+/// size. Each backup costs one index query for its own rows; keys it does not own cost one
+/// more each (drift only).
+public struct HealthScan: Sendable {
+    let store: any ConsoleStore
+    public var batchSize: Int
+    /// The most findings a report lists; the rest are counted.
+    public var findingLimit: Int
+    public var workers: Int
+
+    public init(
+        store: any ConsoleStore, batchSize: Int = 1000, findingLimit: Int = 100,
+        workers: Int = ProcessInfo.processInfo.activeProcessorCount
+    ) {
+        self.store = store
+        self.batchSize = batchSize
+        self.findingLimit = findingLimit
+        self.workers = max(1, workers)
+    }
+
+    /// Checks one backup (`backupId`) or the whole tenant (`nil`); audited as `backup.check`.
+    /// - Parameter progress: called from the scanning thread with the backups checked so far.
+    /// - Throws: ``ConsoleError`` `not_found`, `invalid_backup_account_id`, `permission_denied`,
+    ///   or the store's errors.
+    public func check(
+        backupId: String?, session: Session, progress: ((Int) -> Void)? = nil
+    ) throws(ConsoleError) -> CheckReport {
+        try session.require(.check)
+        let tenant = session.tenantName
+        let report: CheckReport
+        if let backupId {
+            let inspector = BackupInspector(store: store)
+            let record = try inspector.record(backupId, tenant: tenant)
+            var tally = CheckTally(limit: HealthCheckName.allCases.count)
+            tally.add(backupId: record.backupId, HealthChecks.run(try inspector.healthInput(record, tenant: tenant)))
+            report = tally.report(scope: "backup", tenant: tenant.rawValue)
+            try store.appendAudit(session.audit("backup.check", target: record.backupId))
+        } else {
+            report = try scan(tenant: tenant, progress: progress)
+            try store.appendAudit(
+                session.audit(
+                    "backup.check", details: ["backups": "\(report.backups)", "failing": "\(report.backupsFailing)"]))
+        }
+        return report
+    }
+
+    /// The tenant-wide scan without permission check or audit (``check(backupId:session:progress:)``
+    /// does both; the benchmark calls this).
+    package func scan(tenant: TenantName, progress: ((Int) -> Void)? = nil) throws(ConsoleError)
+        -> CheckReport
+    {
+        let shared = SharedTally(CheckTally(limit: findingLimit))
+        let group = DispatchGroup()
+        let slots = DispatchSemaphore(value: workers)
+        let queue = DispatchQueue(label: "backupctl.check", attributes: .concurrent)
+        let inspector = BackupInspector(store: store)
+        let limit = findingLimit
+        var seen = 0
+        do throws(ConsoleError) {
+            try store.forEachBackup(tenant: tenant, batchSize: batchSize) { (page: [BackupRecord]) throws(ConsoleError) in
+                slots.wait()
+                if let error = shared.error {
+                    slots.signal()
+                    throw error
+                }
+                group.enter()
+                queue.async {
+                    defer {
+                        slots.signal()
+                        group.leave()
+                    }
+                    var local = CheckTally(limit: limit)
+                    do throws(ConsoleError) {
+                        for record in page {
+                            local.add(
+                                backupId: record.backupId,
+                                HealthChecks.run(try inspector.healthInput(record, tenant: tenant)))
+                        }
+                        shared.merge(local)
+                    } catch {
+                        shared.fail(error)
+                    }
+                }
+                seen += page.count
+                progress?(seen)
+            }
+        } catch {
+            group.wait()
+            throw error
+        }
+        group.wait()
+        if let error = shared.error { throw error }
+        return shared.tally.report(scope: "tenant", tenant: tenant.rawValue)
+    }
+}
+
+/// The scan's running tally and first error, shared by the workers under a lock.
+private final class SharedTally: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: CheckTally
+    private var firstError: ConsoleError?
+
+    init(_ tally: CheckTally) { value = tally }
+
+    var tally: CheckTally { lock.withLock { value } }
+    var error: ConsoleError? { lock.withLock { firstError } }
+
+    func merge(_ other: CheckTally) { lock.withLock { value.merge(other) } }
+    func fail(_ error: ConsoleError) { lock.withLock { if firstError == nil { firstError = error } } }
+}

@@ -1,0 +1,117 @@
+import Access
+import BackupCrypto
+import BackupModel
+import ConsoleStore
+
+/// A lookup hit: the backup and the FactorLookup key that found it (DESIGN.md §2 names
+/// `backupId`, `scope` and `lookupKey`; the rest are additions).
+public struct LookupResult: Sendable, Equatable, Codable {
+    public var backupId: String
+    /// `MAIN` or `SYNC`; `ACCOUNT` for `lookup account`, which reads the backup by id.
+    public var scope: String
+    /// The stored key that matched; the backup id itself for `lookup account`.
+    public var lookupKey: String
+    /// `passkey`, `oidc`, `keypair` or `account`.
+    public var kind: String
+    /// The metadata factor the key belongs to (absent for `lookup account`).
+    public var factorId: String?
+
+    public init(backupId: String, scope: String, lookupKey: String, kind: String, factorId: String? = nil) {
+        self.backupId = backupId
+        self.scope = scope
+        self.lookupKey = lookupKey
+        self.kind = kind
+        self.factorId = factorId
+    }
+}
+
+/// `lookup …`: finds the backup a factor opens, as the backup service would, and says so
+/// when the index and the metadata disagree.
+///
+/// The metadata is the source of truth: an index row whose factor the backup no longer has is
+/// `unauthorized_factor` (the service's name), a row naming a missing backup is
+/// `dangling_lookup`; neither is a hit. Every answer that names a backup is audited.
+public struct LookupService: Sendable {
+    let store: any ConsoleStore
+
+    public init(store: any ConsoleStore) { self.store = store }
+
+    /// Looks up `query` in the session's tenant and audits the answer (`backup.lookup`).
+    /// - Throws: ``ConsoleError`` `invalid_*` (bad input, naming the field), `not_found`,
+    ///   `unauthorized_factor`, `dangling_lookup`, `permission_denied`, or the store's errors.
+    public func lookup(_ query: LookupQuery, session: Session) throws(ConsoleError) -> LookupResult {
+        try session.require(.lookup)
+        let outcome = try resolve(query, tenant: session.tenantName)
+        switch outcome {
+        case .hit(let result):
+            try store.appendAudit(
+                session.audit("backup.lookup", target: result.backupId, details: ["kind": query.kind, "scope": result.scope]))
+            return result
+        case .refused(let backupId, let error):
+            try store.appendAudit(
+                session.audit("backup.lookup", target: backupId, details: ["kind": query.kind, "outcome": error.code]))
+            throw error
+        }
+    }
+
+    /// What a lookup found, before auditing.
+    package enum Outcome: Sendable, Equatable {
+        case hit(LookupResult)
+        /// The index names `backupId` but the answer is an error (unauthorized, dangling).
+        case refused(backupId: String, ConsoleError)
+    }
+
+    /// The read half of ``lookup(_:session:)``: no permission check and no audit. Only for
+    /// callers that do both themselves, and for the benchmark that measures the read path.
+    package func resolve(_ query: LookupQuery, tenant: TenantName) throws(ConsoleError) -> Outcome {
+        if case .account(let text) = query { return try account(text, tenant: tenant) }
+        let candidates = try query.candidateKeys()
+        for key in candidates {
+            guard let row = try store.lookup(tenant: tenant, pk: key.rawValue) else { continue }
+            return try verify(row, key: key, kind: query.kind, tenant: tenant)
+        }
+        if case .keypair(let text, _) = query, let bytes = LookupQuery.publicKeyBytes(LookupQuery.trimmed(text)),
+            !P256.isValidPublicKey(bytes)
+        {
+            throw LookupQuery.notOnCurve()
+        }
+        throw ConsoleError.notFound("No backup in tenant \(tenant) has the \(query.kind) factor \(describe(candidates)).")
+    }
+
+    /// Checks a row against its backup's metadata, as the service does before trusting it.
+    func verify(_ row: LookupRow, key: FactorLookupKey, kind: String, tenant: TenantName) throws(ConsoleError) -> Outcome {
+        guard let record = try store.backup(tenant: tenant, id: row.backupId) else {
+            return .refused(
+                backupId: row.backupId,
+                ConsoleError(
+                    .notFound, code: "dangling_lookup",
+                    "The index maps \(HealthChecks.abbreviate(row.pk)) to backup \(row.backupId), which does not exist "
+                        + "(a deletion that did not finish); no backup opens with this factor."))
+        }
+        let factors = key.scope == .main ? record.metadata.factors : record.metadata.syncFactors
+        guard let factor = factors.first(where: { $0.lookupKey(scope: key.scope) == key }) else {
+            return .refused(
+                backupId: row.backupId,
+                ConsoleError(
+                    .notFound, code: "unauthorized_factor",
+                    "The index maps \(HealthChecks.abbreviate(row.pk)) to backup \(row.backupId), but its metadata no "
+                        + "longer has this factor (unauthorized_factor): the service refuses it; see `show \(row.backupId)`."))
+        }
+        return .hit(
+            LookupResult(
+                backupId: row.backupId, scope: key.scope.rawValue, lookupKey: row.pk, kind: kind, factorId: factor.id))
+    }
+
+    func account(_ text: String, tenant: TenantName) throws(ConsoleError) -> Outcome {
+        let id = try BackupAccountID(LookupQuery.trimmed(text))
+        try BackupAccountKey.validate(id)
+        guard try store.backupExists(tenant: tenant, id: id.rawValue) else {
+            throw ConsoleError.notFound("No backup in tenant \(tenant) has the id \(id.abbreviated).")
+        }
+        return .hit(LookupResult(backupId: id.rawValue, scope: "ACCOUNT", lookupKey: id.rawValue, kind: "account"))
+    }
+
+    func describe(_ keys: [FactorLookupKey]) -> String {
+        keys.map { HealthChecks.abbreviate($0.rawValue) }.joined(separator: " or ")
+    }
+}

@@ -1,0 +1,99 @@
+import Access
+import BackupModel
+import ConsoleStore
+
+/// What `stats` reports about a tenant: factor mixes, devices per backup, blob sizes and
+/// Turnkey sub-orgs. Buckets are arrays in a fixed order, so tables and JSON are stable.
+public struct TenantStats: Sendable, Equatable, Codable {
+    /// A label and how many backups fall under it.
+    public struct Bucket: Sendable, Equatable, Codable {
+        public var label: String
+        public var backups: Int
+    }
+
+    public var tenant: String
+    public var backups: Int
+    /// By the set of main factor kinds, e.g. `oidc+passkey`; most common first.
+    public var factorMix: [Bucket]
+    /// By number of sync factors (devices): `0` … `4`, `5+`.
+    public var devices: [Bucket]
+    /// By sealed blob size.
+    public var blobSizes: [Bucket]
+    public var blobBytesTotal: Int
+    /// Distinct sub-orgs the tenant's TURNKEY keys reference.
+    public var subOrgsReferenced: Int
+    /// Backups with at least one TURNKEY key.
+    public var backupsWithSubOrg: Int
+
+    static let deviceLabels = ["0", "1", "2", "3", "4", "5+"]
+    static let blobLabels = ["none", "< 4 KiB", "4-64 KiB", "64 KiB-1 MiB", "1-15 MiB", "> 15 MiB"]
+
+    static func blobBucket(_ size: Int?) -> Int {
+        guard let size else { return 0 }
+        switch size {
+        case ..<4096: return 1
+        case ..<65_536: return 2
+        case ..<1_048_576: return 3
+        case ...BackupMetadata.maxBlobBytes: return 4
+        default: return 5
+        }
+    }
+
+    /// `keychain`, `oidc`, `passkey` joined by `+` in that order; `none` without main factors.
+    static func mix(_ metadata: BackupMetadata) -> String {
+        var kinds = Set<String>()
+        for factor in metadata.factors {
+            switch factor.kind {
+            case .passkey: kinds.insert("passkey")
+            case .oidcAccount: kinds.insert("oidc")
+            case .ecKeypair: kinds.insert("keychain")
+            }
+        }
+        return kinds.isEmpty ? "none" : kinds.sorted().joined(separator: "+")
+    }
+}
+
+/// Computes ``TenantStats`` by streaming the tenant's backups (bounded memory).
+public struct StatsService: Sendable {
+    let store: any ConsoleStore
+    public var batchSize = 1000
+
+    public init(store: any ConsoleStore) { self.store = store }
+
+    /// `stats`; audited as `backup.stats`.
+    public func stats(session: Session) throws(ConsoleError) -> TenantStats {
+        try session.require(.stats)
+        let tenant = session.tenantName
+        var backups = 0
+        var mixes: [String: Int] = [:]
+        var devices = Array(repeating: 0, count: TenantStats.deviceLabels.count)
+        var blobs = Array(repeating: 0, count: TenantStats.blobLabels.count)
+        var blobBytes = 0
+        var withSubOrg = 0
+        try store.forEachBackup(tenant: tenant, batchSize: batchSize) { (page: [BackupRecord]) throws(ConsoleError) in
+            for record in page {
+                backups += 1
+                mixes[TenantStats.mix(record.metadata), default: 0] += 1
+                devices[min(record.metadata.syncFactors.count, devices.count - 1)] += 1
+                blobs[TenantStats.blobBucket(record.blobSize)] += 1
+                blobBytes += record.blobSize ?? 0
+                if !record.metadata.turnkeySubOrgIds.isEmpty { withSubOrg += 1 }
+            }
+        }
+        var subOrgs = 0
+        try store.forEachReferencedSubOrg(tenant: tenant, batchSize: 10_000) { (page: [String]) throws(ConsoleError) in
+            subOrgs += page.count
+        }
+        try store.appendAudit(session.audit("backup.stats", details: ["backups": "\(backups)"]))
+        func buckets(_ labels: [String], _ counts: [Int]) -> [TenantStats.Bucket] {
+            zip(labels, counts).map { TenantStats.Bucket(label: $0.0, backups: $0.1) }
+        }
+        return TenantStats(
+            tenant: tenant.rawValue, backups: backups,
+            factorMix: mixes.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map {
+                TenantStats.Bucket(label: $0.key, backups: $0.value)
+            },
+            devices: buckets(TenantStats.deviceLabels, devices), blobSizes: buckets(TenantStats.blobLabels, blobs),
+            blobBytesTotal: blobBytes, subOrgsReferenced: subOrgs, backupsWithSubOrg: withSubOrg)
+    }
+}
