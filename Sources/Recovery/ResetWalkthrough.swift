@@ -1,0 +1,240 @@
+import Access
+import BackupCrypto
+import BackupModel
+import ConsoleStore
+import Turnkey
+
+/// `reset walkthrough` as a state machine: find → review → proof → confirm → wipe → teardown →
+/// summary. It does no terminal I/O: the console feeds ``Input`` values and renders the
+/// ``WalkthroughPrompt`` each step returns, so tests drive it with scripted inputs.
+///
+/// A refused input throws and leaves the state where it was (a mistyped signature can be
+/// pasted again); ``Input/abort`` ends the walk at any step before the wipe without changes.
+public struct ResetWalkthrough: Sendable {
+    public enum Step: String, Sendable {
+        case find, review, proof, confirm, wipe, teardown, summary, finished
+    }
+
+    public enum Input: Sendable {
+        /// At `find`: a Backup Account ID or a factor (see ``StoreBackupFinder``).
+        case identify(String)
+        /// At `review`: go on; a challenge is issued.
+        case proceed
+        /// At `proof`: the signature the user made elsewhere with `backupctl recovery sign`.
+        case remoteProof(signature: String)
+        /// At `proof`: the Root Key typed at the console; the console signs.
+        case presentProof(RootKey)
+        /// At `confirm`: the tenant name as typed.
+        case confirm(tenantName: String)
+        /// At `wipe`: do it.
+        case wipe
+        /// At `teardown`: stamps pasted by the user, by sub-org id (remote mode); may be partial.
+        case stamps([String: String])
+        /// At `teardown`: go on without (more) stamps.
+        case skipStamps
+        case abort
+    }
+
+    public private(set) var step: Step = .find
+    let service: ResetService
+    let finder: any BackupFinder
+    let store: any ConsoleStore
+    let session: Session
+    let clock: WallClock
+
+    private var backup: BackupRecord?
+    private var challenge: ResetChallenge?
+    private var signature: String?
+    private var mode: ProofMode = .remote
+    private var signer: Secp256k1StampSigner?
+    private var result: ResetResult?
+    private var teardown: [TeardownItem] = []
+
+    /// - Throws: `permission_denied` unless the session may run a reset (support).
+    public init(
+        store: any ConsoleStore, session: Session, clock: WallClock = .system,
+        random: any RandomSource = SystemRandom(), finder: (any BackupFinder)? = nil
+    ) throws(ConsoleError) {
+        try session.require(.resetBegin)
+        try session.require(.resetComplete)
+        self.store = store
+        self.session = session
+        self.clock = clock
+        service = ResetService(store: store, clock: clock, random: random)
+        self.finder = finder ?? StoreBackupFinder(store: store)
+    }
+
+    /// The first prompt.
+    public var firstPrompt: WalkthroughPrompt { .askIdentity }
+
+    /// Feeds one input; returns what to show next.
+    /// - Throws: ``ConsoleError`` for a refused input (the step does not change), or
+    ///   `usage` for an input that does not belong to the current step.
+    public mutating func handle(_ input: Input) throws(ConsoleError) -> WalkthroughPrompt {
+        switch (step, input) {
+        case (.find, .abort), (.review, .abort), (.proof, .abort), (.confirm, .abort), (.wipe, .abort):
+            let was = step
+            step = .finished
+            return .aborted(step: was.rawValue)
+        case (.find, .identify(let query)):
+            let record = try finder.find(query, session: session)
+            try store.appendAudit(session.audit("reset.walkthrough.review", target: record.backupId))
+            backup = record
+            step = .review
+            return .review(try review(record))
+        case (.review, .proceed):
+            guard let backup else { throw Self.outOfOrder(step) }
+            let begun = try service.begin(backupAccountId: backup.backupId, session: session)
+            challenge = begun
+            step = .proof
+            return .proof(
+                backupId: begun.backupId.rawValue, challengeBase64: begun.challengeBase64,
+                expiresAt: begun.expiresAtRFC3339)
+        case (.proof, .remoteProof(let text)):
+            let sig = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            try preflight(signature: sig)
+            signature = sig
+            mode = .remote
+            return toConfirm()
+        case (.proof, .presentProof(let rootKey)):
+            guard let challenge else { throw Self.outOfOrder(step) }
+            let id = try UserRecovery.backupAccountID(rootKey: rootKey)
+            guard id == challenge.backupId else {
+                throw ConsoleError(
+                    .verificationFailed, code: "signature_verification_error",
+                    "This Root Key belongs to \(id.abbreviated), not to \(challenge.backupId.abbreviated).")
+            }
+            let sig = try UserRecovery.signChallenge(challenge.challenge, rootKey: rootKey)
+            try preflight(signature: sig)
+            signature = sig
+            signer = try Secp256k1StampSigner(rootKey: rootKey)
+            mode = .present
+            return toConfirm()
+        case (.confirm, .confirm(let typed)):
+            guard let backup else { throw Self.outOfOrder(step) }
+            guard typed.trimmingCharacters(in: .whitespaces) == session.tenantName.rawValue else {
+                throw ConsoleError(
+                    .conflict, code: "not_confirmed",
+                    "The tenant name did not match \(session.tenantName); nothing was changed.")
+            }
+            step = .wipe
+            return .readyToWipe(backupId: backup.backupId)
+        case (.wipe, .wipe):
+            guard let challenge, let signature else { throw Self.outOfOrder(step) }
+            let done = try service.complete(token: challenge.token, signature: signature, session: session)
+            result = done
+            teardown = try teardownItems(done.turnkeySubOrgIds)
+            signer = nil
+            step = .teardown
+            let needStamps = teardown.contains { $0.stamp == nil }
+            return .teardown(result: done, items: teardown, needStamps: needStamps)
+        case (.teardown, .stamps(let pasted)):
+            try accept(pasted)
+            return finish()
+        case (.teardown, .skipStamps):
+            return finish()
+        default:
+            throw Self.outOfOrder(step)
+        }
+    }
+
+    // MARK: - Steps
+
+    private mutating func toConfirm() -> WalkthroughPrompt {
+        step = .confirm
+        return .confirm(tenant: session.tenantName.rawValue, backupId: backup?.backupId ?? "")
+    }
+
+    private func preflight(signature: String) throws(ConsoleError) {
+        guard let challenge else { throw Self.outOfOrder(step) }
+        _ = try service.preflight(token: challenge.token, signature: signature, session: session)
+    }
+
+    private func review(_ record: BackupRecord) throws(ConsoleError) -> WalkthroughReview {
+        let rows = try store.lookupRows(tenant: session.tenantName, backupId: record.backupId)
+        return WalkthroughReview(
+            backupId: record.backupId, factors: record.metadata.factors.map(Self.describe),
+            devices: record.metadata.syncFactors.map(Self.describe),
+            turnkeySubOrgIds: record.metadata.turnkeySubOrgIds, lookupRows: rows.count,
+            sealedBlobBytes: record.blobSize,
+            notWiped: [
+                "the Root Key: it stays on the user's device, and the Backup Account ID stays the same",
+                "the Turnkey sub-orgs themselves: they are queued for teardown, not deleted by the wipe",
+                "the audit log of this console",
+            ])
+    }
+
+    /// Bodies for every sub-org, stamped locally when the Root Key was typed here.
+    private func teardownItems(_ subOrgs: [String]) throws(ConsoleError) -> [TeardownItem] {
+        let now = clock.millis()
+        var items: [TeardownItem] = []
+        for id in subOrgs {
+            let body = try TurnkeyActivityBody.deleteSubOrganization(subOrgId: id, timestampMs: now)
+            let stamp = try signer.map { (s) throws(ConsoleError) in
+                try TurnkeyStamp.sign(body: body.bytes, with: s).headerValue
+            }
+            items.append(TeardownItem(subOrgId: id, body: body, stamp: stamp))
+        }
+        return items
+    }
+
+    /// A pasted stamp must be the break-glass scheme, by this backup's key, over that exact body.
+    private mutating func accept(_ pasted: [String: String]) throws(ConsoleError) {
+        guard let backupKey = challenge?.backupId.publicKey else { throw Self.outOfOrder(step) }
+        var updated = teardown
+        for (subOrgId, header) in pasted {
+            guard let index = updated.firstIndex(where: { $0.subOrgId == subOrgId }) else {
+                throw .invalid("invalid_stamp", "Sub-org \(subOrgId.prefix(64)) is not part of this reset.")
+            }
+            let stamp = try TurnkeyStamp(headerValue: header)
+            guard stamp.scheme == .secp256k1, stamp.publicKey == backupKey else {
+                throw .invalid("invalid_stamp", "The stamp for \(subOrgId) is not by this backup's Backup Account Key.")
+            }
+            guard stamp.verify(body: updated[index].body.bytes) == .valid else {
+                throw .invalid(
+                    "invalid_stamp",
+                    "The stamp for \(subOrgId) does not verify over its body; stamp the exact body file.")
+            }
+            updated[index].stamp = header.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        teardown = updated
+    }
+
+    private mutating func finish() -> WalkthroughPrompt {
+        step = .summary
+        let stamped = teardown.filter { $0.stamp != nil }.count
+        let status: String
+        if teardown.isEmpty {
+            status = "No Turnkey sub-orgs were referenced; nothing to tear down."
+        } else {
+            status =
+                "Not sent: this console has no Turnkey client wired into the walkthrough yet. All \(teardown.count) sub-org(s) stay queued for `cleanup` with reason reset; \(stamped) break-glass stamp(s) are ready for `cleanup submit --body-file … --stamp …`."
+        }
+        let summary = WalkthroughSummary(
+            tenant: session.tenantName.rawValue, operatorName: session.operatorName.rawValue,
+            backupId: result?.backupId ?? backup?.backupId ?? "", proof: mode,
+            result: result ?? ResetResult(backupId: "", wiped: false, lookupRowsRemoved: 0, turnkeySubOrgIds: []),
+            teardown: teardown, teardownStatus: status,
+            nextSteps: [
+                "The user opens World App and creates a new backup with the same Root Key (same Backup Account ID).",
+                "Re-enroll factors in the app: a passkey, Google or Apple sign-in, or iCloud Keychain.",
+                "Each device re-adds itself as a sync factor the next time it syncs.",
+            ])
+        step = .finished
+        return .summary(summary)
+    }
+
+    static func describe(_ factor: Factor) -> String {
+        let since = "enrolled \(factor.createdAt.description.prefix(10))"
+        switch factor.kind {
+        case .passkey(let p): return "PASSKEY \"\(p.label ?? "unnamed")\" (\(since))"
+        case .oidcAccount(let o):
+            return "OIDC \(o.provider.rawValue) \(o.account.maskedEmail ?? "(no email)") (\(since))"
+        case .ecKeypair(let key): return "EC_KEYPAIR \(key.prefix(12))… (\(since))"
+        }
+    }
+
+    static func outOfOrder(_ step: Step) -> ConsoleError {
+        .usage("That input does not belong to the \(step.rawValue) step of the walkthrough.")
+    }
+}

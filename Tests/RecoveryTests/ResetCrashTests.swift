@@ -1,0 +1,189 @@
+import Access
+import BackupCrypto
+import BackupModel
+import ConsoleStore
+import Foundation
+import Recovery
+import Testing
+
+/// Kills `backupctl reset complete` at named points and after a sweep of delays, then checks the
+/// store holds the whole backup with an unused token, or none of it with the token consumed.
+@Suite(.enabled(if: Binary.exists, "build the executable first: swift build --product backupctl"), .serialized)
+struct ResetCrashTests {
+    struct Prepared {
+        var directory: URL
+        var template: URL
+        var adminToken: String
+        var resetToken: String
+        var signature: String
+        var tokenHash: String
+        var backupId: String
+    }
+
+    /// A store on the real clock (the child uses it) with one backup and a begun reset.
+    static func prepare() throws -> Prepared {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("crash-\(UUID().uuidString)")
+        let template = directory.appendingPathComponent("template.db")
+        let key = rootKey("42")
+        var prepared: Prepared?
+        do {
+            let store = try SQLiteConsoleStore(path: template.path)
+            let access = AccessService(store: store)
+            let adminToken = try access.bootstrap(admin: try OperatorName("root"))
+            let op = try access.authenticate(token: adminToken)
+            let session = try access.session(operator: op, tenant: try TenantName("sandbox"))
+            let f = try FixtureWriter(store: store, tenant: session.tenantName)
+            let id = try f.addBackup(key)
+            let begun = try ResetService(store: store).begin(backupAccountId: id.rawValue, session: session)
+            prepared = Prepared(
+                directory: directory, template: template,
+                adminToken: adminToken.withUnsafeBytes { String(decoding: $0, as: UTF8.self) },
+                resetToken: begun.tokenText, signature: try UserRecovery.signChallenge(begun.challenge, rootKey: key),
+                tokenHash: begun.tokenHash, backupId: id.rawValue)
+        }
+        // The store is closed here (WAL checkpointed), so the file alone is the template.
+        return try #require(prepared)
+    }
+
+    static func copy(_ p: Prepared, _ n: Int) throws -> String {
+        let path = p.directory.appendingPathComponent("run-\(n).db").path
+        try FileManager.default.copyItem(atPath: p.template.path, toPath: path)
+        for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: p.template.path + suffix) {
+            try FileManager.default.copyItem(atPath: p.template.path + suffix, toPath: path + suffix)
+        }
+        return path
+    }
+
+    static func args(_ p: Prepared, db: String) -> [String] {
+        [
+            "--db", db, "--tenant", "sandbox", "--format", "json", "--yes",
+            "-c", "reset complete --token \(p.resetToken) --signature \(p.signature)",
+        ]
+    }
+
+    enum Outcome { case intact, wiped }
+
+    /// The all-or-nothing invariant, and a valid audit chain, in the store at `path`.
+    static func outcome(_ p: Prepared, _ path: String, sourceLocation: SourceLocation = #_sourceLocation) throws
+        -> Outcome?
+    {
+        let store = try SQLiteConsoleStore(path: path)
+        let t = try TenantName("sandbox")
+        let backup = try store.backup(tenant: t, id: p.backupId)
+        let blob = try store.sealedBlob(tenant: t, backupId: p.backupId)
+        let rows = try store.lookupRows(tenant: t, backupId: p.backupId)
+        let refs = try store.subOrgReference(tenant: t, subOrgId: "suborg-a")
+        let queued = try store.cleanupItems(tenant: t, states: nil).filter { $0.reason == "reset" }.map(\.subOrgId)
+            .sorted()
+        let used = try #require(try store.resetChallenge(tokenHash: p.tokenHash)).usedAt != nil
+        let audited = try store.auditEntries(tenant: t, afterSeq: 0, limit: 1000).contains {
+            $0.action == "reset.complete"
+        }
+        #expect(try AuditLog.verify(store: store).ok, sourceLocation: sourceLocation)
+        if backup != nil, blob != nil, rows.count == 3, refs != nil, queued.isEmpty, !used, !audited { return .intact }
+        if backup == nil, blob == nil, rows.isEmpty, refs == nil, queued == ["suborg-a", "suborg-b"], used, audited {
+            return .wiped
+        }
+        Issue.record(
+            "torn state: backup \(backup != nil) blob \(blob != nil) rows \(rows.count) refs \(refs != nil) queued \(queued) used \(used) audited \(audited)",
+            sourceLocation: sourceLocation)
+        return nil
+    }
+
+    @Test func killedAtEveryNamedPointLeavesAllOrNothing() throws {
+        let p = try Self.prepare()
+        defer { try? FileManager.default.removeItem(at: p.directory) }
+        for (n, point) in ResetCheckpoint.allCases.enumerated() {
+            let db = try Self.copy(p, n)
+            let env = Binary.cleanEnvironment(["BACKUPCTL_TOKEN": p.adminToken, "BACKUPCTL_CRASH_AT": point.rawValue])
+            let run = try Binary.run(Self.args(p, db: db), environment: env)
+            #expect(run.status == 137, "\(point): \(run.stderr)")
+            #expect(try Self.outcome(p, db) == (point == .committed ? .wiped : .intact), "\(point)")
+        }
+        // Unhindered, the same command wipes (so the invariant above is not vacuous).
+        let db = try Self.copy(p, 99)
+        let run = try Binary.run(
+            Self.args(p, db: db), environment: Binary.cleanEnvironment(["BACKUPCTL_TOKEN": p.adminToken]))
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.contains(#""wiped":true"#))
+        #expect(try Self.outcome(p, db) == .wiped)
+    }
+
+    @Test func sigkillSweepLeavesAllOrNothing() throws {
+        let p = try Self.prepare()
+        defer { try? FileManager.default.removeItem(at: p.directory) }
+        let env = Binary.cleanEnvironment(["BACKUPCTL_TOKEN": p.adminToken])
+        // Time one full run to place the sweep around it.
+        let probe = try Self.copy(p, 1000)
+        let start = Date()
+        _ = try Binary.run(Self.args(p, db: probe), environment: env)
+        let fullMicros = max(20_000, min(400_000, Int(Date().timeIntervalSince(start) * 1_000_000)))
+        var outcomes: [Outcome: Int] = [:]
+        let steps = 48
+        let started = Date()
+        for n in 0..<steps where Date().timeIntervalSince(started) < 40 {
+            // Denser near the end of the run, where the transaction is.
+            let fraction = Double(n) / Double(steps - 1)
+            let delay = UInt32(Double(fullMicros) * (0.3 + 1.7 * fraction))
+            let db = try Self.copy(p, n)
+            let run = try Binary.runAndKill(Self.args(p, db: db), after: delay, environment: env)
+            if let outcome = try Self.outcome(p, db) {
+                outcomes[outcome, default: 0] += 1
+                if outcome == .wiped { #expect(run.status == 0 || run.signaled) }
+            }
+            try? FileManager.default.removeItem(atPath: db)
+        }
+        // Both ends of the sweep are reached: some runs die before the commit, some after.
+        #expect(outcomes[.intact, default: 0] > 0)
+        #expect(outcomes[.wiped, default: 0] > 0)
+    }
+}
+
+/// Writes the crash fixture's backup (the same shape as ``Fixture/addBackup``).
+struct FixtureWriter {
+    let store: SQLiteConsoleStore
+    let tenant: TenantName
+
+    init(store: SQLiteConsoleStore, tenant: TenantName) throws {
+        self.store = store
+        self.tenant = tenant
+    }
+
+    func addBackup(_ key: RootKey) throws -> BackupAccountID {
+        let id = try BackupAccountKey.derive(rootKey: key)
+        let rng = SeededRandom(seed: 5)
+        let at = Timestamp(seconds: 1_770_000_000)
+        let device = Base64.encode(
+            try P256.publicKey(privateKey: P256.generatePrivateKey(using: rng), compressed: false))
+        let metadata = BackupMetadata(
+            id: id.rawValue, manifestHash: Hex.encode(rng.bytes(32)),
+            factors: [
+                Factor(
+                    id: rng.uuid(), createdAt: at,
+                    kind: .passkey(PasskeyFactor(credentialId: "Y3JlZC1h", label: "1Password"))),
+                Factor(
+                    id: rng.uuid(), createdAt: at,
+                    kind: .oidcAccount(
+                        OIDCAccountFactor(
+                            account: OIDCAccount(provider: .google, sub: "1045", maskedEmail: "j***@gmail.com"),
+                            turnkeyProviderId: rng.uuid()))),
+            ],
+            syncFactors: [Factor(id: rng.uuid(), createdAt: at, kind: .ecKeypair(publicKey: device))],
+            keys: ["suborg-a", "suborg-b"].map {
+                .turnkey(
+                    TurnkeyKey(
+                        encryptedKey: "cd34", turnkeyAccountId: $0, turnkeyUserId: rng.uuid(),
+                        turnkeyPrivateKeyId: rng.uuid()))
+            })
+        let blob = Data(rng.bytes(4096))
+        try store.writeBackup(
+            tenant: tenant,
+            BackupWrite(
+                record: BackupRecord(
+                    backupId: id.rawValue, metadata: metadata, blobSize: blob.count, blobSHA256: SHA256.hex(blob),
+                    importedAt: 1, updatedAt: 1),
+                blob: blob, lookupRows: metadata.lookupKeys.map { LookupRow(pk: $0.rawValue, backupId: id.rawValue) }),
+            audit: AuditDraft(operatorName: "root", tenant: tenant.rawValue, action: "test.write"))
+        return id
+    }
+}
