@@ -35,7 +35,7 @@ public enum P256 {
 
     /// Whether `bytes` is a SEC1 point on P-256: 33 bytes starting 02/03 or 65 starting 04.
     public static func isValidPublicKey(_ bytes: [UInt8]) -> Bool {
-        guard let curve = try? P256Curve(), let point = curve.point(bytes) else { return false }
+        guard let curve = try? P256Curve(secure: false), let point = curve.point(bytes) else { return false }
         EC_POINT_free(point)
         return true
     }
@@ -43,13 +43,13 @@ public enum P256 {
     /// The 33-byte compressed form of a 33- or 65-byte public key (Turnkey stamps carry this form).
     /// - Throws: ``ConsoleError`` `invalid_public_key` when the bytes are not a point on P-256.
     public static func compress(_ publicKey: [UInt8]) throws(ConsoleError) -> [UInt8] {
-        try P256Curve().convert(publicKey, compressed: true)
+        try P256Curve(secure: false).convert(publicKey, compressed: true)
     }
 
     /// The 65-byte `04 ‖ X ‖ Y` form of a 33- or 65-byte public key (the metadata carries this form).
     /// - Throws: ``ConsoleError`` `invalid_public_key` when the bytes are not a point on P-256.
     public static func decompress(_ publicKey: [UInt8]) throws(ConsoleError) -> [UInt8] {
-        try P256Curve().convert(publicKey, compressed: false)
+        try P256Curve(secure: false).convert(publicKey, compressed: false)
     }
 
     /// ECDSA P-256 over SHA-256(`message`), DER-encoded, with OpenSSL's random nonce.
@@ -90,7 +90,9 @@ public enum P256 {
     /// demands; anything else is ``SignatureCheck/malformedSignature``, not a mismatch.
     public static func verify(derSignature: [UInt8], message: [UInt8], publicKey: [UInt8]) -> SignatureCheck {
         guard P256KeyBuilder.isStrictDER(derSignature) else { return .malformedSignature }
-        guard let curve = try? P256Curve(), let point = curve.point(publicKey) else { return .malformedPublicKey }
+        guard let curve = try? P256Curve(secure: false), let point = curve.point(publicKey) else {
+            return .malformedPublicKey
+        }
         defer { EC_POINT_free(point) }
         guard let uncompressed = try? curve.encode(point, compressed: false),
             let key = try? P256KeyBuilder.publicKey(uncompressed)

@@ -1,31 +1,41 @@
 import BackupModel
 internal import COpenSSL
 
-/// The P-256 group and a big-number context for one operation, freed together.
+/// The P-256 group, built once per process: `EC_GROUP_new_by_curve_name` costs more than the
+/// point check it serves, and write-time validation of device keys runs it millions of times.
+///
+/// The group is never mutated after creation (no `EC_GROUP_precompute_mult`, no setters), and
+/// OpenSSL's point and scalar functions take it as `const`, so threads may share it.
+private final class SharedP256Group: @unchecked Sendable {
+    static let shared = SharedP256Group()
+    let group: OpaquePointer?
+
+    private init() { group = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1) }
+}
+
+/// The shared P-256 group and a big-number context for one operation.
 ///
 /// Uses `EC_GROUP`/`EC_POINT`/`BIGNUM`, which OpenSSL 3 keeps undeprecated, for the point and
 /// scalar arithmetic that the EVP interface does not expose (range checks, point conversion).
-/// Not shared between threads: each call makes its own.
+/// Not shared between threads: each call makes its own (the group inside is shared).
 final class P256Curve {
     let group: OpaquePointer
     let bnContext: OpaquePointer
 
-    init() throws(ConsoleError) {
-        guard let group = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1) else {
+    /// - Parameter secure: a secure-heap context, for operations on private keys; public-key
+    ///   checks do not need one.
+    init(secure: Bool = true) throws(ConsoleError) {
+        guard let group = SharedP256Group.shared.group else {
             throw OpenSSLSupport.failure("EC_GROUP_new_by_curve_name(P-256)")
         }
-        guard let bnContext = BN_CTX_secure_new() else {
-            EC_GROUP_free(group)
-            throw OpenSSLSupport.failure("BN_CTX_secure_new")
+        guard let bnContext = secure ? BN_CTX_secure_new() : BN_CTX_new() else {
+            throw OpenSSLSupport.failure("BN_CTX_new")
         }
         self.group = group
         self.bnContext = bnContext
     }
 
-    deinit {
-        BN_CTX_free(bnContext)
-        EC_GROUP_free(group)
-    }
+    deinit { BN_CTX_free(bnContext) }
 
     /// The private key as a constant-time, secure-heap `BIGNUM` if it is 32 bytes in `[1, n-1]`;
     /// the caller frees it with `BN_clear_free`.

@@ -49,9 +49,22 @@ public protocol ConsoleStore: Sendable {
     func forEachLookupRow(
         tenant: TenantName, batchSize: Int, _ body: ([LookupRow]) throws(ConsoleError) -> Void
     ) throws(ConsoleError)
-    /// Writes one backup (metadata, blob, suborg refs from its TURNKEY keys, its lookup rows)
-    /// in one transaction. A lookup row owned by another backup is a `conflict` and nothing
-    /// is written.
+    /// What the index answers for `pk`, checked in the same statement against the keys the
+    /// named backup's metadata implies (derived at write time): `nil` on a miss; otherwise the
+    /// backup, whether it exists, and the factor implying the key (`nil`: unauthorized).
+    func resolveLookup(tenant: TenantName, pk: String) throws(ConsoleError) -> LookupResolution?
+    /// Streams the derived per-backup summaries in id order, no metadata decoded.
+    func forEachBackupSummary(
+        tenant: TenantName, batchSize: Int, _ body: ([BackupSummary]) throws(ConsoleError) -> Void
+    ) throws(ConsoleError)
+    /// Streams every backup's summary with its index drift (rows its metadata does not imply,
+    /// implied keys the index does not give it), in id order, a page per read transaction.
+    func forEachBackupHealth(
+        tenant: TenantName, batchSize: Int, _ body: ([BackupHealthRow]) throws(ConsoleError) -> Void
+    ) throws(ConsoleError)
+    /// Writes one backup (metadata, blob, suborg refs from its TURNKEY keys, its lookup rows,
+    /// and what reads derive from its metadata: implied keys and summary) in one transaction.
+    /// A lookup row owned by another backup is a `conflict` and nothing is written.
     func writeBackup(tenant: TenantName, _ write: BackupWrite, audit: AuditDraft) throws(ConsoleError)
     /// Writes many backups in one transaction (seeding); same rules as ``writeBackup``.
     func writeBackups(tenant: TenantName, _ writes: [BackupWrite], audit: AuditDraft) throws(ConsoleError)

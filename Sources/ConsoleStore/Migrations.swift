@@ -18,6 +18,10 @@ enum Migrations {
         migrator.registerMigration("v3-cleanup-stamped") { db in
             for sql in v3 { try db.execute(sql: sql) }
         }
+        migrator.registerMigration("v4-derived-factors") { db in
+            for sql in v4 { try db.execute(sql: sql) }
+            try SQLiteConsoleStore.backfillDerived(db)
+        }
         return migrator
     }
 
@@ -163,5 +167,48 @@ enum Migrations {
             FOREIGN KEY (tenant, suborg_id) REFERENCES cleanup_items(tenant, suborg_id) ON DELETE CASCADE
         ) STRICT, WITHOUT ROWID
         """
+    ]
+
+    /// What reads need of the metadata, derived when a backup is written (an index of the
+    /// metadata, which stays the source of truth): the FactorLookup keys it implies, and the
+    /// per-backup facts the health checks and `stats` use. Keyed by backup first, so one
+    /// backup's keys are contiguous for `check`, and the lookup probe
+    /// (tenant, backup_id, pk) is one B-tree descent. Existing backups are backfilled.
+    private static let v4: [String] = [
+        """
+        CREATE TABLE backup_factors (
+            tenant TEXT NOT NULL,
+            backup_id TEXT NOT NULL,
+            pk TEXT NOT NULL CHECK (pk GLOB 'MAIN#*' OR pk GLOB 'SYNC#*'),
+            position INTEGER NOT NULL CHECK (position >= 0),
+            copies INTEGER NOT NULL CHECK (copies >= 1),
+            factor_id TEXT NOT NULL,
+            PRIMARY KEY (tenant, backup_id, pk),
+            FOREIGN KEY (tenant, backup_id) REFERENCES backups(tenant, backup_id) ON DELETE CASCADE
+        ) STRICT, WITHOUT ROWID
+        """,
+        """
+        CREATE TABLE backup_summary (
+            tenant TEXT NOT NULL,
+            backup_id TEXT NOT NULL,
+            main_factors INTEGER NOT NULL CHECK (main_factors >= 0),
+            sync_factors INTEGER NOT NULL CHECK (sync_factors >= 0),
+            passkeys INTEGER NOT NULL CHECK (passkeys >= 0),
+            oidc_factors INTEGER NOT NULL CHECK (oidc_factors >= 0),
+            keychain_factors INTEGER NOT NULL CHECK (keychain_factors >= 0),
+            prf_keys INTEGER NOT NULL CHECK (prf_keys >= 0),
+            icloud_keys INTEGER NOT NULL CHECK (icloud_keys >= 0),
+            turnkey_keys INTEGER NOT NULL CHECK (turnkey_keys >= 0),
+            unindexed_factors INTEGER NOT NULL CHECK (unindexed_factors >= 0),
+            bad_sync_factors INTEGER NOT NULL CHECK (bad_sync_factors >= 0),
+            bad_sync_factor_id TEXT,
+            bad_sync_problem TEXT,
+            malformed_manifest_hash TEXT,
+            blob_size INTEGER CHECK (blob_size IS NULL OR blob_size >= 0),
+            PRIMARY KEY (tenant, backup_id),
+            FOREIGN KEY (tenant, backup_id) REFERENCES backups(tenant, backup_id) ON DELETE CASCADE,
+            CHECK ((bad_sync_factors = 0) = (bad_sync_problem IS NULL))
+        ) STRICT, WITHOUT ROWID
+        """,
     ]
 }

@@ -4,15 +4,17 @@ import GRDB
 
 extension SQLiteConsoleStore {
     public func writeBackup(tenant: TenantName, _ write: BackupWrite, audit: AuditDraft) throws(ConsoleError) {
+        let prepared = PreparedWrite(write)
         try self.write("writing backup \(write.record.backupId)") { db in
-            try Self.apply(write, tenant: tenant, db)
+            try Self.apply(prepared, tenant: tenant, db)
             _ = try insertAudit(audit, db)
         }
     }
 
     public func writeBackups(tenant: TenantName, _ writes: [BackupWrite], audit: AuditDraft) throws(ConsoleError) {
+        let prepared = PreparedWrite.all(writes)
         try self.write("writing \(writes.count) backups") { db in
-            for write in writes { try Self.apply(write, tenant: tenant, db) }
+            for write in prepared { try Self.apply(write, tenant: tenant, db) }
             _ = try insertAudit(audit, db)
         }
     }
@@ -48,7 +50,8 @@ extension SQLiteConsoleStore {
 
     /// Writes one backup inside the caller's transaction: conflict check first, so a conflict
     /// throws before anything of this backup is written (and the transaction rolls back).
-    static func apply(_ write: BackupWrite, tenant: TenantName, _ db: Database) throws {
+    static func apply(_ prepared: PreparedWrite, tenant: TenantName, _ db: Database) throws {
+        let write = prepared.write
         let record = write.record
         let id = record.backupId
         let t = tenant.rawValue
@@ -88,7 +91,7 @@ extension SQLiteConsoleStore {
                     blob_sha256 = excluded.blob_sha256, updated_at = excluded.updated_at
                 """
         ).execute(arguments: [
-            t, id, String(decoding: record.metadata.encoded(.stored), as: UTF8.self), record.manifestHash,
+            t, id, prepared.metadataJSON, record.manifestHash,
             write.blob == nil ? nil : record.blobSize, write.blob == nil ? nil : record.blobSHA256,
             record.importedAt, record.updatedAt,
         ])
@@ -108,5 +111,6 @@ extension SQLiteConsoleStore {
         let insertRef = try db.cachedStatement(
             sql: "INSERT INTO suborg_refs (tenant, suborg_id, backup_id) VALUES (?, ?, ?)")
         for subOrg in record.metadata.turnkeySubOrgIds { try insertRef.execute(arguments: [t, subOrg, id]) }
+        try writeDerived(prepared.implied, prepared.summary, backupId: id, tenant: t, db)
     }
 }

@@ -73,9 +73,11 @@ extension SQLiteConsoleStore {
             try db.execute(sql: "UPDATE reset_challenges SET used_at = ? WHERE token_hash = ?", arguments: [now, tokenHash])
             try db.execute(sql: "DELETE FROM factor_lookup WHERE tenant = ? AND backup_id = ?", arguments: [t, id])
             let rowsRemoved = db.changesCount
-            // Blob and suborg refs go by ON DELETE CASCADE; deleted explicitly too, so the intent is in one place.
+            // Blob, suborg refs and derived rows go by ON DELETE CASCADE; deleted explicitly too,
+            // so the intent is in one place.
             try db.execute(sql: "DELETE FROM sealed_blobs WHERE tenant = ? AND backup_id = ?", arguments: [t, id])
             try db.execute(sql: "DELETE FROM suborg_refs WHERE tenant = ? AND backup_id = ?", arguments: [t, id])
+            try Self.deleteDerived(backupId: id, tenant: t, db)
             try db.execute(sql: "DELETE FROM backups WHERE tenant = ? AND backup_id = ?", arguments: [t, id])
             for subOrg in subOrgs {
                 try Self.enqueue(

@@ -13,7 +13,9 @@ public struct BackupInspector: Sendable {
     public func show(backupId: String, session: Session) throws(ConsoleError) -> BackupReport {
         try session.require(.show)
         let record = try record(backupId, tenant: session.tenantName)
-        let report = BackupReport(record: record, input: try healthInput(record, tenant: session.tenantName))
+        let rows = try store.lookupRows(tenant: session.tenantName, backupId: record.backupId).map(\.pk)
+        let input = try healthInput(record, tenant: session.tenantName, rows: rows)
+        let report = BackupReport(record: record, indexRows: rows, input: input)
         try store.appendAudit(
             session.audit("backup.show", target: record.backupId, details: ["health": report.overall.rawValue]))
         return report
@@ -32,14 +34,21 @@ public struct BackupInspector: Sendable {
     /// the backup does not own, which backup (if any) the index gives it to.
     ///
     /// One query for the rows; one more per missing key only, which drift makes rare.
-    func healthInput(_ record: BackupRecord, tenant: TenantName) throws(ConsoleError) -> HealthInput {
-        let rows = try store.lookupRows(tenant: tenant, backupId: record.backupId).map(\.pk)
-        return try Self.healthInput(record, rows: rows) { (pk: String) throws(ConsoleError) in
+    func healthInput(_ record: BackupRecord, tenant: TenantName, rows: [String]? = nil) throws(ConsoleError)
+        -> HealthInput
+    {
+        let indexRows: [String]
+        if let rows {
+            indexRows = rows
+        } else {
+            indexRows = try store.lookupRows(tenant: tenant, backupId: record.backupId).map(\.pk)
+        }
+        return try Self.healthInput(record, rows: indexRows) { (pk: String) throws(ConsoleError) in
             try store.lookup(tenant: tenant, pk: pk)?.backupId
         }
     }
 
-    /// ``healthInput(_:tenant:)`` over rows the caller fetched; `owner` answers for missing keys.
+    /// ``healthInput(_:tenant:rows:)`` over rows the caller fetched; `owner` answers for missing keys.
     static func healthInput(
         _ record: BackupRecord, rows: [String], owner: (String) throws(ConsoleError) -> String?
     ) throws(ConsoleError) -> HealthInput {

@@ -60,9 +60,12 @@ public struct BackupReport: Sendable, Equatable, Codable {
     public var health: [HealthResult]
 
     /// Builds the report from what the store holds for one backup.
-    public init(record: BackupRecord, input: HealthInput) {
-        let metadata = input.metadata
-        let rows = Set(input.indexRows)
+    /// - Parameters:
+    ///   - indexRows: primary keys of the FactorLookup rows that point at this backup.
+    ///   - input: the health input built from the same record and rows.
+    public init(record: BackupRecord, indexRows: [String], input: HealthInput) {
+        let metadata = record.metadata
+        let rows = Set(indexRows)
         func view(_ factor: Factor, scope: FactorScope) -> FactorView {
             var v = FactorView(
                 id: factor.id, kind: factor.kind.tag, created: factor.createdAt.description,
@@ -93,8 +96,7 @@ public struct BackupReport: Sendable, Equatable, Codable {
         }
         turnkeySubOrgIds = metadata.turnkeySubOrgIds
         sealedBlob = BlobView(bytes: record.blobSize, sha256: record.blobSHA256)
-        let expected = Set(metadata.lookupKeys.map(\.rawValue))
-        unauthorizedLookupKeys = input.indexRows.filter { !expected.contains($0) }.sorted()
+        unauthorizedLookupKeys = input.unauthorizedKeys.sorted()
         health = HealthChecks.run(input)
     }
 

@@ -1,4 +1,5 @@
 import BackupModel
+import ConsoleStore
 
 /// How a health check came out. `fail` breaks recovery or sync for the user; `warn` needs an
 /// operator's attention but the user can still get in.
@@ -55,25 +56,47 @@ public struct HealthResult: Sendable, Equatable, Codable {
 }
 
 /// Everything the health checks look at for one backup, gathered by the caller so the checks
-/// themselves are pure functions.
-public struct HealthInput: Sendable {
-    public var backupId: String
-    public var metadata: BackupMetadata
-    /// Primary keys of the FactorLookup rows that point at this backup.
-    public var indexRows: [String]
-    /// For metadata lookup keys the index maps to a *different* backup: key → that backup id.
-    public var otherOwners: [String: String]
-    /// Size of the stored sealed blob, `nil` when none is stored.
-    public var blobSize: Int?
+/// themselves are pure functions: the facts derived from its metadata and how its index rows
+/// disagree with them.
+///
+/// Built from the full metadata (`show`, `check BACKUP_ID`) or from what the store derived at
+/// write time (a tenant-wide `check`); both go through ``BackupSummary`` and ``ImpliedKey``,
+/// so both give the same results.
+public struct HealthInput: Sendable, Equatable {
+    /// The facts of the metadata the checks use, and the stored blob size.
+    public var summary: BackupSummary
+    /// Index rows pointing at this backup that the metadata does not imply, in index order.
+    public var unauthorizedKeys: [String]
+    /// Keys the metadata implies that the index does not map to this backup, in metadata
+    /// order, each with the other backup the index gives it to, if any.
+    public var unindexedKeys: [UnindexedKey]
 
+    public var backupId: String { summary.backupId }
+
+    /// From the full metadata.
+    /// - Parameters:
+    ///   - indexRows: primary keys of the FactorLookup rows that point at this backup.
+    ///   - otherOwners: for metadata lookup keys the index maps to a *different* backup: key → that backup id.
+    ///   - blobSize: size of the stored sealed blob, `nil` when none is stored.
     public init(
         backupId: String, metadata: BackupMetadata, indexRows: [String], otherOwners: [String: String] = [:],
         blobSize: Int?
     ) {
-        self.backupId = backupId
-        self.metadata = metadata
-        self.indexRows = indexRows
-        self.otherOwners = otherOwners
-        self.blobSize = blobSize
+        summary = BackupSummary(metadata: metadata, blobSize: blobSize)
+        summary.backupId = backupId
+        let implied = ImpliedKey.of(metadata)
+        let impliedKeys = Set(implied.map(\.pk))
+        let rows = Set(indexRows)
+        unauthorizedKeys = indexRows.filter { !impliedKeys.contains($0) }
+        unindexedKeys = implied.filter { !rows.contains($0.pk) }.map {
+            UnindexedKey(pk: $0.pk, copies: $0.copies, owner: otherOwners[$0.pk])
+        }
+    }
+
+    /// From what the store derived (a tenant-wide scan).
+    public init(_ row: BackupHealthRow) {
+        summary = row.summary
+        unauthorizedKeys = row.unauthorizedKeys
+        unindexedKeys = row.unindexedKeys
     }
 }

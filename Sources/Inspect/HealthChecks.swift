@@ -1,31 +1,33 @@
-import BackupCrypto
 import BackupModel
+import ConsoleStore
 
 /// The health checks: pure functions of a ``HealthInput``, one result per ``HealthCheckName``
 /// in that enum's order, whatever the input.
 public enum HealthChecks {
     /// Runs every check.
     public static func run(_ input: HealthInput) -> [HealthResult] {
-        let expected = input.metadata.lookupKeys.map(\.rawValue)
-        let rows = Set(input.indexRows)
-        let missing = expected.filter { !rows.contains($0) }
+        let s = input.summary
+        let missing = input.unindexedKeys.filter { $0.owner == nil }
+        let shared = input.unindexedKeys.filter { $0.owner != nil }
         return [
-            lookupRowsMissing(missing.filter { input.otherOwners[$0] == nil }, input.metadata),
-            lookupRowsUnauthorized(input.indexRows.filter { !Set(expected).contains($0) }),
-            factorShared(missing.compactMap { key in input.otherOwners[key].map { (key, $0) } }),
-            factorKeys(input.metadata), orphanKeys(input.metadata), oidcWithoutPasskey(input.metadata),
-            factorLimits(input.metadata), syncFactors(input.metadata), sealedBlob(input.blobSize),
-            manifestHash(input.metadata.manifestHash),
+            lookupRowsMissing(missing, unindexable: s.unindexedFactors),
+            lookupRowsUnauthorized(input.unauthorizedKeys),
+            factorShared(shared),
+            factorKeys(s), orphanKeys(s), oidcWithoutPasskey(s), factorLimits(s), syncFactors(s),
+            sealedBlob(s.blobSize), manifestHash(malformed: s.malformedManifestHash),
         ]
     }
 
-    static func lookupRowsMissing(_ missing: [String], _ metadata: BackupMetadata) -> HealthResult {
-        let unindexable = metadata.factors.filter { $0.lookupKey(scope: .main) == nil }.count
-        if !missing.isEmpty {
+    /// Total factors behind `keys` (a key two factors imply counts twice, as it did in the metadata).
+    static func factors(_ keys: [UnindexedKey]) -> Int { keys.reduce(0) { $0 + $1.copies } }
+
+    static func lookupRowsMissing(_ missing: [UnindexedKey], unindexable: Int) -> HealthResult {
+        if let first = missing.first {
+            let n = factors(missing)
             return HealthResult(
                 .lookupRowsMissing, .fail,
-                "\(count(missing.count, "factor")) of the metadata \(missing.count == 1 ? "has" : "have") no index row "
-                    + "(first \(abbreviate(missing[0]))): the user cannot find this backup with it; re-import the "
+                "\(count(n, "factor")) of the metadata \(n == 1 ? "has" : "have") no index row "
+                    + "(first \(abbreviate(first.pk))): the user cannot find this backup with it; re-import the "
                     + "service's FactorLookup export")
         }
         if unindexable > 0 {
@@ -48,46 +50,26 @@ public enum HealthChecks {
                 + "enrolled elsewhere until the row is removed")
     }
 
-    static func factorShared(_ shared: [(String, String)]) -> HealthResult {
-        guard let (key, other) = shared.first else {
+    static func factorShared(_ shared: [UnindexedKey]) -> HealthResult {
+        guard let first = shared.first, let other = first.owner else {
             return HealthResult(.factorShared, .ok, "no factor is indexed to another backup")
         }
+        let n = factors(shared)
         return HealthResult(
             .factorShared, .fail,
-            "\(count(shared.count, "factor")) (first \(abbreviate(key))) \(shared.count == 1 ? "is" : "are") indexed "
+            "\(count(n, "factor")) (first \(abbreviate(first.pk))) \(n == 1 ? "is" : "are") indexed "
                 + "to backup \(abbreviateId(other)): the factor is enrolled in two backups and opens the other one")
     }
 
     /// Factor and key counts by kind: passkey ↔ PRF, keychain keypair ↔ ICLOUD, OIDC ↔ TURNKEY.
-    struct KindCounts {
-        var passkeys = 0, keychains = 0, oidc = 0, prf = 0, icloud = 0, turnkey = 0
-
-        init(_ metadata: BackupMetadata) {
-            for factor in metadata.factors {
-                switch factor.kind {
-                case .passkey: passkeys += 1
-                case .ecKeypair: keychains += 1
-                case .oidcAccount: oidc += 1
-                }
-            }
-            for key in metadata.keys {
-                switch key {
-                case .prf: prf += 1
-                case .icloud: icloud += 1
-                case .turnkey: turnkey += 1
-                }
-            }
-        }
-
-        /// (factors, keys, factor noun, key tag) per pairing.
-        var pairs: [(Int, Int, String, String)] {
-            [(passkeys, prf, "passkey", "PRF"), (keychains, icloud, "keychain keypair", "ICLOUD"),
-             (oidc, turnkey, "OIDC factor", "TURNKEY")]
-        }
+    /// (factors, keys, factor noun, key tag) per pairing.
+    static func pairs(_ s: BackupSummary) -> [(Int, Int, String, String)] {
+        [(s.passkeys, s.prfKeys, "passkey", "PRF"), (s.keychainFactors, s.icloudKeys, "keychain keypair", "ICLOUD"),
+         (s.oidcFactors, s.turnkeyKeys, "OIDC factor", "TURNKEY")]
     }
 
-    static func factorKeys(_ metadata: BackupMetadata) -> HealthResult {
-        let gaps = KindCounts(metadata).pairs.filter { $0.0 > $0.1 }
+    static func factorKeys(_ summary: BackupSummary) -> HealthResult {
+        let gaps = pairs(summary).filter { $0.0 > $0.1 }
         guard !gaps.isEmpty else {
             return HealthResult(.factorKeys, .ok, "every main factor has its encryption key")
         }
@@ -97,8 +79,8 @@ public enum HealthChecks {
             "\(text): a factor without its key cannot decrypt the backup; the user must re-add that factor")
     }
 
-    static func orphanKeys(_ metadata: BackupMetadata) -> HealthResult {
-        let extra = KindCounts(metadata).pairs.filter { $0.1 > $0.0 }
+    static func orphanKeys(_ summary: BackupSummary) -> HealthResult {
+        let extra = pairs(summary).filter { $0.1 > $0.0 }
         guard !extra.isEmpty else {
             return HealthResult(.orphanKeys, .ok, "every encryption key has its factor")
         }
@@ -107,9 +89,8 @@ public enum HealthChecks {
             .orphanKeys, .warn, "\(text): a key without its factor is left over from a removal that did not finish")
     }
 
-    static func oidcWithoutPasskey(_ metadata: BackupMetadata) -> HealthResult {
-        let counts = KindCounts(metadata)
-        guard counts.oidc > 0, counts.passkeys == 0 else {
+    static func oidcWithoutPasskey(_ summary: BackupSummary) -> HealthResult {
+        guard summary.oidcFactors > 0, summary.passkeys == 0 else {
             return HealthResult(.oidcWithoutPasskey, .ok, "no OIDC factor stands without a passkey")
         }
         return HealthResult(
@@ -119,8 +100,12 @@ public enum HealthChecks {
     }
 
     static func factorLimits(_ metadata: BackupMetadata) -> HealthResult {
-        let main = metadata.factors.count
-        let sync = metadata.syncFactors.count
+        factorLimits(BackupSummary(metadata: metadata, blobSize: nil))
+    }
+
+    static func factorLimits(_ summary: BackupSummary) -> HealthResult {
+        let main = summary.mainFactors
+        let sync = summary.syncFactors
         if main > BackupMetadata.maxMainFactors || sync > BackupMetadata.maxSyncFactors {
             return HealthResult(
                 .factorLimits, .fail,
@@ -134,38 +119,28 @@ public enum HealthChecks {
         return HealthResult(.factorLimits, .ok, "\(main) main and \(sync) sync factors, within the limits")
     }
 
-    static func syncFactors(_ metadata: BackupMetadata) -> HealthResult {
-        var bad = 0
-        var reason = ""
-        for factor in metadata.syncFactors {
-            let problem: String?
-            if case .ecKeypair(let key) = factor.kind {
-                problem = syncKeyProblem(key)
-            } else {
-                problem = "is \(factor.kind.tag), not EC_KEYPAIR"
-            }
-            if let problem {
-                if bad == 0 { reason = "sync factor \(factor.id) \(problem)" }
-                bad += 1
-            }
+    static func syncFactors(_ summary: BackupSummary) -> HealthResult {
+        guard let first = summary.firstBadSyncFactor, summary.badSyncFactors > 0 else {
+            return HealthResult(.syncFactors, .ok, "\(count(summary.syncFactors, "sync factor")), all valid P-256 keys")
         }
-        guard bad > 0 else {
-            return HealthResult(.syncFactors, .ok, "\(count(metadata.syncFactors.count, "sync factor")), all valid P-256 keys")
-        }
+        let reason = "sync factor \(first.factorId) \(describe(first.problem))"
         return HealthResult(
             .syncFactors, .fail,
-            "\(count(bad, "bad sync factor")) (\(reason)): that device cannot update the backup; remove it and re-add the device")
+            "\(count(summary.badSyncFactors, "bad sync factor")) (\(reason)): that device cannot update the backup; "
+                + "remove it and re-add the device")
     }
 
     /// Why a sync factor key is not the stored form (standard base64 of a 65-byte point), or nil.
-    static func syncKeyProblem(_ key: String) -> String? {
-        guard let bytes = Base64.decode(key, alphabet: .standard) else { return "has a key that is not standard base64" }
-        guard bytes.count == 65, bytes[0] == 0x04 else {
-            return "has a \(bytes.count)-byte key, not a 65-byte uncompressed point"
+    static func syncKeyProblem(_ key: String) -> String? { SyncFactorProblem.of(publicKey: key).map(describe) }
+
+    static func describe(_ problem: SyncFactorProblem) -> String {
+        switch problem {
+        case .notKeypair(let tag): "is \(tag), not EC_KEYPAIR"
+        case .notBase64: "has a key that is not standard base64"
+        case .wrongLength(let n): "has a \(n)-byte key, not a 65-byte uncompressed point"
+        case .notStoredForm: "has a key not in the stored form (padded standard base64)"
+        case .notOnCurve: "has a key that is not a point on P-256"
         }
-        guard Base64.encode(bytes) == key else { return "has a key not in the stored form (padded standard base64)" }
-        guard P256.isValidPublicKey(bytes) else { return "has a key that is not a point on P-256" }
-        return nil
     }
 
     static func sealedBlob(_ size: Int?) -> HealthResult {
@@ -183,7 +158,12 @@ public enum HealthChecks {
     }
 
     static func manifestHash(_ hash: String) -> HealthResult {
-        guard hash.utf8.count == 64, Hex.isHex(hash) else {
+        manifestHash(malformed: BackupSummary.isWellFormedManifestHash(hash) ? nil : hash)
+    }
+
+    /// `malformed` is the hash when it is not 64 hex digits, `nil` when it is.
+    static func manifestHash(malformed hash: String?) -> HealthResult {
+        if let hash {
             return HealthResult(
                 .manifestHash, .fail,
                 "the manifest hash \"\(hash.prefix(16))\" is not 64 hex digits: clients will reject the metadata")

@@ -5,11 +5,12 @@ import Foundation
 
 /// `check [BACKUP_ID]`: the health checks over one backup or a whole tenant.
 ///
-/// A tenant is streamed: the store pages backups in id order (``batchSize`` at a time) and
-/// each page's checks run on a worker while the store reads the next, with at most
-/// ``workers`` pages in flight, so memory stays bounded by a few pages whatever the tenant
-/// size. Each backup costs one index query for its own rows; keys it does not own cost one
-/// more each (drift only).
+/// A tenant is streamed: the store pages the summaries it derived from each backup's metadata
+/// at write time, in id order (``batchSize`` at a time), with the page's index drift computed
+/// set-wise in SQL, and each page's checks run on a worker while the store reads the next,
+/// with at most ``workers`` pages in flight. No metadata JSON is decoded and memory stays
+/// bounded by a few pages whatever the tenant size. One backup (`check BACKUP_ID`) is checked
+/// from its full metadata, as `show` does; both give the same results.
 public struct HealthScan: Sendable {
     let store: any ConsoleStore
     public var batchSize: Int
@@ -62,58 +63,37 @@ public struct HealthScan: Sendable {
         let group = DispatchGroup()
         let slots = DispatchSemaphore(value: workers)
         let queue = DispatchQueue(label: "backupctl.check", attributes: .concurrent)
-        let inspector = BackupInspector(store: store)
         let limit = findingLimit
         var seen = 0
-        do throws(ConsoleError) {
-            try store.forEachBackup(tenant: tenant, batchSize: batchSize) { (page: [BackupRecord]) throws(ConsoleError) in
-                slots.wait()
-                if let error = shared.error {
+        defer { group.wait() }
+        try store.forEachBackupHealth(tenant: tenant, batchSize: batchSize) { (page: [BackupHealthRow]) in
+            slots.wait()
+            group.enter()
+            queue.async {
+                defer {
                     slots.signal()
-                    throw error
+                    group.leave()
                 }
-                group.enter()
-                queue.async {
-                    defer {
-                        slots.signal()
-                        group.leave()
-                    }
-                    var local = CheckTally(limit: limit)
-                    do throws(ConsoleError) {
-                        for record in page {
-                            local.add(
-                                backupId: record.backupId,
-                                HealthChecks.run(try inspector.healthInput(record, tenant: tenant)))
-                        }
-                        shared.merge(local)
-                    } catch {
-                        shared.fail(error)
-                    }
-                }
-                seen += page.count
-                progress?(seen)
+                var local = CheckTally(limit: limit)
+                for row in page { local.add(backupId: row.summary.backupId, HealthChecks.run(HealthInput(row))) }
+                shared.merge(local)
             }
-        } catch {
-            group.wait()
-            throw error
+            seen += page.count
+            progress?(seen)
         }
         group.wait()
-        if let error = shared.error { throw error }
         return shared.tally.report(scope: "tenant", tenant: tenant.rawValue)
     }
 }
 
-/// The scan's running tally and first error, shared by the workers under a lock.
+/// The scan's running tally, shared by the workers under a lock.
 private final class SharedTally: @unchecked Sendable {
     private let lock = NSLock()
     private var value: CheckTally
-    private var firstError: ConsoleError?
 
     init(_ tally: CheckTally) { value = tally }
 
     var tally: CheckTally { lock.withLock { value } }
-    var error: ConsoleError? { lock.withLock { firstError } }
 
     func merge(_ other: CheckTally) { lock.withLock { value.merge(other) } }
-    func fail(_ error: ConsoleError) { lock.withLock { if firstError == nil { firstError = error } } }
 }

@@ -67,8 +67,8 @@ public struct LookupService: Sendable {
         if case .account(let text) = query { return try account(text, tenant: tenant) }
         let candidates = try query.candidateKeys()
         for key in candidates {
-            guard let row = try store.lookup(tenant: tenant, pk: key.rawValue) else { continue }
-            return try verify(row, key: key, kind: query.kind, tenant: tenant)
+            guard let resolution = try store.resolveLookup(tenant: tenant, pk: key.rawValue) else { continue }
+            return Self.outcome(resolution, key: key, kind: query.kind)
         }
         if case .keypair(let text, _) = query, let bytes = LookupQuery.publicKeyBytes(LookupQuery.trimmed(text)),
             !P256.isValidPublicKey(bytes)
@@ -78,28 +78,31 @@ public struct LookupService: Sendable {
         throw ConsoleError.notFound("No backup in tenant \(tenant) has the \(query.kind) factor \(describe(candidates)).")
     }
 
-    /// Checks a row against its backup's metadata, as the service does before trusting it.
-    func verify(_ row: LookupRow, key: FactorLookupKey, kind: String, tenant: TenantName) throws(ConsoleError) -> Outcome {
-        guard let record = try store.backup(tenant: tenant, id: row.backupId) else {
+    /// Turns the index's answer into a hit or a refusal, as the service does before trusting a
+    /// row: the backup must exist and its metadata must still imply the key. The store checks
+    /// both in the lookup's own statement, against the keys it derived from the metadata at
+    /// write time, so no metadata is decoded here.
+    static func outcome(_ resolution: LookupResolution, key: FactorLookupKey, kind: String) -> Outcome {
+        let pk = key.rawValue
+        let backupId = resolution.backupId
+        guard resolution.backupExists else {
             return .refused(
-                backupId: row.backupId,
+                backupId: backupId,
                 ConsoleError(
                     .notFound, code: "dangling_lookup",
-                    "The index maps \(HealthChecks.abbreviate(row.pk)) to backup \(row.backupId), which does not exist "
+                    "The index maps \(HealthChecks.abbreviate(pk)) to backup \(backupId), which does not exist "
                         + "(a deletion that did not finish); no backup opens with this factor."))
         }
-        let factors = key.scope == .main ? record.metadata.factors : record.metadata.syncFactors
-        guard let factor = factors.first(where: { $0.lookupKey(scope: key.scope) == key }) else {
+        guard let factorId = resolution.factorId else {
             return .refused(
-                backupId: row.backupId,
+                backupId: backupId,
                 ConsoleError(
                     .notFound, code: "unauthorized_factor",
-                    "The index maps \(HealthChecks.abbreviate(row.pk)) to backup \(row.backupId), but its metadata no "
-                        + "longer has this factor (unauthorized_factor): the service refuses it; see `show \(row.backupId)`."))
+                    "The index maps \(HealthChecks.abbreviate(pk)) to backup \(backupId), but its metadata no "
+                        + "longer has this factor (unauthorized_factor): the service refuses it; see `show \(backupId)`."))
         }
         return .hit(
-            LookupResult(
-                backupId: row.backupId, scope: key.scope.rawValue, lookupKey: row.pk, kind: kind, factorId: factor.id))
+            LookupResult(backupId: backupId, scope: key.scope.rawValue, lookupKey: pk, kind: kind, factorId: factorId))
     }
 
     func account(_ text: String, tenant: TenantName) throws(ConsoleError) -> Outcome {

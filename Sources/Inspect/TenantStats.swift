@@ -40,20 +40,16 @@ public struct TenantStats: Sendable, Equatable, Codable {
     }
 
     /// `keychain`, `oidc`, `passkey` joined by `+` in that order; `none` without main factors.
-    static func mix(_ metadata: BackupMetadata) -> String {
-        var kinds = Set<String>()
-        for factor in metadata.factors {
-            switch factor.kind {
-            case .passkey: kinds.insert("passkey")
-            case .oidcAccount: kinds.insert("oidc")
-            case .ecKeypair: kinds.insert("keychain")
-            }
-        }
-        return kinds.isEmpty ? "none" : kinds.sorted().joined(separator: "+")
+    static func mix(_ summary: BackupSummary) -> String {
+        var kinds: [String] = []
+        if summary.keychainFactors > 0 { kinds.append("keychain") }
+        if summary.oidcFactors > 0 { kinds.append("oidc") }
+        if summary.passkeys > 0 { kinds.append("passkey") }
+        return kinds.isEmpty ? "none" : kinds.joined(separator: "+")
     }
 }
 
-/// Computes ``TenantStats`` by streaming the tenant's backups (bounded memory).
+/// Computes ``TenantStats`` by streaming the tenant's backup summaries (bounded memory).
 public struct StatsService: Sendable {
     let store: any ConsoleStore
     public var batchSize = 1000
@@ -70,14 +66,16 @@ public struct StatsService: Sendable {
         var blobs = Array(repeating: 0, count: TenantStats.blobLabels.count)
         var blobBytes = 0
         var withSubOrg = 0
-        try store.forEachBackup(tenant: tenant, batchSize: batchSize) { (page: [BackupRecord]) throws(ConsoleError) in
-            for record in page {
+        // The summaries the store derived at write time: no metadata JSON is decoded. Every
+        // TURNKEY key names a sub-org, so a backup has a sub-org exactly when it has such a key.
+        try store.forEachBackupSummary(tenant: tenant, batchSize: batchSize) { (page: [BackupSummary]) in
+            for summary in page {
                 backups += 1
-                mixes[TenantStats.mix(record.metadata), default: 0] += 1
-                devices[min(record.metadata.syncFactors.count, devices.count - 1)] += 1
-                blobs[TenantStats.blobBucket(record.blobSize)] += 1
-                blobBytes += record.blobSize ?? 0
-                if !record.metadata.turnkeySubOrgIds.isEmpty { withSubOrg += 1 }
+                mixes[TenantStats.mix(summary), default: 0] += 1
+                devices[min(summary.syncFactors, devices.count - 1)] += 1
+                blobs[TenantStats.blobBucket(summary.blobSize)] += 1
+                blobBytes += summary.blobSize ?? 0
+                if summary.turnkeyKeys > 0 { withSubOrg += 1 }
             }
         }
         var subOrgs = 0
