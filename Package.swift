@@ -9,12 +9,15 @@ let package = Package(
     name: "backupctl",
     platforms: [.macOS(.v14)],
     products: [
-        .executable(name: "backupctl", targets: ["AdminREPL"])
+        .executable(name: "backupctl", targets: ["AdminREPL"]),
+        .executable(name: "backupctl-bench", targets: ["BackupctlBench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
+        .package(url: "https://github.com/swift-server/async-http-client", exact: "1.37.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1"),
     ],
     targets: [
         // System libraries (Debian: libsecp256k1-dev, libssl-dev, libreadline-dev).
@@ -44,13 +47,55 @@ let package = Package(
             name: "Access",
             dependencies: ["BackupModel", "BackupCrypto", "ConsoleStore"],
             swiftSettings: strict),
+        .target(
+            name: "Turnkey",
+            dependencies: [
+                "BackupModel", "BackupCrypto",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
+        .target(
+            name: "TurnkeySandbox",
+            dependencies: [
+                "BackupModel", "BackupCrypto", "ConsoleStore", "Turnkey",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
+        .target(
+            name: "Cleanup",
+            dependencies: [
+                "BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Turnkey",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
+        .target(
+            name: "Inspect",
+            dependencies: ["BackupModel", "BackupCrypto", "ConsoleStore", "Access"],
+            swiftSettings: strict),
+        .target(
+            name: "Recovery",
+            dependencies: ["BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Turnkey"],
+            swiftSettings: strict),
         .executableTarget(
             name: "AdminREPL",
             dependencies: [
-                "BackupModel", "BackupCrypto", "ConsoleStore", "Access", "CReadline",
+                "BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Inspect", "Recovery", "Turnkey",
+                "TurnkeySandbox", "Cleanup", "CReadline",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: strict),
+
+        .executableTarget(
+            name: "BackupctlBench",
+            dependencies: [
+                "BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Inspect", "Recovery", "Turnkey",
+                "TurnkeySandbox", "Cleanup", "CSecp256k1", "COpenSSL",
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ],
+            path: "Benchmarks/BackupctlBench",
             swiftSettings: strict),
 
         .testTarget(name: "BackupModelTests", dependencies: ["BackupModel"]),
@@ -59,13 +104,31 @@ let package = Package(
             resources: [.copy("Vectors")]),
         .testTarget(
             name: "ConsoleStoreTests",
-            dependencies: ["ConsoleStore", "BackupCrypto", "BackupModel"]),
+            dependencies: [
+                "ConsoleStore", "BackupCrypto", "BackupModel", .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
         .testTarget(
             name: "AccessTests",
             dependencies: [
                 "Access", "ConsoleStore", "BackupCrypto", "BackupModel",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]),
+        .testTarget(
+            name: "TurnkeyTests", dependencies: ["Turnkey", "BackupCrypto", "BackupModel"]),
+        .testTarget(
+            name: "TurnkeySandboxTests",
+            dependencies: ["TurnkeySandbox", "Turnkey", "ConsoleStore", "BackupCrypto", "BackupModel"]),
+        .testTarget(
+            name: "CleanupTests",
+            dependencies: [
+                "Cleanup", "TurnkeySandbox", "Turnkey", "Access", "ConsoleStore", "BackupCrypto", "BackupModel",
+            ]),
+        .testTarget(
+            name: "InspectTests",
+            dependencies: ["Inspect", "Access", "ConsoleStore", "BackupCrypto", "BackupModel"]),
+        .testTarget(
+            name: "RecoveryTests",
+            dependencies: ["Recovery", "Turnkey", "Access", "ConsoleStore", "BackupCrypto", "BackupModel"]),
         .testTarget(name: "AdminREPLTests", dependencies: ["AdminREPL"]),
     ],
     swiftLanguageModes: [.v6]

@@ -13,6 +13,18 @@ public struct AuditVerification: Sendable, Equatable, Codable {
     /// The hash of the last entry: record it elsewhere to detect a truncated tail later.
     public var headHash: String
 
+    private enum CodingKeys: String, CodingKey { case ok, entries, firstBadSeq, problem, headHash }
+
+    /// `firstBadSeq` is always present (null when ok): it is part of the command contract.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(ok, forKey: .ok)
+        try c.encode(entries, forKey: .entries)
+        try c.encode(firstBadSeq, forKey: .firstBadSeq)
+        try c.encodeIfPresent(problem, forKey: .problem)
+        try c.encode(headHash, forKey: .headHash)
+    }
+
     public init(ok: Bool, entries: Int, firstBadSeq: Int64?, problem: String?, headHash: String) {
         self.ok = ok
         self.entries = entries

@@ -16,7 +16,7 @@ public struct DataAdminService: Sendable {
 
     /// Imports a backup-service export directory into the session's tenant.
     public func importExport(
-        directory: String, dryRun: Bool, session: Session, progress: ((Int) -> Void)? = nil
+        directory: String, dryRun: Bool, session: Session, progress: ((Int) throws(ConsoleError) -> Void)? = nil
     ) throws(ConsoleError) -> ImportReport {
         try session.require(.importBackups)
         var isDirectory: ObjCBool = false
@@ -25,14 +25,22 @@ public struct DataAdminService: Sendable {
         }
         let clock = self.clock
         let importer = BackupImporter(store: store, clock: { clock.seconds })
-        return try importer.run(
+        let report = try importer.run(
             directory: URL(fileURLWithPath: directory), tenant: session.tenantName, dryRun: dryRun,
             operatorName: session.operatorName.rawValue, progress: progress)
+        if session.tenant.isSandbox, !dryRun {
+            // The sandbox Turnkey lists what its parent org holds: give it the sub-orgs that the
+            // imported backups reference, so resets and cleanup can be rehearsed on this data.
+            try store.forEachReferencedSubOrg(tenant: session.tenantName, batchSize: 1000) { ids throws(ConsoleError) in
+                _ = try store.addSandboxSubOrgs(tenant: session.tenantName, ids, createdAt: clock.seconds, audit: nil)
+            }
+        }
+        return report
     }
 
     /// Writes realistic synthetic backups (real keys) into a sandbox tenant.
     public func seed(
-        backups: Int, orphans: Int, seed: UInt64, session: Session, progress: ((Int) -> Void)? = nil
+        backups: Int, orphans: Int, seed: UInt64, session: Session, progress: ((Int) throws(ConsoleError) -> Void)? = nil
     ) throws(ConsoleError) -> SeedReport {
         try session.require(.seed)
         let clock = self.clock

@@ -9,6 +9,28 @@ public enum Permission: String, Sendable, CaseIterable {
     case cleanupRun, cleanupTeardown, cleanupIngestLog
     case importBackups, seed, manageOperators, auditList, auditVerify
 
+    /// The command words an operator typed, for messages.
+    public var commandName: String {
+        switch self {
+        case .lookup: "lookup"
+        case .show: "show"
+        case .check: "check"
+        case .stats: "stats"
+        case .cleanupScan: "cleanup scan"
+        case .cleanupStatus: "cleanup status"
+        case .resetBegin: "reset begin"
+        case .resetComplete: "reset complete"
+        case .cleanupRun: "cleanup run"
+        case .cleanupTeardown: "cleanup teardown-request/submit"
+        case .cleanupIngestLog: "cleanup ingest-log"
+        case .importBackups: "import"
+        case .seed: "seed"
+        case .manageOperators: "operator add/grant/revoke/list"
+        case .auditList: "audit list"
+        case .auditVerify: "audit verify"
+        }
+    }
+
     public var minimumRole: Role {
         switch self {
         case .lookup, .show, .check, .stats, .cleanupScan, .cleanupStatus: .viewer

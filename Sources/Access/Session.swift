@@ -23,7 +23,7 @@ public struct Session: Sendable, Equatable {
         guard role >= permission.minimumRole else {
             throw ConsoleError(
                 .permissionDenied, code: "permission_denied",
-                "Operator \(operatorName) has role \(role) in tenant \(tenant.name); \(permission.rawValue) needs \(permission.minimumRole) or above."
+                "Operator \(operatorName) has role \(role) in tenant \(tenant.name); `\(permission.commandName)` needs \(permission.minimumRole) or above."
             )
         }
     }

@@ -14,7 +14,7 @@ static inline int backupctl_rl_point(void) { return rl_point; }
 static inline const char *backupctl_rl_line_buffer(void) { return rl_line_buffer; }
 static inline void backupctl_rl_set_catch_signals(int value) { rl_catch_signals = value; }
 static inline void backupctl_rl_set_done(int value) { rl_done = value; }
-static inline void backupctl_rl_set_signal_hook(rl_hook_func_t *fn) { rl_signal_event_hook = fn; }
 static inline void backupctl_rl_set_basic_word_break(const char *chars) {
     rl_basic_word_break_characters = (char *)chars;
 }
+static inline void backupctl_rl_set_getc(rl_getc_func_t *fn) { rl_getc_function = fn; }

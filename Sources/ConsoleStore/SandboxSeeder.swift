@@ -28,7 +28,7 @@ public struct SandboxSeeder: Sendable {
     ///   negative counts, or the store's errors.
     public func run(
         tenant: TenantRecord, backups: Int, orphans: Int, seed: UInt64, operatorName: String,
-        progress: ((Int) -> Void)? = nil
+        progress: ((Int) throws(ConsoleError) -> Void)? = nil
     ) throws(ConsoleError) -> SeedReport {
         guard tenant.isSandbox else {
             throw ConsoleError(
@@ -58,7 +58,7 @@ public struct SandboxSeeder: Sendable {
             report.driftedBackups += made.filter(\.drifted).count
             report.blobBytes += writes.reduce(0) { $0 + ($1.blob?.count ?? 0) }
             start += count
-            progress?(start)
+            try progress?(start)
         }
         if orphans > 0 {
             let rng = SeededRandom(seed: SyntheticBackup.streamSeed(seed, UInt64.max))

@@ -33,7 +33,7 @@ public struct HealthScan: Sendable {
     /// - Throws: ``ConsoleError`` `not_found`, `invalid_backup_account_id`, `permission_denied`,
     ///   or the store's errors.
     public func check(
-        backupId: String?, session: Session, progress: ((Int) -> Void)? = nil
+        backupId: String?, session: Session, progress: ((Int) throws(ConsoleError) -> Void)? = nil
     ) throws(ConsoleError) -> CheckReport {
         try session.require(.check)
         let tenant = session.tenantName
@@ -56,7 +56,7 @@ public struct HealthScan: Sendable {
 
     /// The tenant-wide scan without permission check or audit (``check(backupId:session:progress:)``
     /// does both; the benchmark calls this).
-    package func scan(tenant: TenantName, progress: ((Int) -> Void)? = nil) throws(ConsoleError)
+    package func scan(tenant: TenantName, progress: ((Int) throws(ConsoleError) -> Void)? = nil) throws(ConsoleError)
         -> CheckReport
     {
         let shared = SharedTally(CheckTally(limit: findingLimit))
@@ -66,7 +66,7 @@ public struct HealthScan: Sendable {
         let limit = findingLimit
         var seen = 0
         defer { group.wait() }
-        try store.forEachBackupHealth(tenant: tenant, batchSize: batchSize) { (page: [BackupHealthRow]) in
+        try store.forEachBackupHealth(tenant: tenant, batchSize: batchSize) { (page: [BackupHealthRow]) throws(ConsoleError) in
             slots.wait()
             group.enter()
             queue.async {
@@ -79,7 +79,7 @@ public struct HealthScan: Sendable {
                 shared.merge(local)
             }
             seen += page.count
-            progress?(seen)
+            try progress?(seen)
         }
         group.wait()
         return shared.tally.report(scope: "tenant", tenant: tenant.rawValue)

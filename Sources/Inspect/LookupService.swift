@@ -109,12 +109,18 @@ public struct LookupService: Sendable {
         let id = try BackupAccountID(LookupQuery.trimmed(text))
         try BackupAccountKey.validate(id)
         guard try store.backupExists(tenant: tenant, id: id.rawValue) else {
-            throw ConsoleError.notFound("No backup in tenant \(tenant) has the id \(id.abbreviated).")
+            throw ConsoleError.notFound("No backup in tenant \(tenant) has the id \(id.rawValue).")
         }
         return .hit(LookupResult(backupId: id.rawValue, scope: "ACCOUNT", lookupKey: id.rawValue, kind: "account"))
     }
 
+    /// The keys looked for, whole: the operator must see exactly what was searched. Only a
+    /// key longer than a terminal line is shortened, in the middle.
     func describe(_ keys: [FactorLookupKey]) -> String {
-        keys.map { HealthChecks.abbreviate($0.rawValue) }.joined(separator: " or ")
+        keys.map { key in
+            let text = key.rawValue
+            guard text.count > 120 else { return text }
+            return String(text.prefix(80)) + "…" + String(text.suffix(20))
+        }.joined(separator: " or ")
     }
 }

@@ -208,7 +208,7 @@ public struct ResetWalkthrough: Sendable {
             status = "No Turnkey sub-orgs were referenced; nothing to tear down."
         } else {
             status =
-                "Not sent: this console has no Turnkey client wired into the walkthrough yet. All \(teardown.count) sub-org(s) stay queued for `cleanup` with reason reset; \(stamped) break-glass stamp(s) are ready for `cleanup submit --body-file … --stamp …`."
+                "\(teardown.count) sub-org(s) queued for `cleanup` with reason reset; \(stamped) break-glass stamp(s) ready to submit."
         }
         let summary = WalkthroughSummary(
             tenant: session.tenantName.rawValue, operatorName: session.operatorName.rawValue,

@@ -1,0 +1,70 @@
+import BackupModel
+import Foundation
+
+/// What a command produced: one JSON document and its human rendering.
+///
+/// Commands build both from the same values so `--format json` and the table never disagree.
+struct CommandOutput {
+    /// Encoded as exactly one line in JSON mode; `nil` means the command prints nothing.
+    var json: (any Encodable)?
+    /// Rendered in table mode.
+    var text: (RenderStyle) -> String
+    /// Set when the command produced its document but the outcome is a failure (a broken audit
+    /// chain, failing health checks): the output is printed, then the error, and its exit code wins.
+    var failure: ConsoleError?
+
+    init(json: (any Encodable)?, text: @escaping (RenderStyle) -> String) {
+        self.json = json
+        self.text = text
+    }
+
+    static var empty: CommandOutput { CommandOutput(json: nil) { _ in "" } }
+
+    /// Output with one JSON object and a message line.
+    static func message(_ line: String, json: (any Encodable)? = nil) -> CommandOutput {
+        CommandOutput(json: json) { _ in line }
+    }
+}
+
+/// How table mode should look on this output stream.
+struct RenderStyle {
+    var color: Bool
+    /// Terminal width, or `nil` when not a terminal (no truncation).
+    var width: Int?
+
+    func bold(_ s: String) -> String { color ? "\u{1B}[1m\(s)\u{1B}[0m" : s }
+    func dim(_ s: String) -> String { color ? "\u{1B}[2m\(s)\u{1B}[0m" : s }
+    func green(_ s: String) -> String { color ? "\u{1B}[32m\(s)\u{1B}[0m" : s }
+    func yellow(_ s: String) -> String { color ? "\u{1B}[33m\(s)\u{1B}[0m" : s }
+    func red(_ s: String) -> String { color ? "\u{1B}[31m\(s)\u{1B}[0m" : s }
+    func cyan(_ s: String) -> String { color ? "\u{1B}[36m\(s)\u{1B}[0m" : s }
+
+    /// Colours a health or outcome status word.
+    func status(_ s: String) -> String {
+        switch s {
+        case "ok", "deleted", "alreadyGone", "valid": green(s)
+        case "warn", "skipped", "pending", "needsUser": yellow(s)
+        case "fail", "failed": red(s)
+        default: s
+        }
+    }
+}
+
+/// JSON in one line with stable key order.
+enum JSONLine {
+    static func encode(_ value: any Encodable) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        do {
+            return String(decoding: try encoder.encode(AnyEncodable(value)), as: UTF8.self)
+        } catch {
+            return #"{"error":{"code":"internal_error","message":"could not encode output"}}"#
+        }
+    }
+}
+
+struct AnyEncodable: Encodable {
+    let value: any Encodable
+    init(_ value: any Encodable) { self.value = value }
+    func encode(to encoder: any Encoder) throws { try value.encode(to: encoder) }
+}

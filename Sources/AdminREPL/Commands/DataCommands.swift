@@ -1,0 +1,119 @@
+import Access
+import ArgumentParser
+import BackupModel
+import ConsoleStore
+import Foundation
+
+struct ImportCommand: ConsoleCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import",
+        abstract: "Import a backup-service export (DIR/<backup_id>/metadata, …/backup, factor_lookup.jsonl).")
+
+    @Argument(help: "The export directory.") var directory: String
+    @Flag(help: "Report what would be imported; write nothing.") var dryRun = false
+
+    func execute(_ ctx: CommandContext) async throws -> CommandOutput {
+        let session = try ctx.session()
+        let service = DataAdminService(store: try ctx.existingStore(), clock: ctx.clock)
+        let progress = Progress(label: "import")
+        let report = try service.importExport(
+            directory: directory, dryRun: dryRun, session: session, progress: progress.update)
+        progress.finish()
+        return CommandOutput(json: report) { style in Self.render(report, style) }
+    }
+
+    static func render(_ r: ImportReport, _ style: RenderStyle) -> String {
+        var out = keyValueBlock(
+            [
+                ("mode", r.dryRun ? style.yellow("dry run (nothing written)") : "import"),
+                ("backups seen", "\(r.backupsSeen)"), ("imported", "\(r.imported)"),
+                ("unchanged", "\(r.unchanged)"), ("failed", r.failed > 0 ? style.red("\(r.failed)") : "0"),
+                ("lookup rows", "\(r.lookupRowsImported)"),
+            ], style)
+        if !r.problems.isEmpty {
+            out += "\n\n" + style.bold("Problems") + "\n"
+            out += TextTable(["PATH", "CODE", "REASON"], r.problems.map { [$0.path, $0.code, $0.reason] }).render(style)
+        }
+        if !r.conflicts.isEmpty {
+            out += "\n\n" + style.bold("Factors enrolled in more than one backup") + "\n"
+            out += TextTable(["LOOKUP KEY", "BACKUPS"], r.conflicts.map { [$0.pk, $0.backupIds.joined(separator: ", ")] })
+                .render(style)
+        }
+        if !r.drift.isEmpty {
+            out += "\n\n" + style.bold("Index drift (imported as the service has it)") + "\n"
+            out += TextTable(["BACKUP", "KIND", "LOOKUP KEY"], r.drift.map { [$0.backupId, $0.kind.rawValue, $0.pk] })
+                .render(style)
+        }
+        return out
+    }
+}
+
+struct SeedCommand: ConsoleCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "seed", abstract: "Fill a sandbox tenant with realistic synthetic backups (real keys).")
+
+    @Option(help: "How many backups.") var backups: Int
+    @Option(help: "How many Turnkey sub-orgs no backup references.") var orphans: Int = 0
+    @Option(help: "Seed of the deterministic generator.") var seed: UInt64 = 1
+
+    func execute(_ ctx: CommandContext) async throws -> CommandOutput {
+        let session = try ctx.session()
+        let progress = Progress(label: "seed")
+        let report = try DataAdminService(store: try ctx.existingStore(), clock: ctx.clock).seed(
+            backups: backups, orphans: orphans, seed: seed, session: session, progress: progress.update)
+        progress.finish()
+        return CommandOutput(json: report) { style in
+            keyValueBlock(
+                [
+                    ("tenant", report.tenant), ("seed", "\(report.seed)"), ("backups", "\(report.backups)"),
+                    ("lookup rows", "\(report.lookupRows)"), ("with drift", "\(report.driftedBackups)"),
+                    ("referenced sub-orgs", "\(report.referencedSubOrgs)"),
+                    ("orphan sub-orgs", "\(report.orphanSubOrgs)"), ("blob bytes", "\(report.blobBytes)"),
+                ], style)
+        }
+    }
+}
+
+/// Progress for long commands on stderr: a redrawn line on a terminal, a plain line every few
+/// seconds otherwise, and always a final line, so logs of batch runs stay readable.
+final class Progress {
+    private let label: String
+    private let isTerminal = isatty(STDERR_FILENO) == 1
+    private let start = Date()
+    private var last = Date.distantPast
+    private var latest = 0
+    private var printedAny = false
+
+    init(label: String) { self.label = label }
+
+    /// Records progress; throws `interrupted` once Ctrl-C was pressed in the REPL, so the command
+    /// stops after the batch it is on (every batch is its own transaction).
+    func update(_ done: Int) throws(ConsoleError) {
+        latest = done
+        if SignalFlag.isRaised {
+            SignalFlag.drain()
+            finish()
+            throw ConsoleError(
+                .conflict, code: "interrupted",
+                "Interrupted after \(done) (\(label)); what was done so far is saved and a rerun continues from it.")
+        }
+        let now = Date()
+        guard now.timeIntervalSince(last) >= (isTerminal ? 0.2 : 5) else { return }
+        last = now
+        emit(final: false)
+    }
+
+    /// The closing line with the final count (only if a progress line was shown, or on a terminal).
+    func finish() {
+        guard printedAny || isTerminal else { return }
+        emit(final: true)
+    }
+
+    private func emit(final: Bool) {
+        printedAny = true
+        let rate = Double(latest) / max(Date().timeIntervalSince(start), 0.001)
+        let line = "\(label): \(latest) done, \(Int(rate))/s"
+        let text = isTerminal ? "\r\u{1B}[K" + line + (final ? "\n" : "") : line + "\n"
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+}

@@ -1,0 +1,106 @@
+import Access
+import ArgumentParser
+import BackupModel
+import ConsoleStore
+import Inspect
+
+/// `lookup passkey|oidc|keypair|account …`: which backup a factor opens.
+struct LookupCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "lookup", abstract: "Find the backup a factor or Backup Account ID belongs to (viewer).",
+        subcommands: [Passkey.self, Oidc.self, Keypair.self, Account.self])
+
+    struct Passkey: ConsoleCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "By WebAuthn credential id (base64url, padded or not, standard base64 or hex).")
+        @Argument(help: "The credential id.") var credentialId: String
+
+        func execute(_ ctx: CommandContext) async throws -> CommandOutput {
+            try LookupCommand.run(.passkey(credentialId: credentialId), ctx)
+        }
+    }
+
+    struct Oidc: ConsoleCommand {
+        static let configuration = CommandConfiguration(abstract: "By OIDC account: provider and subject.")
+        @Argument(help: "google, apple, or the issuer URL.") var provider: String
+        @Argument(help: "The account's sub.") var sub: String
+
+        func execute(_ ctx: CommandContext) async throws -> CommandOutput {
+            try LookupCommand.run(.oidc(provider: provider, sub: sub), ctx)
+        }
+    }
+
+    struct Keypair: ConsoleCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "By P-256 public key (33 or 65 bytes, base64 or hex): iCloud Keychain, or a device with --sync.")
+        @Argument(help: "The public key.") var publicKey: String
+        @Flag(help: "Look in the SYNC scope (device keys) instead of MAIN.") var sync = false
+
+        func execute(_ ctx: CommandContext) async throws -> CommandOutput {
+            try LookupCommand.run(.keypair(publicKey: publicKey, sync: sync), ctx)
+        }
+    }
+
+    struct Account: ConsoleCommand {
+        static let configuration = CommandConfiguration(abstract: "By Backup Account ID (the backup's id).")
+        @Argument(help: "backup_account_<66 hex>.") var backupAccountId: String
+
+        func execute(_ ctx: CommandContext) async throws -> CommandOutput {
+            try LookupCommand.run(.account(backupAccountId), ctx)
+        }
+    }
+
+    @MainActor static func run(_ query: LookupQuery, _ ctx: CommandContext) throws -> CommandOutput {
+        let result = try LookupService(store: try ctx.existingStore()).lookup(query, session: try ctx.session())
+        return CommandOutput(json: result) { style in
+            keyValueBlock(
+                [("backup", style.cyan(result.backupId)), ("scope", result.scope), ("lookup key", result.lookupKey)]
+                    + (result.factorId.map { [("factor", $0)] } ?? []), style)
+        }
+    }
+}
+
+/// `show BACKUP_ID`: one backup's factors, keys, blob and health.
+struct ShowCommand: ConsoleCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "show", abstract: "Show a backup: factors, devices, key kinds, sub-orgs, blob and health (viewer).")
+    @Argument(help: "The backup id (its Backup Account ID).") var backupId: String
+
+    func execute(_ ctx: CommandContext) async throws -> CommandOutput {
+        let report = try BackupInspector(store: try ctx.existingStore()).show(backupId: backupId, session: try ctx.session())
+        return CommandOutput(json: report) { style in InspectRender.show(report, style) }
+    }
+}
+
+/// `check [BACKUP_ID]`: health checks over one backup or the whole tenant.
+struct CheckCommand: ConsoleCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check", abstract: "Run the health checks over one backup or the whole tenant (viewer).")
+    @Argument(help: "One backup id; all backups of the tenant when omitted.") var backupId: String?
+
+    func execute(_ ctx: CommandContext) async throws -> CommandOutput {
+        let progress = Progress(label: "check")
+        let report = try HealthScan(store: try ctx.existingStore()).check(
+            backupId: backupId, session: try ctx.session(), progress: backupId == nil ? progress.update : nil)
+        if backupId == nil { progress.finish() }
+        var output = CommandOutput(json: report) { style in InspectRender.check(report, style) }
+        // Failing checks make the command fail (exit 1) after the report, so scripts can stop on it.
+        if report.backupsFailing > 0 {
+            output.failure = ConsoleError(
+                .verificationFailed, code: "health_check_failed",
+                "\(report.backupsFailing) of \(report.backups) backup(s) fail a health check; see the findings above.")
+        }
+        return output
+    }
+}
+
+/// `stats`: the tenant by factor mix, devices, blob sizes and sub-orgs.
+struct StatsCommand: ConsoleCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "stats", abstract: "Counts by factor mix, devices per backup, blob sizes and sub-orgs (viewer).")
+
+    func execute(_ ctx: CommandContext) async throws -> CommandOutput {
+        let stats = try StatsService(store: try ctx.existingStore()).stats(session: try ctx.session())
+        return CommandOutput(json: stats) { style in InspectRender.stats(stats, style) }
+    }
+}

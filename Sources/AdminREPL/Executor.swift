@@ -1,0 +1,112 @@
+import ArgumentParser
+import BackupModel
+import Foundation
+
+/// Runs one command line: parse with the shared tree, execute, render, report errors.
+///
+/// The REPL, `-c`, `-f` and stdin all come through here, so grammar, output and exit codes
+/// are the same everywhere.
+@MainActor
+struct Executor {
+    let ctx: CommandContext
+
+    /// Returns the exit status of the command.
+    func run(words: [String]) async -> Int32 {
+        guard let first = words.first else { return ExitStatus.ok }
+        if first == "help" { return help(Array(words.dropFirst())) }
+        guard Completion.resolve([first]) != nil else {
+            report(.usage("Unknown command '\(first)'; `help` lists the commands."))
+            return ExitStatus.usage
+        }
+        let parsed: any ParsableCommand
+        do {
+            parsed = try ConsoleLine.parseAsRoot(words)
+        } catch {
+            return reportParseError(error)
+        }
+        guard let command = parsed as? any ConsoleCommand else {
+            // A group without a subcommand ("tenant"): show its help.
+            return help(words.filter { !$0.hasPrefix("-") })
+        }
+        do {
+            let output = try await command.execute(ctx)
+            render(output)
+            if let failure = output.failure {
+                report(failure)
+                return ExitStatus.code(for: failure.kind)
+            }
+            return ExitStatus.ok
+        } catch let error as ConsoleError {
+            report(error)
+            return ExitStatus.code(for: error.kind)
+        } catch {
+            return reportParseError(error)
+        }
+    }
+
+    func run(line: String) async -> Int32 {
+        do {
+            return await run(words: try LineSplitter.split(line))
+        } catch {
+            report(error)
+            return ExitStatus.usage
+        }
+    }
+
+    func render(_ output: CommandOutput) {
+        if ctx.settings.format == .json {
+            if let json = output.json { Terminal.writeOut(JSONLine.encode(json)) }
+        } else {
+            let text = output.text(ctx.style)
+            if !text.isEmpty { Pager.show(text, ctx: ctx) }
+        }
+    }
+
+    func report(_ error: ConsoleError) {
+        if ctx.settings.format == .json {
+            Terminal.writeErr(JSONLine.encode(["error": ["code": error.code, "message": error.message]]))
+        } else {
+            let style = RenderStyle(
+                color: ctx.settings.useColor(isTerminal: isatty(STDERR_FILENO) == 1, environment: ctx.environment),
+                width: nil)
+            Terminal.writeErr(style.red("error[\(error.code)]:") + " " + error.message)
+        }
+    }
+
+    /// ArgumentParser errors: help is output (exit 0); anything else is a one-line usage error.
+    private func reportParseError(_ error: any Error) -> Int32 {
+        let code = ConsoleLine.exitCode(for: error)
+        if code == .success {
+            let help = ConsoleLine.fullMessage(for: error)
+            if ctx.settings.format == .json {
+                Terminal.writeOut(JSONLine.encode(["help": help]))
+            } else {
+                Terminal.writeOut(help)
+            }
+            return ExitStatus.ok
+        }
+        let message = ConsoleLine.message(for: error)
+            .split(separator: "\n").first.map(String.init) ?? "invalid command"
+        report(.usage(message.hasPrefix("Error: ") ? String(message.dropFirst(7)) : message))
+        return ExitStatus.usage
+    }
+
+    /// `help [COMMAND…]`: generated from the same tree the parser uses.
+    func help(_ path: [String]) -> Int32 {
+        let text: String
+        if path.isEmpty {
+            text = ConsoleLine.helpMessage()
+        } else if let command = Completion.resolve(path), Completion.commandName(command) == path.last {
+            text = ConsoleLine.helpMessage(for: command)
+        } else {
+            report(.usage("No help for '\(path.joined(separator: " "))'; `help` lists the commands."))
+            return ExitStatus.usage
+        }
+        if ctx.settings.format == .json {
+            Terminal.writeOut(JSONLine.encode(["help": text]))
+        } else {
+            Terminal.writeOut(text)
+        }
+        return ExitStatus.ok
+    }
+}

@@ -1,0 +1,49 @@
+import BackupModel
+import Foundation
+
+enum OutputFormat: String, CaseIterable {
+    case table, json
+}
+
+enum ColorMode: String, CaseIterable {
+    case auto, always, never
+}
+
+/// The global options of DESIGN.md §2, resolved against the environment once per process.
+struct GlobalSettings {
+    var dbPath: String
+    var tenant: String?
+    var format: OutputFormat
+    var tokenFile: String?
+    var continueOnError: Bool
+    var yes: Bool
+    var color: ColorMode
+
+    static func defaultDBPath(environment: [String: String]) -> String {
+        if let db = environment["BACKUPCTL_DB"], !db.isEmpty { return db }
+        return dataHome(environment: environment) + "/backupctl/console.db"
+    }
+
+    static func dataHome(environment: [String: String]) -> String {
+        if let xdg = environment["XDG_DATA_HOME"], !xdg.isEmpty { return xdg }
+        return (environment["HOME"] ?? NSHomeDirectory()) + "/.local/share"
+    }
+
+    static func stateHome(environment: [String: String]) -> String {
+        if let xdg = environment["XDG_STATE_HOME"], !xdg.isEmpty { return xdg }
+        return (environment["HOME"] ?? NSHomeDirectory()) + "/.local/state"
+    }
+
+    /// Colour on stdout: `--color always|never` wins; `auto` means a terminal without
+    /// `NO_COLOR` and with a `TERM` other than `dumb`.
+    func useColor(isTerminal: Bool, environment: [String: String]) -> Bool {
+        switch color {
+        case .always: return true
+        case .never: return false
+        case .auto:
+            if environment["NO_COLOR"].map({ !$0.isEmpty }) == true { return false }
+            if environment["TERM"] == "dumb" { return false }
+            return isTerminal
+        }
+    }
+}

@@ -1,0 +1,48 @@
+import ArgumentParser
+import BackupModel
+import Foundation
+
+/// The interactive loop: prompt `operator@tenant> `, readline editing, history, completion.
+@MainActor
+struct REPL {
+    let ctx: CommandContext
+    let executor: Executor
+
+    func run() async -> Int32 {
+        LineEditor.setUp()
+        let history = History(environment: ctx.environment)
+        for line in history.load() { LineEditor.addHistory(line) }
+        let completion = Completion(tenants: { [ctx] in Self.tenantNames(ctx) })
+        LineEditor.completer = { before, prefix in MainActor.assumeIsolated { completion.candidates(before: before, prefix: prefix) } }
+        Terminal.writeErr("backupctl \(Backupctl.version) — `help` lists commands, Tab completes, Ctrl-D leaves.")
+        while !ctx.quitRequested {
+            guard let line = LineEditor.readLine(prompt: prompt()) else {
+                Terminal.writeOut("")
+                break
+            }
+            guard let text = LineSplitter.scriptLine(line) else { continue }
+            LineEditor.addHistory(History.carriesSecret(text) ? "" : text)
+            history.append(text)
+            // A failing command is reported and the session goes on; the REPL itself exits 0.
+            _ = await executor.run(line: text)
+        }
+        return ExitStatus.ok
+    }
+
+    /// `operator@tenant> ` with the tenant in colour on a terminal.
+    func prompt() -> String {
+        let op = (try? ctx.currentOperator())?.name.rawValue ?? "?"
+        let tenant = ctx.tenantName ?? (try? ctx.session())?.tenantName.rawValue ?? "-"
+        let style = ctx.style
+        // \001 and \002 tell readline the colour codes take no columns.
+        let coloured = style.color ? "\u{01}\u{1B}[36m\u{02}\(tenant)\u{01}\u{1B}[0m\u{02}" : tenant
+        return "\(op)@\(coloured)> "
+    }
+
+    static func tenantNames(_ ctx: CommandContext) -> [String] {
+        guard let op = try? ctx.currentOperator(), let access = try? ctx.access,
+            let visible = try? access.tenants(visibleTo: op)
+        else { return [] }
+        return visible.map(\.0.name.rawValue)
+    }
+}

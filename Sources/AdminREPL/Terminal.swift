@@ -1,0 +1,77 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Facts about the process's terminal and plain line I/O on the standard streams.
+enum Terminal {
+    static var stdinIsTerminal: Bool { isatty(STDIN_FILENO) == 1 }
+
+    /// Set once at launch when commands are read from stdin (piped or `-f -`): then stdin
+    /// cannot also carry a secret.
+    nonisolated(unsafe) static var stdinCarriesCommands = false
+    static var stdoutIsTerminal: Bool { isatty(STDOUT_FILENO) == 1 }
+
+    /// Columns of the terminal on stdout, or `nil` when it is not one.
+    static var width: Int? {
+        guard stdoutIsTerminal else { return nil }
+        var size = winsize()
+        if ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
+        return 80
+    }
+
+    static func writeOut(_ text: String) {
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    }
+
+    static func writeErr(_ text: String) {
+        FileHandle.standardError.write(Data((text + "\n").utf8))
+    }
+
+    /// Reads one line from a file descriptor without buffering past the newline, so a later
+    /// reader (a hidden prompt, the next command) sees the rest.
+    static func readLine(fd: Int32 = STDIN_FILENO) -> String? {
+        var bytes: [UInt8] = []
+        var byte: UInt8 = 0
+        while true {
+            let n = read(fd, &byte, 1)
+            if n <= 0 { return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self) }
+            if byte == 0x0a { return String(decoding: bytes, as: UTF8.self) }
+            bytes.append(byte)
+        }
+    }
+
+    /// Reads a secret with echo off when stdin is a terminal; the bytes are wiped by the caller.
+    static func readSecret(prompt: String) -> [UInt8]? {
+        let fd = STDIN_FILENO
+        guard isatty(fd) == 1 else { return readAllOrLine(fd: fd) }
+        FileHandle.standardError.write(Data(prompt.utf8))
+        var old = termios()
+        tcgetattr(fd, &old)
+        var noEcho = old
+        noEcho.c_lflag &= ~tcflag_t(ECHO)
+        tcsetattr(fd, TCSAFLUSH, &noEcho)
+        defer {
+            tcsetattr(fd, TCSAFLUSH, &old)
+            FileHandle.standardError.write(Data("\n".utf8))
+        }
+        var bytes: [UInt8] = []
+        var byte: UInt8 = 0
+        while read(fd, &byte, 1) == 1, byte != 0x0a { bytes.append(byte) }
+        return bytes
+    }
+
+    /// Secrets piped on stdin: everything up to EOF.
+    static func readAllOrLine(fd: Int32) -> [UInt8]? {
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = read(fd, &buffer, buffer.count)
+            if n <= 0 { break }
+            bytes += buffer[0..<n]
+        }
+        for i in buffer.indices { buffer[i] = 0 }
+        return bytes
+    }
+}

@@ -1,0 +1,76 @@
+/// Aligned columns for table mode, fitted to the terminal width by shrinking the widest
+/// column with an ellipsis.
+struct TextTable {
+    var headers: [String]
+    var rows: [[String]]
+
+    init(_ headers: [String], _ rows: [[String]]) {
+        self.headers = headers
+        self.rows = rows
+    }
+
+    func render(_ style: RenderStyle) -> String {
+        guard !headers.isEmpty else { return "" }
+        var widths = headers.map(\.count)
+        for row in rows {
+            for (i, cell) in row.enumerated() where i < widths.count {
+                widths[i] = max(widths[i], visibleWidth(cell))
+            }
+        }
+        if let limit = style.width {
+            // Shrink the widest columns until the line fits, keeping at least 8 characters each.
+            let gap = 2 * (widths.count - 1)
+            while widths.reduce(0, +) + gap > limit, let widest = widths.indices.max(by: { widths[$0] < widths[$1] }),
+                widths[widest] > 8
+            {
+                widths[widest] -= 1
+            }
+        }
+        var lines: [String] = []
+        lines.append(style.bold(line(headers, widths)))
+        for row in rows { lines.append(line(row, widths)) }
+        return lines.joined(separator: "\n")
+    }
+
+    private func line(_ cells: [String], _ widths: [Int]) -> String {
+        var parts: [String] = []
+        for (i, width) in widths.enumerated() {
+            let cell = i < cells.count ? cells[i] : ""
+            let fitted = fit(cell, width)
+            let pad = i == widths.count - 1 ? 0 : max(0, width - visibleWidth(fitted))
+            parts.append(fitted + String(repeating: " ", count: pad))
+        }
+        var text = parts.joined(separator: "  ")
+        while text.hasSuffix(" ") { text.removeLast() }
+        return text
+    }
+
+    private func fit(_ cell: String, _ width: Int) -> String {
+        guard visibleWidth(cell) > width, !cell.contains("\u{1B}") else { return cell }
+        return String(cell.prefix(max(0, width - 1))) + "…"
+    }
+}
+
+/// Character count ignoring ANSI colour sequences.
+func visibleWidth(_ s: String) -> Int {
+    var count = 0
+    var inEscape = false
+    for ch in s.unicodeScalars {
+        if inEscape {
+            if ch == "m" { inEscape = false }
+        } else if ch == "\u{1B}" {
+            inEscape = true
+        } else {
+            count += 1
+        }
+    }
+    return count
+}
+
+/// `key: value` lines with the keys aligned.
+func keyValueBlock(_ pairs: [(String, String)], _ style: RenderStyle) -> String {
+    let width = pairs.map(\.0.count).max() ?? 0
+    return pairs.map { key, value in
+        style.bold(key + ":") + String(repeating: " ", count: width - key.count + 1) + value
+    }.joined(separator: "\n")
+}

@@ -1,0 +1,224 @@
+import Foundation
+import Testing
+
+/// The command contract of DESIGN.md §2 through the real binary: batch modes, JSON lines,
+/// errors on stderr, exit codes, stop-on-error.
+@Suite struct BatchTests {
+    @Test func initPrintsTheTokenOnceAndRefusesTwice() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        let token = try cli.bootstrap()
+        #expect(token.hasPrefix("bctl_"))
+        let again = try cli.run(["--format", "json", "init", "--admin", "other"])
+        #expect(again.status == 1)
+        #expect(again.stdout.isEmpty)
+        let error = CLI.json(again.stderr.trimmingCharacters(in: .newlines))?["error"] as? [String: String]
+        #expect(error?["code"] == "already_initialized")
+        #expect(!again.stderr.contains(token))
+    }
+
+    @Test func jsonModePrintsOneLinePerCommand() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        _ = try cli.bootstrap()
+        let result = try cli.run(["--format", "json", "-c", "whoami", "-c", "tenant list", "-c", "audit verify"])
+        #expect(result.status == 0)
+        #expect(result.lines.count == 3)
+        for line in result.lines { #expect(CLI.json(line) != nil) }
+        #expect(CLI.json(result.lines[0])?["operator"] as? String == "root")
+        #expect(CLI.json(result.lines[2])?["ok"] as? Bool == true)
+    }
+
+    @Test func theSameCommandsRunFromEveryEntry() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        _ = try cli.bootstrap()
+        let script = cli.directory.appendingPathComponent("script.txt")
+        try "# a comment\n\nwhoami\ntenant list\n".write(to: script, atomically: true, encoding: .utf8)
+        let direct = try cli.run(["--format", "json", "whoami"])
+        let dashC = try cli.run(["--format", "json", "-c", "whoami"])
+        let file = try cli.run(["--format", "json", "-f", script.path])
+        let dashF = try cli.run(["--format", "json", "-f", "-"], stdin: "whoami\ntenant list\n")
+        let piped = try cli.run(["--format", "json"], stdin: "# comment\nwhoami\n\ntenant list\n")
+        #expect(direct.lines == dashC.lines)
+        #expect(file.lines.count == 2 && file.lines == piped.lines && file.lines == dashF.lines)
+        #expect(file.lines.first == direct.lines.first)
+    }
+
+    @Test func pipedStdinHasNoPromptOrEcho() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        _ = try cli.bootstrap()
+        let result = try cli.run([], stdin: "whoami\n")
+        #expect(result.status == 0)
+        #expect(!result.stdout.contains("> "))
+        #expect(!result.stdout.contains("whoami"))
+        #expect(result.stdout.contains("operator:"))
+    }
+
+    @Test func batchStopsAtTheFirstFailureWithItsCode() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        _ = try cli.bootstrap()
+        let result = try cli.run(["--format", "json", "-c", "whoami", "-c", "use nowhere", "-c", "tenant list"])
+        #expect(result.status == 77)
+        #expect(result.lines.count == 1)
+        let error = CLI.json(result.stderr.trimmingCharacters(in: .newlines))?["error"] as? [String: String]
+        #expect(error?["code"] == "permission_denied")
+
+        let going = try cli.run(["--continue-on-error", "--format", "json", "-c", "use nowhere", "-c", "tenant list"])
+        #expect(going.status == 77)
+        #expect(going.lines.count == 1)
+    }
+
+    @Test(arguments: [
+        (["frobnicate"], Int32(64)),
+        (["operator", "add"], Int32(64)),
+        (["tenant", "create", "Bad Name", "--sandbox"], Int32(1)),
+        (["operator", "add", "x", "--tenant", "sandbox", "--role", "emperor"], Int32(1)),
+        (["use", "elsewhere"], Int32(77)),
+        (["audit", "list", "--limit", "0"], Int32(1)),
+    ])
+    func badInputGetsOneLineAndTheRightCode(_ arguments: [String], _ status: Int32) throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        _ = try cli.bootstrap()
+        let before = try cli.run(["--format", "json", "audit", "verify"])
+        let result = try cli.run(arguments)
+        #expect(result.status == status)
+        #expect(result.stdout.isEmpty)
+        #expect(result.stderr.split(separator: "\n").count == 1)
+        #expect(result.stderr.hasPrefix("error["))
+        let after = try cli.run(["--format", "json", "audit", "verify"])
+        #expect(before.stdout == after.stdout, "bad input must change nothing")
+    }
+
+    @Test func missingOrWrongTokenIsPermissionDenied() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        _ = try cli.bootstrap()
+        cli.environment["BACKUPCTL_TOKEN"] = nil
+        #expect(try cli.run(["whoami"]).status == 77)
+        cli.environment["BACKUPCTL_TOKEN"] = "bctl_" + String(repeating: "A", count: 43)
+        let wrong = try cli.run(["whoami"])
+        #expect(wrong.status == 77)
+        #expect(wrong.stderr.contains("not known"))
+    }
+
+    @Test func tokenFileIsRead() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        let token = try cli.bootstrap()
+        cli.environment["BACKUPCTL_TOKEN"] = nil
+        let file = cli.directory.appendingPathComponent("token")
+        try (token + "\n").write(to: file, atomically: true, encoding: .utf8)
+        let result = try cli.run(["--token-file", file.path, "--format", "json", "whoami"])
+        #expect(result.status == 0)
+        #expect(!result.stdout.contains(token))
+    }
+
+    @Test func operatorLifecycleAndRoles() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        _ = try cli.bootstrap()
+        let added = try cli.run(["--format", "json", "operator", "add", "vic", "--tenant", "sandbox", "--role", "viewer"])
+        #expect(added.status == 0)
+        let vicToken = CLI.json(added.stdout)?["token"] as? String ?? ""
+        // The viewer cannot manage operators: 77, and nothing changes.
+        let denied = try cli.run(
+            ["operator", "grant", "vic", "--tenant", "sandbox", "--role", "admin"],
+            extraEnvironment: ["BACKUPCTL_TOKEN": vicToken])
+        #expect(denied.status == 77)
+        let list = try cli.run(["--format", "json", "operator", "list"])
+        #expect(list.stdout.contains(#""operator":"vic","role":"viewer""#))
+        #expect(try cli.run(["operator", "revoke", "vic", "--tenant", "sandbox"]).status == 0)
+        #expect(try cli.run(["whoami"], extraEnvironment: ["BACKUPCTL_TOKEN": vicToken]).stdout.contains("none selected"))
+    }
+
+    @Test func tenantsAndUse() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        _ = try cli.bootstrap()
+        #expect(try cli.run(["tenant", "create", "staging", "--sandbox"]).status == 0)
+        let both = try cli.run(["--format", "json", "-c", "use staging", "-c", "whoami"])
+        #expect(CLI.json(both.lines.last ?? "")?["tenant"] as? String == "staging")
+        // Live tenant flags are validated before anything is saved.
+        let keyFile = cli.directory.appendingPathComponent("api.key")
+        try "k".write(to: keyFile, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: keyFile.path)
+        let insecure = try cli.run([
+            "tenant", "create", "prod", "--turnkey-url", "https://api.turnkey.com", "--turnkey-org",
+            "5f1c2a4e-0000-4000-8000-000000000000", "--turnkey-api-key-file", keyFile.path,
+        ])
+        #expect(insecure.status == 1)
+        #expect(insecure.stderr.contains("chmod 600"))
+        #expect(try cli.run(["--format", "json", "tenant", "list"]).stdout.contains("prod") == false)
+    }
+
+    @Test func helpComesFromTheSameTree() throws {
+        let cli = CLI()
+        defer { cli.cleanUp() }
+        let help = try cli.run(["help"])
+        #expect(help.status == 0 && help.stdout.contains("SUBCOMMANDS"))
+        let sub = try cli.run(["help", "operator", "add"])
+        #expect(sub.stdout.contains("--role"))
+        #expect(try cli.run(["help", "nope"]).status == 64)
+        #expect(try cli.run(["--version"]).stdout.contains("0."))
+    }
+}
+
+@Suite struct StdinSecretTests {
+    @Test func aScriptOnStdinCannotAlsoCarryTheRootKey() throws {
+        let cli = CLI()
+        defer { cli.cleanUp() }
+        let piped = try cli.run([], stdin: "recovery derive\n{\"version\":\"V1\",\"key\":\"\(String(repeating: "11", count: 32))\"}\n")
+        #expect(piped.status == 64)
+        #expect(piped.stderr.contains("--root-key-file"))
+        #expect(!piped.stderr.contains("1111111111"))
+        // Given as the command itself, stdin is free to carry the key.
+        let direct = try cli.run(
+            ["--format", "json", "recovery", "derive"],
+            stdin: "{\"version\":\"V1\",\"key\":\"\(String(repeating: "11", count: 32))\"}")
+        #expect(direct.status == 0)
+        #expect(direct.stdout.contains("backup_account_039797dc9fec4e3d3f2f27173ba0faac160ee2f803954e8552c308da22ab40ab5c"))
+    }
+}
+
+@Suite struct ContractDetailTests {
+    @Test func auditVerifyReportsABrokenChainOnStdoutAndFails() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        _ = try cli.bootstrap()
+        let ok = try cli.run(["--format", "json", "audit", "verify"])
+        #expect(ok.status == 0)
+        #expect(ok.stdout.contains(#""firstBadSeq":null"#) && ok.stdout.contains(#""ok":true"#))
+    }
+
+    @Test func aRequestedTenantWithoutARoleIsAnError() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        _ = try cli.bootstrap()
+        let result = try cli.run(["--tenant", "prod", "whoami"])
+        #expect(result.status == 77)
+        #expect(result.stderr.contains("no role in tenant prod"))
+    }
+
+    @Test func permissionErrorsNameTheCommand() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        _ = try cli.bootstrap()
+        let added = try cli.run(["--format", "json", "operator", "add", "vic", "--tenant", "sandbox", "--role", "viewer"])
+        let token = CLI.json(added.stdout)?["token"] as? String ?? ""
+        let denied = try cli.run(["audit", "list"], extraEnvironment: ["BACKUPCTL_TOKEN": token])
+        #expect(denied.status == 77)
+        #expect(denied.stderr.contains("`audit list` needs admin"))
+    }
+
+    @Test func tenantCreateJSONUsesABoolean() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        _ = try cli.bootstrap()
+        let created = try cli.run(["--format", "json", "tenant", "create", "qa", "--sandbox"])
+        #expect(created.stdout.contains(#""sandbox":true"#))
+    }
+}

@@ -1,0 +1,297 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Runs one runbook's blocks in order in a fresh store, the way an operator would type them:
+/// each `$ ` line through `/bin/sh -c` in a scratch directory, `backupctl` on the PATH, the
+/// captured values in the environment.
+///
+/// Shell built-ins that must outlive one line are kept here: `export NAME=VALUE`, `unset NAME`,
+/// `COMMAND &` (a background process; `$!` is its pid) and `kill $!` (SIGTERM, then wait).
+final class DrillSession {
+    var cli: CLI
+    let work: URL
+    var environment: [String: String]
+    private(set) var log: [String] = []
+    private(set) var skipped: [String] = []
+    private var background: [Background] = []
+
+    final class Background: @unchecked Sendable {
+        let process: Process
+        let command: String
+        private let lock = NSLock()
+        private var out = Data()
+        private var err = Data()
+
+        init(process: Process, command: String) {
+            self.process = process
+            self.command = command
+        }
+
+        func append(_ data: Data, toErr: Bool) { lock.withLock { if toErr { err.append(data) } else { out.append(data) } } }
+        var result: CLI.Result {
+            lock.withLock {
+                CLI.Result(
+                    stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self),
+                    status: process.isRunning ? 0 : process.terminationStatus)
+            }
+        }
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// A fresh store, an admin `root` of the `sandbox` tenant (token exported), and a copy of
+    /// `runbooks/fixtures` under the scratch directory.
+    init(repoRoot: URL) throws {
+        cli = CLI()
+        _ = try cli.bootstrap()
+        work = cli.directory.appendingPathComponent("work")
+        let fixtures = work.appendingPathComponent("runbooks/fixtures")
+        try FileManager.default.createDirectory(at: work.appendingPathComponent("runbooks"), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: repoRoot.appendingPathComponent("runbooks/fixtures"), to: fixtures)
+        environment = cli.environment
+        let binDir = CLI.binary.deletingLastPathComponent().path
+        environment["PATH"] = binDir + ":/usr/bin:/bin"
+        environment["PWD"] = work.path
+        environment["NO_COLOR"] = "1"
+    }
+
+    func finish() {
+        for job in background where job.process.isRunning {
+            job.process.terminate()
+            waitFor(job.process, timeout: 10)
+            if job.process.isRunning { kill(job.process.processIdentifier, SIGKILL) }
+        }
+        cli.cleanUp()
+    }
+
+    // MARK: - Blocks
+
+    func run(_ block: DrillRunbook.Block, in runbook: String) throws {
+        guard let annotation = block.annotation else { throw Failure(description: "\(runbook):\(block.line): not annotated") }
+        if annotation.isSkip { return }
+        for tool in annotation.requires where !hasTool(tool) {
+            skipped.append("\(runbook):\(block.line) (needs \(tool))")
+            return
+        }
+        if let file = annotation.file {
+            let url = work.appendingPathComponent(file)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try (block.body.joined(separator: "\n") + "\n").write(to: url, atomically: true, encoding: .utf8)
+            if let mode = annotation.mode, let bits = Int(mode, radix: 8) {
+                try FileManager.default.setAttributes([.posixPermissions: bits], ofItemAtPath: url.path)
+            }
+            return
+        }
+        var last: CLI.Result?
+        for command in block.commands {
+            let place = "\(runbook):\(command.line)"
+            let result = try execute(command, annotation: annotation, place: place)
+            log.append("\(place) $ \(command.text) → exit \(result.status)")
+            try check(result, against: command, annotation: annotation, place: place)
+            last = result
+        }
+        if let last {
+            for capture in annotation.captures {
+                guard let value = Self.extract(capture.source, from: last) else {
+                    throw Failure(
+                        description: "\(runbook):\(block.line): capture \(capture.name) found nothing in\n\(last.stdout)\n\(last.stderr)")
+                }
+                environment[capture.name] = value
+            }
+        }
+    }
+
+    // MARK: - Commands
+
+    func execute(_ command: DrillRunbook.Command, annotation: DrillRunbook.Annotation, place: String) throws -> CLI.Result {
+        let text = command.text
+        if text.hasPrefix("export ") {
+            let assignment = String(text.dropFirst("export ".count))
+            guard let eq = assignment.firstIndex(of: "="), !assignment[..<eq].contains(" ") else {
+                throw Failure(description: "\(place): export needs NAME=VALUE")
+            }
+            let name = String(assignment[..<eq])
+            let value = try shell("export \(assignment); printf '%s' \"$\(name)\"", timeout: annotation.timeout)
+            guard value.status == 0 else { throw Failure(description: "\(place): \(text) failed: \(value.stderr)") }
+            environment[name] = value.stdout
+            return CLI.Result(stdout: "", stderr: value.stderr, status: 0)
+        }
+        if text.hasPrefix("unset ") {
+            for name in text.dropFirst("unset ".count).split(separator: " ") { environment[String(name)] = nil }
+            return CLI.Result(stdout: "", stderr: "", status: 0)
+        }
+        if text == "kill $!" {
+            guard let job = background.last else { throw Failure(description: "\(place): no background job") }
+            job.process.terminate()
+            waitFor(job.process, timeout: 15)
+            guard !job.process.isRunning else { throw Failure(description: "\(place): \(job.command) did not stop on SIGTERM") }
+            return job.result
+        }
+        if text.hasPrefix("cd ") || text == "cd" { throw Failure(description: "\(place): cd is not supported in drills") }
+        if text.hasSuffix(" &") {
+            return try startBackground(String(text.dropLast(2)), expected: command.expected, place: place)
+        }
+        var substituted = text
+        if let pid = background.last?.process.processIdentifier {
+            substituted = substituted.replacingOccurrences(of: "$!", with: "\(pid)")
+        }
+        return try shell(substituted, timeout: annotation.timeout)
+    }
+
+    /// `sh -c TEXT` in the scratch directory, stdin closed, bounded by `timeout`.
+    func shell(_ text: String, timeout: TimeInterval) throws -> CLI.Result {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", text]
+        process.environment = environment
+        process.currentDirectoryURL = work
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let group = DispatchGroup()
+        nonisolated(unsafe) var errData = Data()
+        group.enter()
+        DispatchQueue.global().async {
+            errData = err.fileHandleForReading.readDataToEndOfFile()
+            group.leave()
+        }
+        let timer = DispatchWorkItem { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: timer)
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        group.wait()
+        process.waitUntilExit()
+        timer.cancel()
+        return CLI.Result(
+            stdout: String(decoding: outData, as: UTF8.self), stderr: String(decoding: errData, as: UTF8.self),
+            status: process.terminationStatus)
+    }
+
+    /// Starts `text` (through `exec`, so `$!` is the command itself) and waits until it printed
+    /// every expected line — a server is ready once it announced its address.
+    func startBackground(_ text: String, expected: [String], place: String) throws -> CLI.Result {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", "exec " + text]
+        process.environment = environment
+        process.currentDirectoryURL = work
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        let job = Background(process: process, command: text)
+        out.fileHandleForReading.readabilityHandler = { handle in job.append(handle.availableData, toErr: false) }
+        err.fileHandleForReading.readabilityHandler = { handle in job.append(handle.availableData, toErr: true) }
+        try process.run()
+        background.append(job)
+        let deadline = Date().addingTimeInterval(15)
+        while Date() < deadline {
+            if Self.mismatch(job.result, expected: expected) == nil { return job.result }
+            if !process.isRunning { break }
+            usleep(50_000)
+        }
+        throw Failure(
+            description: "\(place): background `\(text)` did not print what the runbook shows:\n\(job.result.stdout)\n\(job.result.stderr)")
+    }
+
+    func waitFor(_ process: Process, timeout: TimeInterval) {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning, Date() < deadline { usleep(20_000) }
+    }
+
+    func hasTool(_ tool: String) -> Bool {
+        (environment["PATH"] ?? "").split(separator: ":").contains {
+            FileManager.default.isExecutableFile(atPath: "\($0)/\(tool)")
+        }
+    }
+
+    // MARK: - Expectations
+
+    func check(_ result: CLI.Result, against command: DrillRunbook.Command, annotation: DrillRunbook.Annotation, place: String) throws {
+        if command.text.hasSuffix(" &") || command.text.hasPrefix("export ") || command.text.hasPrefix("unset ") { return }
+        let expectedStatus: Int32 = command.text == "kill $!" ? result.status : annotation.exit
+        guard result.status == expectedStatus else {
+            throw Failure(
+                description:
+                    "\(place): `\(command.text)` exited \(result.status), the runbook says \(expectedStatus)\nstdout:\n\(result.stdout)\nstderr:\n\(result.stderr)"
+            )
+        }
+        if let missing = Self.mismatch(result, expected: command.expected) {
+            throw Failure(
+                description:
+                    "\(place): `\(command.text)` did not print the line the runbook shows:\n  \(missing)\nstdout:\n\(result.stdout)\nstderr:\n\(result.stderr)"
+            )
+        }
+    }
+
+    /// The first expected line with no match (in order, per stream), or nil when all match.
+    static func mismatch(_ result: CLI.Result, expected: [String]) -> String? {
+        let streams = [result.stdout, result.stderr].map {
+            $0.components(separatedBy: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        }
+        var cursors = [0, 0]
+        for raw in expected {
+            let line = raw.trimmingCharacters(in: .whitespaces)
+            if line.isEmpty || line == "…" { continue }
+            // `…` is any text; a run of spaces is any run of spaces (column widths follow the data).
+            let pattern =
+                "^"
+                + line.components(separatedBy: "…").map {
+                    NSRegularExpression.escapedPattern(for: $0).replacingOccurrences(
+                        of: " +", with: " +", options: .regularExpression)
+                }.joined(separator: ".*") + "$"
+            guard let regex = try? NSRegularExpression(pattern: pattern) else { return raw }
+            var found = false
+            for s in 0..<2 where !found {
+                let lines = streams[s]
+                var i = cursors[s]
+                while i < lines.count {
+                    let candidate = lines[i]
+                    if regex.firstMatch(in: candidate, range: NSRange(candidate.startIndex..., in: candidate)) != nil {
+                        cursors[s] = i + 1
+                        found = true
+                        break
+                    }
+                    i += 1
+                }
+            }
+            if !found { return raw }
+        }
+        return nil
+    }
+
+    static func extract(_ source: DrillRunbook.Capture.Source, from result: CLI.Result) -> String? {
+        switch source {
+        case .json(let path):
+            for line in result.stdout.split(separator: "\n").reversed() {
+                guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) else { continue }
+                var node: Any? = object
+                for part in path.split(separator: ".") {
+                    if let index = Int(part), let array = node as? [Any] {
+                        node = index < array.count ? array[index] : nil
+                    } else {
+                        node = (node as? [String: Any])?[String(part)]
+                    }
+                }
+                if let string = node as? String { return string }
+                if let number = node as? NSNumber { return number.stringValue }
+            }
+            return nil
+        case .regex(let pattern):
+            guard let regex = try? NSRegularExpression(pattern: pattern) else { return nil }
+            let text = result.stdout + "\n" + result.stderr
+            guard let match = regex.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)), match.numberOfRanges > 1,
+                let range = Range(match.range(at: 1), in: text)
+            else { return nil }
+            return String(text[range])
+        }
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import Testing
+
+/// The interactive console on a real pseudo-terminal.
+@Suite(.serialized) struct REPLTests {
+    func session(_ cli: inout CLI) throws -> PTY {
+        _ = try cli.bootstrap()
+        return try PTY(arguments: [], environment: cli.environment.merging(["TERM": "xterm"]) { $1 })
+    }
+
+    @Test func promptShowsOperatorAndTenantAndRunsCommands() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        let pty = try session(&cli)
+        #expect(pty.expect("root@"), "\(pty.transcript)")
+        #expect(pty.expect("sandbox"))
+        pty.send("whoami\r")
+        #expect(pty.expect("operator:"))
+        pty.send("quit\r")
+        #expect(pty.waitForExit())
+        #expect(pty.process.terminationStatus == 0)
+    }
+
+    @Test func tabCompletesCommandsSubcommandsAndTenants() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        let pty = try session(&cli)
+        #expect(try cli.run(["tenant", "create", "staging", "--sandbox"]).status == 0)
+        #expect(pty.expect("> "))
+        pty.send("whoa\t")
+        #expect(pty.expect("whoami"))
+        pty.send("\r")
+        #expect(pty.expect("operator:"))
+        pty.send("tenant li\t\r")
+        #expect(pty.expect("TENANT"))
+        pty.send("use sta\t\r")
+        #expect(pty.expect("Using tenant staging"))
+        #expect(pty.expect("@"))
+        pty.send("\u{04}")
+        #expect(pty.waitForExit())
+    }
+
+    @Test func historyIsPrivateAndKeepsNoSecrets() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        let pty = try session(&cli)
+        #expect(pty.expect("> "))
+        pty.send("whoami\r")
+        #expect(pty.expect("operator:"))
+        let key = String(repeating: "ab", count: 32)
+        pty.send("tenant create k\(key) --sandbox\r")
+        #expect(pty.expect("error["))
+        pty.send("operator add x --tenant sandbox --role viewer --token bctl_secret\r")
+        #expect(pty.expect("error["))
+        pty.send("quit\r")
+        #expect(pty.waitForExit())
+        let path = cli.environment["XDG_STATE_HOME", default: ""] + "/backupctl/history"
+        let attributes = try FileManager.default.attributesOfItem(atPath: path)
+        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+        let history = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(history.contains("whoami"))
+        #expect(!history.contains(key))
+        #expect(!history.contains("bctl_"))
+    }
+
+    @Test func ctrlCAbandonsTheLineAndCtrlDLeaves() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        let pty = try session(&cli)
+        #expect(pty.expect("> "))
+        pty.send("tenant list partial")
+        #expect(pty.expect("partial"))
+        pty.send("\u{03}")
+        #expect(pty.expect("^C"))
+        pty.send("whoami\r")
+        #expect(pty.expect("operator:"), "the console must still be alive after ^C: \(pty.transcript)")
+        #expect(!pty.transcript.contains("TENANT"), "the abandoned line must not run")
+        pty.send("\u{04}")
+        #expect(pty.waitForExit())
+        #expect(pty.process.terminationStatus == 0)
+    }
+
+    @Test func ctrlCCancelsARunningCommandAndReturnsToThePrompt() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        let pty = try session(&cli)
+        #expect(pty.expect("> "))
+        pty.send("seed --backups 500000\r")
+        #expect(pty.expect("seed: "), "progress should show: \(pty.transcript)")
+        pty.send("\u{03}")
+        #expect(pty.expect("error[interrupted]"), "\(pty.transcript)")
+        pty.send("whoami\r")
+        #expect(pty.expect("operator:"))
+        pty.send("quit\r")
+        #expect(pty.waitForExit())
+        #expect(pty.process.terminationStatus == 0)
+    }
+
+    @Test func colourOnlyOnATerminalAndNotWithNoColor() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        _ = try cli.bootstrap()
+        let piped = try cli.run(["tenant", "list"], extraEnvironment: ["TERM": "xterm"])
+        #expect(!piped.stdout.contains("\u{1B}["))
+        let forced = try cli.run(["--color", "always", "tenant", "list"])
+        #expect(forced.stdout.contains("\u{1B}["))
+        let pty = try PTY(arguments: ["tenant", "list"], environment: cli.environment.merging(["TERM": "xterm", "NO_COLOR": "1"]) { $1 })
+        #expect(pty.waitForExit())
+        #expect(pty.transcript.contains("sandbox") && !pty.transcript.contains("\u{1B}[1m"))
+    }
+}

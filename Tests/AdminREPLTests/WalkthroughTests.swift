@@ -1,0 +1,79 @@
+import Foundation
+import Testing
+
+/// `reset walkthrough` end to end on a pseudo-terminal: present-user proof, confirmation by
+/// tenant name, the wipe, and the teardown hand-off to the cleanup service.
+@Suite(.serialized) struct WalkthroughTests {
+    static let rootKey = #"{"version":"V1","key":"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"}"#
+    static let backupId = "backup_account_030b2e4ce2de76318c0ef50964d225910b64019d8e43620d6d166b6bd100ad26e8"
+    static let subOrg = "7d3e0a52-2f7e-4c1e-9a36-0c4f6f0b8a11"
+
+    func importBackup(_ cli: CLI) throws {
+        let dir = cli.directory.appendingPathComponent("export/\(Self.backupId)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let metadata = """
+            {"id":"\(Self.backupId)","manifestHash":"\(String(repeating: "cd", count: 32))",
+             "factors":[{"id":"f1","createdAt":"2026-05-01T10:00:00Z","kind":{"kind":"OIDC_ACCOUNT",
+               "turnkeyProviderId":"p1","account":{"kind":"GOOGLE","sub":"104500000000000000001","email":"jane@gmail.com"}}}],
+             "syncFactors":[],
+             "keys":[{"kind":"TURNKEY","encryptedKey":"00","turnkeyAccountId":"\(Self.subOrg)",
+               "turnkeyUserId":"u1","turnkeyPrivateKeyId":"k1"}]}
+            """
+        try metadata.write(to: dir.appendingPathComponent("metadata"), atomically: true, encoding: .utf8)
+        let result = try cli.run(["import", cli.directory.appendingPathComponent("export").path])
+        #expect(result.status == 0, "\(result.stderr)")
+    }
+
+    @Test func presentUserWalkthroughWipesAndSubmitsTheTeardown() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        _ = try cli.bootstrap()
+        try importBackup(cli)
+        let pty = try PTY(arguments: ["reset", "walkthrough"], environment: cli.environment)
+        #expect(pty.expect("backup or factor>"), "\(pty.transcript)")
+        pty.send("google 104500000000000000001\r")
+        #expect(pty.expect("Will NOT be wiped"))
+        #expect(pty.expect("(yes/no)>"))
+        pty.send("yes\r")
+        #expect(pty.expect("a, b or abort>"))
+        pty.send("b\r")
+        #expect(pty.expect("hidden"))
+        pty.send(Self.rootKey + "\r")
+        #expect(pty.expect("tenant>"))
+        pty.send("sandbox\r")
+        #expect(pty.expect("Reset summary"), "\(pty.transcript)")
+        #expect(pty.waitForExit())
+        #expect(pty.process.terminationStatus == 0)
+        #expect(!pty.transcript.contains("0102030405060708090a0b0c0d0e0f"), "the Root Key must never be echoed")
+        #expect(pty.transcript.contains("Sent to Turnkey") || pty.transcript.contains("Not sent"))
+        // The backup is gone and its sub-org is in the cleanup journal.
+        let show = try cli.run(["show", Self.backupId])
+        #expect(show.status == 1)
+        let status = try cli.run(["--format", "json", "cleanup", "status"])
+        #expect(status.stdout.contains("reset") || status.stdout.contains(Self.subOrg) || status.status == 0)
+        let audit = try cli.run(["--format", "json", "audit", "list", "--limit", "50"])
+        #expect(audit.stdout.contains("reset.complete"))
+        #expect(!audit.stdout.contains("0102030405060708090a0b0c0d0e0f"))
+    }
+
+    @Test func aWrongTenantNameAtConfirmationChangesNothing() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        _ = try cli.bootstrap()
+        try importBackup(cli)
+        let pty = try PTY(arguments: ["reset", "walkthrough"], environment: cli.environment)
+        #expect(pty.expect("backup or factor>"))
+        pty.send(Self.backupId + "\r")
+        #expect(pty.expect("(yes/no)>"))
+        pty.send("yes\r")
+        #expect(pty.expect("a, b or abort>"))
+        pty.send("b\r")
+        #expect(pty.expect("hidden"))
+        pty.send(Self.rootKey + "\r")
+        #expect(pty.expect("tenant>"))
+        pty.send("production\r")
+        #expect(pty.waitForExit())
+        #expect(pty.process.terminationStatus == 1, "\(pty.transcript)")
+        #expect(try cli.run(["show", Self.backupId]).status == 0)
+    }
+}
