@@ -21,6 +21,7 @@ test: deps
 
 ## Benchmarks: JSON figures on stdout, each beside a reference measured in the same run.
 bench: deps
+	$(SWIFT) build -c release --product backupctl
 	$(SWIFT) build -c release --product backupctl-bench
 	.build/release/backupctl-bench
 

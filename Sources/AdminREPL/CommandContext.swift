@@ -21,7 +21,13 @@ final class CommandContext {
     private var openedStore: (any ConsoleStore)?
     private var cachedOperator: OperatorRecord?
     /// The tenant chosen by `use`, `--tenant` or `$BACKUPCTL_TENANT`.
-    var tenantName: String?
+    var tenantName: String? {
+        didSet { cachedSession = nil }
+    }
+    /// The last session and when it was read (monotonic ns). Reused for at most a second, so a
+    /// 100,000-line script does not re-read its grant per line, yet a revoked role stops
+    /// working within a second in a long REPL or batch.
+    private var cachedSession: (session: Session, readAt: UInt64)?
     /// Set by `quit`/`exit`.
     var quitRequested = false
     /// A token handed over in-process (`demo`), instead of the file or environment.
@@ -52,6 +58,7 @@ final class CommandContext {
         settings.dbPath = path
         openedStore = nil
         cachedOperator = nil
+        cachedSession = nil
     }
 
     func store() throws(ConsoleError) -> any ConsoleStore {
@@ -103,6 +110,14 @@ final class CommandContext {
 
     /// The session for the selected tenant (or the operator's only tenant).
     func session() throws(ConsoleError) -> Session {
+        let now = DispatchTime.now().uptimeNanoseconds
+        if let cached = cachedSession, now - cached.readAt < 1_000_000_000 { return cached.session }
+        let session = try readSession()
+        cachedSession = (session, now)
+        return session
+    }
+
+    private func readSession() throws(ConsoleError) -> Session {
         let op = try currentOperator()
         let access = try access
         let name: TenantName

@@ -14,15 +14,15 @@ struct Executor {
     func run(words: [String]) async -> Int32 {
         guard let first = words.first else { return ExitStatus.ok }
         if first == "help" { return help(Array(words.dropFirst())) }
-        guard Completion.resolve([first]) != nil else {
+        guard let top = Completion.resolve([first]) else {
             report(.usage("Unknown command '\(first)'; `help` lists the commands."))
             return ExitStatus.usage
         }
         let parsed: any ParsableCommand
         do {
-            parsed = try ConsoleLine.parseAsRoot(words)
+            parsed = try Self.parse(words, top: top)
         } catch {
-            return reportParseError(error)
+            return reportParseError(error, root: top)
         }
         guard let command = parsed as? any ConsoleCommand else {
             // A group without a subcommand ("tenant"): show its help.
@@ -40,8 +40,30 @@ struct Executor {
             report(error)
             return ExitStatus.code(for: error.kind)
         } catch {
-            return reportParseError(error)
+            return reportParseError(error, root: top)
         }
+    }
+
+    /// Parses with the same command types as the whole tree, but from the deepest command the
+    /// words name: ArgumentParser then builds a one-node tree per line instead of the whole
+    /// console's, which is most of a line's cost in a long script. Anything but a clean parse
+    /// (an error, `--help`) is parsed again from the top-level command, so messages and help
+    /// show the full command path.
+    static func parse(_ words: [String], top: any ParsableCommand.Type) throws -> any ParsableCommand {
+        var leaf = top
+        var consumed = 1
+        while consumed < words.count,
+            let next = leaf.configuration.subcommands.first(where: { Completion.commandName($0) == words[consumed] })
+        {
+            leaf = next
+            consumed += 1
+        }
+        if leaf.configuration.subcommands.isEmpty, ObjectIdentifier(leaf) != ObjectIdentifier(top),
+            let parsed = try? leaf.parseAsRoot(Array(words.dropFirst(consumed))), parsed is any ConsoleCommand
+        {
+            return parsed
+        }
+        return try top.parseAsRoot(Array(words.dropFirst()))
     }
 
     func run(line: String) async -> Int32 {
@@ -74,10 +96,10 @@ struct Executor {
     }
 
     /// ArgumentParser errors: help is output (exit 0); anything else is a one-line usage error.
-    private func reportParseError(_ error: any Error) -> Int32 {
-        let code = ConsoleLine.exitCode(for: error)
+    private func reportParseError(_ error: any Error, root: any ParsableCommand.Type) -> Int32 {
+        let code = root.exitCode(for: error)
         if code == .success {
-            let help = ConsoleLine.fullMessage(for: error)
+            let help = root.fullMessage(for: error)
             if ctx.settings.format == .json {
                 Terminal.writeOut(JSONLine.encode(["help": help]))
             } else {
@@ -85,7 +107,7 @@ struct Executor {
             }
             return ExitStatus.ok
         }
-        let message = ConsoleLine.message(for: error)
+        let message = root.message(for: error)
             .split(separator: "\n").first.map(String.init) ?? "invalid command"
         report(.usage(message.hasPrefix("Error: ") ? String(message.dropFirst(7)) : message))
         return ExitStatus.usage

@@ -37,8 +37,22 @@ public struct StampedTeardown: Sendable, Equatable, Codable {
 }
 
 extension SQLiteConsoleStore: CleanupJournalStore {
+    /// One range scan of the `suborg_refs` primary key between the page's smallest and largest
+    /// id when that range is small (a `list_suborgs` page is a sorted slice of ids, and the store
+    /// references most listed sub-orgs), else an indexed `IN` query; both are one statement.
     public func referencedSubOrgs(tenant: TenantName, among ids: [String]) throws(ConsoleError) -> Set<String> {
-        guard !ids.isEmpty else { return [] }
+        // Bounds in SQLite's BINARY order (bytes), not Swift's Unicode order, so no id falls outside.
+        let byBytes: (String, String) -> Bool = { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        guard let low = ids.min(by: byBytes), let high = ids.max(by: byBytes) else { return [] }
+        let wanted = Set(ids)
+        let rangeLimit = 4 * ids.count + 64
+        let inRange = try read("checking \(ids.count) sub-org references") { db in
+            try String.fetchAll(
+                db.cachedStatement(
+                    sql: "SELECT suborg_id FROM suborg_refs WHERE tenant = ? AND suborg_id BETWEEN ? AND ? LIMIT ?"),
+                arguments: [tenant.rawValue, low, high, rangeLimit])
+        }
+        if inRange.count < rangeLimit { return Set(inRange.lazy.filter { wanted.contains($0) }) }
         var found: Set<String> = []
         for chunk in stride(from: 0, to: ids.count, by: 500).map({ ids[$0..<min($0 + 500, ids.count)] }) {
             let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
@@ -75,7 +89,8 @@ extension SQLiteConsoleStore: CleanupJournalStore {
 
     public func sandboxSubOrgCount(tenant: TenantName) throws(ConsoleError) -> Int {
         try read("counting sandbox sub-orgs") { db in
-            try Int.fetchOne(db, sql: "SELECT count(*) FROM sandbox_suborgs WHERE tenant = ?", arguments: [tenant.rawValue])
+            try Int.fetchOne(
+                db, sql: "SELECT count(*) FROM sandbox_suborgs WHERE tenant = ?", arguments: [tenant.rawValue])
                 ?? 0
         }
     }

@@ -1,0 +1,131 @@
+import Access
+import BackupCrypto
+import BackupModel
+import ConsoleStore
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The console as an operator meets it, through the real release binary: start to first
+/// prompt on a pseudo-terminal, and a 100,000-line `-f` script of lookups.
+/// Reference in the same run: `backupctl --version` (process start without the store).
+struct ConsoleBench: BenchSuite {
+    let name = "console"
+
+    func run(_ scale: BenchScale) async throws -> [String: BenchValue] {
+        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            .appendingPathComponent("backupctl")
+        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
+            return ["error": .text("build the backupctl product in the same configuration first (make bench does)")]
+        }
+        let directory = scratchDirectory("console")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let dbPath = directory.appendingPathComponent("console.db").path
+        let store = try SQLiteConsoleStore(path: dbPath)
+        let access = AccessService(store: store)
+        let token = try access.bootstrap(admin: try OperatorName("bench"))
+        let tokenText = token.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+        let op = try access.authenticate(token: token)
+        let session = try access.session(operator: op, tenant: try TenantName("sandbox"))
+        let backups = scale.pick(5_000, quick: 300)
+        _ = try DataAdminService(store: store).seed(backups: backups, orphans: 0, seed: 9, session: session)
+
+        var environment = ProcessInfo.processInfo.environment
+        environment["BACKUPCTL_DB"] = dbPath
+        environment["BACKUPCTL_TOKEN"] = tokenText
+        environment["XDG_STATE_HOME"] = directory.appendingPathComponent("state").path
+        environment["TERM"] = "dumb"
+
+        // Start to first prompt, on a pseudo-terminal.
+        var prompt = Samples()
+        var version = Samples()
+        for _ in 0..<scale.pick(20, quick: 5) {
+            prompt.add(try timeToPrompt(binary: binary, environment: environment))
+            let start = nowNanos()
+            try runQuiet(binary, ["--version"], environment: environment)
+            version.add(nowNanos() - start)
+        }
+
+        // A script of lookups over the seeded passkeys, cycled to the target length.
+        var keys: [String] = []
+        try store.forEachLookupRow(tenant: try TenantName("sandbox"), batchSize: 5000) { rows in
+            for row in rows where row.pk.hasPrefix("MAIN#PK|") { keys.append(String(row.pk.dropFirst(8))) }
+        }
+        let lines = scale.pick(100_000, quick: 2_000)
+        var script = ""
+        script.reserveCapacity(lines * 40)
+        for i in 0..<lines { script += "lookup passkey \(keys[i % keys.count])\n" }
+        let scriptPath = directory.appendingPathComponent("lookups.bctl").path
+        try script.write(toFile: scriptPath, atomically: true, encoding: .utf8)
+        let start = nowNanos()
+        // Some seeded rows are deliberate drift (unauthorized_factor): keep going past them.
+        try runQuiet(
+            binary, ["--format", "json", "--continue-on-error", "-f", scriptPath], environment: environment,
+            allowFailure: true)
+        let scriptSeconds = Double(nowNanos() - start) / 1e9
+
+        return [
+            "startToPromptMedianMillis": .number(prompt.percentile(0.5) / 1e6),
+            "startToPromptP90Millis": .number(prompt.percentile(0.9) / 1e6),
+            "referenceVersionMedianMillis": .number(version.percentile(0.5) / 1e6),
+            "startToPromptTargetMillis": .integer(100),
+            "scriptLookups": .integer(lines),
+            "scriptSeconds": .number(scriptSeconds),
+            "scriptLookupsPerSecond": .number(Double(lines) / scriptSeconds),
+            "scriptTargetSecondsFor100k": .integer(20),
+            "seededBackups": .integer(backups),
+        ]
+    }
+
+    /// Nanoseconds from spawn until the REPL prompt ("> ") shows on the pty.
+    private func timeToPrompt(binary: URL, environment: [String: String]) throws -> UInt64 {
+        var master: Int32 = 0
+        var slave: Int32 = 0
+        guard openpty(&master, &slave, nil, nil, nil) == 0 else { throw POSIXError(.EIO) }
+        defer { close(master) }
+        _ = fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK)
+        let process = Process()
+        process.executableURL = binary
+        process.environment = environment
+        let handle = FileHandle(fileDescriptor: slave, closeOnDealloc: true)
+        process.standardInput = handle
+        process.standardOutput = handle
+        process.standardError = handle
+        let start = nowNanos()
+        try process.run()
+        var seen = ""
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let deadline = start + 10_000_000_000
+        while nowNanos() < deadline {
+            let n = read(master, &buffer, buffer.count)
+            if n > 0 {
+                seen += String(decoding: buffer[0..<n], as: UTF8.self)
+                if seen.contains("> ") { break }
+            } else {
+                usleep(200)
+            }
+        }
+        let elapsed = nowNanos() - start
+        process.terminate()
+        process.waitUntilExit()
+        return elapsed
+    }
+
+    private func runQuiet(_ binary: URL, _ arguments: [String], environment: [String: String], allowFailure: Bool = false)
+        throws
+    {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        process.environment = environment
+        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        process.waitUntilExit()
+        if !allowFailure, process.terminationStatus != 0 {
+            throw POSIXError(.EIO)
+        }
+    }
+}

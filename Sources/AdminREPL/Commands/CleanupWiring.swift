@@ -1,0 +1,78 @@
+import Access
+import BackupModel
+import Cleanup
+import ConsoleStore
+import Foundation
+import Turnkey
+import TurnkeySandbox
+
+/// Builds the cleanup service for the session's tenant: the in-process sandbox for sandbox
+/// tenants, AsyncHTTPClient and the tenant's key files for live ones.
+@MainActor
+enum CleanupWiring {
+    static func service(_ ctx: CommandContext, _ session: Session) throws(ConsoleError) -> CleanupService {
+        guard let store = try ctx.existingStore() as? any CleanupJournalStore else {
+            throw .internalError("This store does not support the cleanup journal.")
+        }
+        let tenant = session.tenant
+        let connection: TurnkeyConnection
+        if tenant.isSandbox {
+            connection = try SandboxTenant.open(store: store, tenant: tenant.name).connection
+        } else {
+            connection = try TurnkeyConnection.live(
+                url: tenant.turnkeyURL, organizationId: tenant.turnkeyOrgId, apiKeyFile: tenant.turnkeyAPIKeyFile,
+                cleanupKeyFile: tenant.cleanupKeyFile)
+        }
+        return CleanupService(
+            store: store, connection: connection,
+            timing: TurnkeyTiming(clock: ctx.clock, sleep: TurnkeyTiming.system.sleep), random: ctx.random)
+    }
+
+    /// `0`, `90`, `90s`, `30m`, `24h`, `2d` → seconds.
+    static func parseDuration(_ text: String) throws(ConsoleError) -> Int {
+        let units: [Character: Int] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
+        var number = Substring(text)
+        var scale = 1
+        if let last = text.last, let unit = units[last] {
+            number = text.dropLast()
+            scale = unit
+        }
+        guard let value = Int(number), value >= 0, value <= 365 * 86_400 / scale else {
+            throw .invalid("invalid_duration", "--grace must be a duration like 0, 90s, 30m, 24h or 2d, got \(text).")
+        }
+        return value * scale
+    }
+}
+
+/// Progress of a run: one rewritten line with counts, rate and ETA on a terminal, a plain line
+/// every five seconds otherwise. Written to stderr so stdout stays one JSON line.
+final class CleanupProgressLine: @unchecked Sendable {
+    private let lock = NSLock()
+    private let terminal: Bool
+    private let started = Date()
+    // Guarded by `lock`.
+    private var lastPrint = Date.distantPast
+    private var printed = false
+
+    init(terminal: Bool) { self.terminal = terminal }
+
+    func update(_ report: RunReport, total: Int) {
+        lock.withLock {
+            let now = Date()
+            guard now.timeIntervalSince(lastPrint) >= (terminal ? 0.2 : 5) else { return }
+            lastPrint = now
+            let done = report.items.count
+            let elapsed = max(0.001, now.timeIntervalSince(started))
+            let rate = Double(done) / elapsed
+            let eta = rate > 0 ? Int(Double(total - done) / rate) : 0
+            let line =
+                "cleanup: \(done)/\(total) done, \(report.deleted) deleted, \(report.alreadyGone) gone, \(report.failed) failed, \(report.needsUser) need user — \(String(format: "%.1f", rate))/s, ETA \(eta)s"
+            FileHandle.standardError.write(Data((terminal ? "\r\u{1B}[2K" + line : line + "\n").utf8))
+            printed = true
+        }
+    }
+
+    func finish() {
+        lock.withLock { if terminal && printed { FileHandle.standardError.write(Data("\n".utf8)) } }
+    }
+}

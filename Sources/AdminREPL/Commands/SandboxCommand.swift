@@ -1,0 +1,70 @@
+import ArgumentParser
+import BackupModel
+import Foundation
+import TurnkeySandbox
+
+/// `sandbox turnkey --listen 127.0.0.1:PORT --state FILE`: the standalone Turnkey emulator (token-free).
+struct SandboxCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sandbox", abstract: "Run emulators for drills and tests.", subcommands: [Turnkey.self])
+
+    struct Turnkey: ConsoleCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "turnkey",
+            abstract:
+                "Serve the Turnkey sandbox on a loopback address until Ctrl-C or SIGTERM (state saved as it changes).")
+
+        @Option(help: "host:port to listen on (port 0 picks one).") var listen: String = "127.0.0.1:0"
+        @Option(help: "JSON state file; created with fresh keys (FILE.api-key, FILE.cleanup-key) if missing.")
+        var state: String
+        @Option(help: "Random sub-orgs to create with a new state file.") var suborgs: Int = 0
+
+        /// How often a changed state is written while serving, in milliseconds.
+        static let saveIntervalMillis: UInt64 = 200
+
+        func execute(_ ctx: CommandContext) async throws -> CommandOutput {
+            let parts = listen.split(separator: ":")
+            guard parts.count == 2, let port = Int(parts[1]), (0...65535).contains(port),
+                ["127.0.0.1", "localhost", "::1"].contains(String(parts[0]))
+            else { throw ConsoleError.usage("--listen must be a loopback host:port, e.g. 127.0.0.1:8787.") }
+            var file = try SandboxStateFile.loadOrCreate(path: state, subOrgCount: suborgs)
+            let (sandbox, directory) = try await file.makeSandbox()
+            SignalFlag.drain()
+            SignalFlag.install()
+            Self.stopOnSIGTERM()
+            defer { SignalFlag.drain() }
+            let server = try await SandboxServer.start(sandbox, host: String(parts[0]), port: port)
+            Terminal.writeErr(
+                "Turnkey sandbox on \(server.baseURL): parent org \(file.parentOrgId), API key \(file.apiKeyFile), cleanup key \(file.cleanupKeyFile). Ctrl-C stops."
+            )
+            // Durable while serving: whatever changed is written (atomically) within one interval,
+            // so the file is current even if this process is killed.
+            var saved = await sandbox.mutations
+            while !SignalFlag.isRaised {
+                try? await Task.sleep(nanoseconds: Self.saveIntervalMillis * 1_000_000)
+                let now = await sandbox.mutations
+                if now != saved {
+                    file = await file.updated(from: sandbox, directory: directory)
+                    try file.save(to: state)
+                    saved = now
+                }
+            }
+            await server.stop()
+            file = await file.updated(from: sandbox, directory: directory)
+            try file.save(to: state)
+            let remaining = file.subOrgs.count
+            return .message(
+                "sandbox stopped; \(remaining) sub-orgs saved to \(state)",
+                json: ["url": server.baseURL, "parentOrgId": file.parentOrgId, "subOrgs": "\(remaining)"])
+        }
+
+        /// SIGTERM stops the server the way Ctrl-C does (a drill's supervisor sends SIGTERM).
+        static func stopOnSIGTERM() {
+            var action = sigaction()
+            action.__sigaction_handler.sa_handler = { _ in SignalFlag.raise() }
+            sigemptyset(&action.sa_mask)
+            action.sa_flags = SA_RESTART
+            sigaction(SIGTERM, &action, nil)
+        }
+    }
+}

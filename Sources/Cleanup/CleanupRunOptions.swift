@@ -1,0 +1,35 @@
+import Foundation
+
+/// The knobs of `cleanup run`.
+public struct CleanupRunOptions: Sendable, Equatable {
+    /// Delete for real; otherwise a dry run that only reports.
+    public var execute: Bool
+    /// Refuse a run that would delete more than this (`--max`, default 100).
+    public var max: Int
+    /// Deletions in flight at once (`--concurrency`).
+    public var concurrency: Int
+    /// Overrides the tenant's grace period (`--grace`), seconds.
+    public var graceSeconds: Int?
+    /// Bound on `get_activity` polls for a PENDING deletion.
+    public var maxPolls: Int
+
+    public init(
+        execute: Bool = false, max: Int = 100, concurrency: Int = 4, graceSeconds: Int? = nil, maxPolls: Int = 5
+    ) {
+        self.execute = execute
+        self.max = max
+        self.concurrency = concurrency
+        self.graceSeconds = graceSeconds
+        self.maxPolls = maxPolls
+    }
+}
+
+/// Shared by the workers of one run: the stop request and the outage marker.
+final class RunFlags: @unchecked Sendable {
+    private let lock = NSLock()
+    // Guarded by `lock`.
+    private var outage: String?
+
+    func markOutage(_ message: String) { lock.withLock { if outage == nil { outage = message } } }
+    var outageMessage: String? { lock.withLock { outage } }
+}

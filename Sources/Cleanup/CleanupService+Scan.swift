@@ -1,0 +1,92 @@
+import Access
+import BackupModel
+import ConsoleStore
+import Turnkey
+
+extension CleanupService {
+    /// `cleanup scan`: `list_suborgs(parent)` minus the referenced sub-orgs, plus queued teardowns.
+    ///
+    /// Streams: one page of ≤ 100 ids is held at a time and checked against the store with one
+    /// indexed `IN` query, so a million sub-orgs against a million backups never sit in memory.
+    /// New orphans are journaled with their first-seen time (the grace clock starts there).
+    /// - Parameter graceSeconds: overrides the tenant's grace period (`--grace`).
+    /// - Throws: ``ConsoleError``: permission, store, or `.remote` when listing fails.
+    public func scan(session: Session, graceSeconds: Int? = nil) async throws(ConsoleError) -> ScanReport {
+        try session.require(.cleanupScan)
+        let report = try await scanCore(session: session, client: client(session), graceSeconds: graceSeconds)
+        try store.appendAudit(
+            session.audit(
+                "cleanup.scan",
+                details: [
+                    "listed": "\(report.listed)", "referenced": "\(report.referenced)",
+                    "orphans": "\(report.orphans.count)",
+                ]))
+        return report
+    }
+
+    /// The scan shared by `scan` and `run`.
+    func scanCore(session: Session, client: TurnkeyClient, graceSeconds: Int?) async throws(ConsoleError) -> ScanReport
+    {
+        let tenant = session.tenantName
+        let grace = Int64(max(0, graceSeconds ?? session.tenant.policy.cleanupGraceSeconds))
+        let now = nowSeconds
+        var open: [String: CleanupItemRecord] = [:]
+        for item in try store.cleanupItems(tenant: tenant, states: [.pending, .failed, .needsUser, .skipped]) {
+            open[item.subOrgId] = item
+        }
+        var seen: Set<String> = []
+        var report = ScanReport()
+        func orphan(_ id: String, _ reason: String, _ firstSeen: Int64) -> ScanReport.Orphan {
+            ScanReport.Orphan(subOrgId: id, reason: reason, firstSeenAt: firstSeen, eligible: now - firstSeen >= grace)
+        }
+        do {
+            for try await page in client.subOrganizations(
+                of: connection.parentOrgId, signer: .apiKey(connection.apiKey))
+            {
+                report.listed += page.count
+                let referenced = try store.referencedSubOrgs(tenant: tenant, among: page)
+                report.referenced += referenced.count
+                var new: [CleanupItemRecord] = []
+                for id in page {
+                    let known = open[id]
+                    if known != nil { seen.insert(id) }
+                    guard !referenced.contains(id) else { continue }
+                    if var item = known {
+                        if item.state == .skipped {
+                            // Referenced at the last run, unreferenced again: the grace clock restarts.
+                            item.state = .pending
+                            item.firstSeenAt = now
+                            item.lastError = nil
+                            item.updatedAt = now
+                            try store.updateCleanupItem(tenant: tenant, item, audit: nil)
+                        }
+                        report.orphans.append(orphan(id, item.reason, item.firstSeenAt))
+                    } else {
+                        new.append(
+                            CleanupItemRecord(subOrgId: id, reason: "unreferenced", firstSeenAt: now, updatedAt: now))
+                        report.orphans.append(orphan(id, "unreferenced", now))
+                    }
+                }
+                if !new.isEmpty { _ = try store.enqueueCleanup(tenant: tenant, new, audit: nil) }
+            }
+        } catch let error as TurnkeyError {
+            throw error.consoleError("Listing the sub-orgs of \(connection.parentOrgId) for tenant \(tenant) failed")
+        } catch let error as ConsoleError {
+            throw error
+        } catch {
+            throw .internalError("Scanning sub-orgs failed: \(error)")
+        }
+        // Open journal items Turnkey no longer lists are gone already (facts: a success).
+        for (id, var item) in open where !seen.contains(id) && item.state != .skipped {
+            item.state = .alreadyGone
+            item.lastError = "not listed by list_suborgs"
+            item.updatedAt = now
+            try store.updateCleanupItem(
+                tenant: tenant, item, audit: session.audit("cleanup.already_gone", target: id, details: ["via": "scan"])
+            )
+            report.vanished += 1
+        }
+        report.orphans.sort { $0.subOrgId < $1.subOrgId }
+        return report
+    }
+}

@@ -1,0 +1,116 @@
+import Access
+import BackupModel
+import ConsoleStore
+import Turnkey
+
+/// Deletes one journaled sub-org: re-verify, journal the body, try each signer, record.
+struct CleanupWorker: Sendable {
+    let service: CleanupService
+    let session: Session
+    let client: TurnkeyClient
+    let flags: RunFlags
+    let maxPolls: Int
+
+    var store: any CleanupJournalStore { service.store }
+    var tenant: TenantName { session.tenantName }
+
+    /// Processes `subOrgId` and returns its outcome; throws only for store failures.
+    func process(_ subOrgId: String) async throws(ConsoleError) -> RunReport.Item {
+        let now = service.nowSeconds
+        guard var item = try store.cleanupItem(tenant: tenant, subOrgId: subOrgId) else {
+            throw .notFound("Sub-org \(subOrgId) vanished from the cleanup journal of \(tenant) during the run.")
+        }
+        if item.state == .deleted || item.state == .alreadyGone {
+            return RunReport.Item(subOrgId: subOrgId, outcome: item.state.rawValue, attempts: item.attempts, error: nil)
+        }
+        // Re-read right before the call: a backup imported since the scan wins.
+        if let backup = try store.subOrgReference(tenant: tenant, subOrgId: subOrgId) {
+            return try record(&item, .skipped, error: "referenced by \(backup)", audit: nil)
+        }
+        if item.body == nil {
+            item.body = try TurnkeyActivityBody.deleteSubOrganization(
+                subOrgId: subOrgId, timestampMs: service.timing.clock.millis()
+            ).text
+            item.updatedAt = now
+            try store.updateCleanupItem(tenant: tenant, item, audit: nil)  // journaled before it is sent
+        }
+        var signers: [(name: String, body: String, signer: TurnkeySigner)] = []
+        if let key = service.connection.cleanupKey, let body = item.body {
+            signers.append(("cleanup_key", body, .apiKey(key)))
+        }
+        if let stamped = try store.stampedTeardown(tenant: tenant, subOrgId: subOrgId) {
+            signers.append(("break_glass", stamped.body, .prestamped(stamped.stamp)))
+        }
+        var lastError = "no signer: the tenant has no cleanup key and no break-glass request was submitted"
+        for (name, body, signer) in signers {
+            let result: Result<(outcome: TurnkeyDeleteOutcome, attempts: Int), TurnkeyError>
+            do throws(TurnkeyError) {
+                result = .success(
+                    try await client.deleteSubOrganization(
+                        subOrgId: subOrgId, body: body, signer: signer, pollSigner: .apiKey(service.connection.apiKey),
+                        maxPolls: maxPolls))
+            } catch {
+                result = .failure(error)
+            }
+            switch result {
+            case .success(let (outcome, attempts)):
+                item.attempts += attempts
+                return try record(&item, outcome: outcome, signer: name)
+            case .failure(let error):
+                item.attempts += error.attempts
+                switch error.kind {
+                case .publicKeyNotFound:
+                    lastError = "\(name) is not a user of the sub-org (PUBLIC_KEY_NOT_FOUND)"
+                    continue
+                case .retryBudgetExhausted:
+                    flags.markOutage(error.description)
+                    return try record(&item, .pending, error: error.description, audit: nil)
+                case .cancelled:
+                    return try record(&item, .pending, error: error.description, audit: nil)
+                default:
+                    return try record(&item, .failed, error: error.description, audit: nil)
+                }
+            }
+        }
+        return try record(
+            &item, .needsUser,
+            error: lastError + "; ask the user to stamp `cleanup teardown-request \(subOrgId)` and `cleanup submit` it",
+            audit: nil)
+    }
+
+    func record(_ item: inout CleanupItemRecord, outcome: TurnkeyDeleteOutcome, signer: String) throws(ConsoleError)
+        -> RunReport.Item
+    {
+        switch outcome {
+        case .deleted(let activity):
+            return try record(
+                &item, .deleted, error: nil,
+                audit: session.audit(
+                    "cleanup.delete", target: item.subOrgId,
+                    details: ["activityId": activity, "signer": signer, "attempts": "\(item.attempts)"]))
+        case .alreadyGone:
+            return try record(
+                &item, .alreadyGone, error: nil,
+                audit: session.audit("cleanup.already_gone", target: item.subOrgId, details: ["signer": signer]))
+        case .pending(let activity):
+            return try record(
+                &item, .pending, error: "activity \(activity) still pending; the next run re-sends the same body",
+                audit: nil)
+        case .consensusNeeded(let activity):
+            return try record(
+                &item, .needsUser, error: "activity \(activity) needs consensus approval in Turnkey", audit: nil)
+        case .refused(let activity, let status, let message):
+            return try record(&item, .failed, error: "activity \(activity) \(status): \(message)", audit: nil)
+        }
+    }
+
+    func record(_ item: inout CleanupItemRecord, _ state: CleanupItemRecord.State, error: String?, audit: AuditDraft?)
+        throws(ConsoleError) -> RunReport.Item
+    {
+        item.state = state
+        item.lastError = error
+        item.updatedAt = service.nowSeconds
+        try store.updateCleanupItem(tenant: tenant, item, audit: audit)
+        return RunReport.Item(subOrgId: item.subOrgId, outcome: state.rawValue, attempts: item.attempts, error: error)
+    }
+}

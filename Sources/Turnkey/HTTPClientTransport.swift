@@ -1,0 +1,46 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// ``TurnkeyTransport`` over AsyncHTTPClient (HTTP/1.1 or 2, TLS by the URL's scheme).
+///
+/// Uses the shared client by default: it pools connections, so ten thousand `list_suborgs`
+/// pages reuse a handful of sockets. Responses are capped at 16 MiB; Turnkey's are small.
+public struct HTTPClientTransport: TurnkeyTransport {
+    private let client: HTTPClient
+    private let maxResponseBytes: Int
+
+    public init(client: HTTPClient = .shared, maxResponseBytes: Int = 16 << 20) {
+        self.client = client
+        self.maxResponseBytes = maxResponseBytes
+    }
+
+    public func send(_ request: TurnkeyHTTPRequest) async throws(TurnkeyError) -> TurnkeyHTTPResponse {
+        var http = HTTPClientRequest(url: request.url)
+        http.method = .POST
+        http.headers.add(name: "Content-Type", value: "application/json")
+        http.headers.add(name: "Accept", value: "application/json")
+        http.headers.add(name: "X-Stamp", value: request.stamp)
+        http.body = .bytes(ByteBuffer(bytes: request.body))
+        let deadline = TimeAmount.milliseconds(request.timeoutMillis)
+        do {
+            let response = try await client.execute(http, timeout: deadline)
+            var buffer = try await response.body.collect(upTo: maxResponseBytes)
+            let bytes = buffer.readBytes(length: buffer.readableBytes) ?? []
+            return TurnkeyHTTPResponse(
+                status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"),
+                body: bytes)
+        } catch let error as HTTPClientError {
+            if error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout {
+                throw TurnkeyError(
+                    .timeout, message: "no answer from \(request.path) within \(request.timeoutMillis) ms")
+            }
+            throw TurnkeyError(.transport, message: "HTTP client error on \(request.path): \(error)")
+        } catch is CancellationError {
+            throw TurnkeyError(.cancelled, message: "the call to \(request.path) was cancelled")
+        } catch {
+            throw TurnkeyError(.transport, message: "connection to Turnkey failed on \(request.path): \(error)")
+        }
+    }
+}

@@ -1,0 +1,60 @@
+import BackupCrypto
+import BackupModel
+import ConsoleStore
+import Turnkey
+
+/// The in-process Turnkey of a sandbox tenant: sub-orgs from the store, keys derived from the name.
+///
+/// A sandbox tenant has no key files. Its parent org id, API key and cleanup key are derived
+/// deterministically from the tenant name (`SHA-256("backupctl-sandbox-…|" + name)`), so every
+/// `backupctl` process sees the same sandbox. They are **not secrets** — anyone can derive them —
+/// which is fine because they only ever unlock this emulator. Every sandbox sub-org has
+/// `auth_user_main` and `sync_factor_user_cleanup` (the cleanup key, deletion-only).
+public enum SandboxTenant {
+    /// The sandbox and the connection that reaches it without a socket.
+    public static func open(store: any CleanupJournalStore, tenant: TenantName, faults: SandboxFaults = .none)
+        throws(ConsoleError) -> (sandbox: TurnkeySandbox, connection: TurnkeyConnection)
+    {
+        let org = parentOrgId(tenant)
+        let apiKey = derivedKey("api-key", tenant)
+        let cleanupKey = derivedKey("cleanup-key", tenant)
+        let sandbox = TurnkeySandbox(
+            parentOrgId: org, directory: StoreDirectory(store: store, tenant: tenant),
+            parentUsers: [try user("sandbox_api_key", apiKey, canDelete: false)],
+            defaultSubOrgUsers: [try user("sync_factor_user_cleanup", cleanupKey, canDelete: true)], faults: faults)
+        let connection = TurnkeyConnection(
+            baseURL: "sandbox://\(tenant)", parentOrgId: org, apiKey: apiKey, cleanupKey: cleanupKey,
+            transport: SandboxTransport(sandbox: sandbox))
+        return (sandbox, connection)
+    }
+
+    public static func parentOrgId(_ tenant: TenantName) -> String {
+        uuid(SHA256.hash(Array("backupctl-sandbox-org|\(tenant)".utf8)))
+    }
+
+    /// A P-256 user for `key`.
+    public static func user(_ name: String, _ key: SecretBytes, canDelete: Bool) throws(ConsoleError) -> SandboxUser {
+        SandboxUser(
+            name: name, publicKey: Hex.encode(try P256.publicKey(privateKey: key, compressed: true)),
+            scheme: TurnkeyStamp.Scheme.p256.rawValue, canDelete: canDelete)
+    }
+
+    /// `SHA-256("backupctl-sandbox-<label>|<tenant>|<n>")` for the first n that is a P-256 scalar.
+    static func derivedKey(_ label: String, _ tenant: TenantName) -> SecretBytes {
+        var counter = 0
+        while true {
+            let key = SecretBytes(SHA256.hash(Array("backupctl-sandbox-\(label)|\(tenant)|\(counter)".utf8)))
+            if P256.isValidPrivateKey(key) { return key }
+            counter += 1
+        }
+    }
+
+    static func uuid(_ digest: [UInt8]) -> String {
+        var raw = Array(digest.prefix(16))
+        raw[6] = raw[6] & 0x0f | 0x40
+        raw[8] = raw[8] & 0x3f | 0x80
+        let hex = Array(Hex.encode(raw))
+        return String(hex[0..<8]) + "-" + String(hex[8..<12]) + "-" + String(hex[12..<16]) + "-"
+            + String(hex[16..<20]) + "-" + String(hex[20..<32])
+    }
+}

@@ -1,0 +1,131 @@
+import Access
+import BackupModel
+import ConsoleStore
+import Foundation
+import Testing
+import Turnkey
+
+@testable import Cleanup
+@testable import TurnkeySandbox
+
+@Suite("cleanup over loopback HTTP against the sandbox server")
+struct CleanupRunTests {
+    @Test("30% 5xx and 10% rate-limit 429: every eligible orphan deleted, bodies identical, references kept")
+    func flakyTurnkey() async throws {
+        let fixture = try await CleanupFixture(
+            orphanCount: 20, faults: SandboxFaults(serverErrorRate: 0.3, rateLimitErrorRate: 0.1), attempts: 6)
+        defer { Task { await fixture.stop() } }
+        let service = fixture.service(budget: 1000)
+        var deleted: Set<String> = []
+        for _ in 0..<5 {  // bounded: retries are per call, a later run finishes the few that fail
+            let report = try await service.run(
+                session: fixture.session, options: CleanupRunOptions(execute: true, concurrency: 4, graceSeconds: 0))
+            deleted.formUnion(
+                report.items.filter { $0.outcome == "deleted" || $0.outcome == "alreadyGone" }.map(\.subOrgId))
+            if deleted.count == fixture.orphans.count { break }
+        }
+        #expect(deleted == Set(fixture.orphans))
+        let left = try await fixture.listed()
+        #expect(left == Set(fixture.referenced))
+        let bodies = await fixture.sandbox.deleteBodies
+        for id in fixture.orphans {
+            let sent = bodies[id] ?? []
+            #expect(!sent.isEmpty)
+            #expect(Set(sent).count == 1, "sub-org \(id) got \(Set(sent).count) different bodies")
+        }
+        for id in fixture.referenced { #expect(bodies[id] == nil) }
+        // Every back-off respects the policy: within [0, min(cap, base·2^n)] (no Retry-After here).
+        #expect(fixture.sleeps.all.allSatisfy { $0 >= 0 && $0 <= 2000 })
+        #expect(!fixture.sleeps.all.isEmpty)
+        let audit = try fixture.store.latestAuditEntries(tenant: fixture.session.tenantName, limit: 1000)
+        #expect(audit.filter { $0.action == "cleanup.delete" }.count == fixture.orphans.count)
+    }
+
+    @Test("a 100% 503 outage longer than the retry budget stops with exit-2 error; the next run finishes")
+    func outage() async throws {
+        let fixture = try await CleanupFixture(orphanCount: 30, faults: SandboxFaults(serverErrorRate: 1))
+        defer { Task { await fixture.stop() } }
+        // The scan itself must get through: the outage starts after listing.
+        let first = fixture.service(
+            transport: HookTransport(inner: HTTPClientTransport()) { request throws(TurnkeyError) in
+                if request.path == TurnkeyWire.deleteSubOrganizationPath { return }
+            }, budget: 5)
+        await fixture.sandbox.setFaults(.none)
+        let outageTransport = OutageSwitch()
+        let during = fixture.service(
+            transport: HookTransport(inner: HTTPClientTransport()) { request throws(TurnkeyError) in
+                if request.path == TurnkeyWire.deleteSubOrganizationPath, outageTransport.on {
+                    throw TurnkeyError(.serverError, status: 503, message: "outage")
+                }
+            }, budget: 5)
+        _ = first
+        outageTransport.on = true
+        do {
+            _ = try await during.run(
+                session: fixture.session, options: CleanupRunOptions(execute: true, concurrency: 2, graceSeconds: 0))
+            Issue.record("the run should have stopped")
+        } catch {
+            #expect(error.kind == .remote)
+            #expect(error.code == "turnkey_unavailable")
+            #expect(error.message.contains("retry budget"))
+        }
+        outageTransport.on = false
+        let report = try await fixture.service().run(
+            session: fixture.session, options: CleanupRunOptions(execute: true, concurrency: 4, graceSeconds: 0))
+        #expect(report.deleted + report.alreadyGone == fixture.orphans.count)
+        #expect(try await fixture.listed() == Set(fixture.referenced))
+    }
+
+    @Test("a backup imported mid-run that references a pending sub-org survives")
+    func importMidRun() async throws {
+        let fixture = try await CleanupFixture(orphanCount: 5)
+        defer { Task { await fixture.stop() } }
+        let target = try #require(fixture.orphans.last)
+        let store = fixture.store
+        let tenant = fixture.session.tenantName
+        let done = OutageSwitch()
+        let service = fixture.service(
+            transport: HookTransport(inner: HTTPClientTransport()) { request throws(TurnkeyError) in
+                guard request.path == TurnkeyWire.deleteSubOrganizationPath, !done.on else { return }
+                done.on = true
+                do {
+                    try CleanupRunTests.reference(target, store: store, tenant: tenant)
+                } catch {
+                    throw TurnkeyError(.badRequest, message: "fixture failed: \(error)")
+                }
+            })
+        let report = try await service.run(
+            session: fixture.session, options: CleanupRunOptions(execute: true, concurrency: 1, graceSeconds: 0))
+        #expect(report.items.first { $0.subOrgId == target }?.outcome == "skipped")
+        #expect(report.deleted == fixture.orphans.count - 1)
+        #expect(try await fixture.listed().contains(target))
+        #expect(await fixture.sandbox.deleteBodies[target] == nil)
+    }
+
+    /// Adds a TURNKEY key referencing `subOrgId` to an existing backup and rewrites it.
+    static func reference(_ subOrgId: String, store: SQLiteConsoleStore, tenant: TenantName) throws {
+        var first: BackupRecord?
+        try store.forEachBackup(tenant: tenant, batchSize: 1) { page throws(ConsoleError) in
+            if first == nil { first = page.first }
+        }
+        var record = try #require(first)
+        record.metadata.keys.append(
+            .turnkey(
+                TurnkeyKey(
+                    encryptedKey: "00", turnkeyAccountId: subOrgId, turnkeyUserId: UUID().uuidString.lowercased(),
+                    turnkeyPrivateKeyId: UUID().uuidString.lowercased())))
+        let rows = try store.lookupRows(tenant: tenant, backupId: record.backupId)
+        try store.writeBackup(
+            tenant: tenant, BackupWrite(record: record, blob: nil, lookupRows: rows),
+            audit: AuditDraft(operatorName: "root", tenant: tenant.rawValue, action: "test.import"))
+    }
+}
+
+final class OutageSwitch: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    var on: Bool {
+        get { lock.withLock { value } }
+        set { lock.withLock { value = newValue } }
+    }
+}
