@@ -100,6 +100,9 @@ let package = Package(
             path: "Benchmarks/BackupctlBench",
             swiftSettings: strict),
 
+        // Shared by the tests that run the real binary as a process (not a test target itself).
+        .target(name: "BackupctlTestSupport", path: "Tests/BackupctlTestSupport", swiftSettings: strict),
+
         .testTarget(name: "BackupModelTests", dependencies: ["BackupModel"]),
         .testTarget(
             name: "BackupCryptoTests", dependencies: ["BackupCrypto", "BackupModel"],
@@ -119,19 +122,24 @@ let package = Package(
             name: "TurnkeyTests", dependencies: ["Turnkey", "BackupCrypto", "BackupModel"]),
         .testTarget(
             name: "TurnkeySandboxTests",
-            dependencies: ["TurnkeySandbox", "Turnkey", "ConsoleStore", "BackupCrypto", "BackupModel"]),
+            dependencies: [
+                "TurnkeySandbox", "Turnkey", "ConsoleStore", "BackupCrypto", "BackupModel", "BackupctlTestSupport",
+            ]),
         .testTarget(
             name: "CleanupTests",
             dependencies: [
                 "Cleanup", "TurnkeySandbox", "Turnkey", "Access", "ConsoleStore", "BackupCrypto", "BackupModel",
+                "BackupctlTestSupport",
             ]),
         .testTarget(
             name: "InspectTests",
             dependencies: ["Inspect", "Access", "ConsoleStore", "BackupCrypto", "BackupModel"]),
         .testTarget(
             name: "RecoveryTests",
-            dependencies: ["Recovery", "Turnkey", "Access", "ConsoleStore", "BackupCrypto", "BackupModel"]),
-        .testTarget(name: "AdminREPLTests", dependencies: ["AdminREPL"]),
+            dependencies: [
+                "Recovery", "Turnkey", "Access", "ConsoleStore", "BackupCrypto", "BackupModel", "BackupctlTestSupport",
+            ]),
+        .testTarget(name: "AdminREPLTests", dependencies: ["AdminREPL", "BackupctlTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,3 +1,4 @@
+import BackupctlTestSupport
 import Foundation
 
 /// Runs the real `backupctl` binary and returns what it printed and its exit status — the
@@ -12,20 +13,7 @@ struct CLI {
     }
 
     /// The binary built next to the test bundle (`swift build --build-tests` builds both).
-    static let binary: URL = {
-        if let explicit = ProcessInfo.processInfo.environment["BACKUPCTL_BIN"] {
-            return URL(fileURLWithPath: explicit)
-        }
-        let testBinary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        var directory = testBinary.deletingLastPathComponent()
-        for _ in 0..<4 {
-            let candidate = directory.appendingPathComponent("backupctl")
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-            directory = directory.deletingLastPathComponent()
-        }
-        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent(".build/debug/backupctl")
-    }()
+    static var binary: URL { BackupctlBinary.url }
 
     /// A fresh store directory; the environment points everything (db, state, data) inside it.
     let directory: URL

@@ -1,3 +1,4 @@
+import BackupctlTestSupport
 import Foundation
 
 #if canImport(Glibc)
@@ -6,8 +7,8 @@ import Foundation
 
 /// The real `backupctl` built by `swift build` (debug), run as a child process.
 enum Binary {
-    static let url = repoRoot.appendingPathComponent(".build/debug/backupctl")
-    static var exists: Bool { FileManager.default.isExecutableFile(atPath: url.path) }
+    static var url: URL { BackupctlBinary.url }
+    static var exists: Bool { BackupctlBinary.exists }
 
     struct Run {
         var status: Int32

@@ -1,3 +1,4 @@
+import BackupctlTestSupport
 import BackupCrypto
 import BackupModel
 import Foundation

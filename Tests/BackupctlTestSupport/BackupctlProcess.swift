@@ -1,27 +1,13 @@
 import Foundation
 
-/// (A copy of Tests/TurnkeySandboxTests/BackupctlProcess.swift: test targets share no sources.)
 /// A running `backupctl` process: its output collected as it comes, signals, a bounded wait.
 ///
 /// The binary is the one built next to the test bundle (`swift build --build-tests` builds both),
-/// found as `Tests/AdminREPLTests/CLI.swift` finds it; `BACKUPCTL_BIN` overrides.
-final class BackupctlProcess: @unchecked Sendable {
-    static let binary: URL = {
-        if let explicit = ProcessInfo.processInfo.environment["BACKUPCTL_BIN"] {
-            return URL(fileURLWithPath: explicit)
-        }
-        let testBinary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        var directory = testBinary.deletingLastPathComponent()
-        for _ in 0..<4 {
-            let candidate = directory.appendingPathComponent("backupctl")
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-            directory = directory.deletingLastPathComponent()
-        }
-        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent(".build/debug/backupctl")
-    }()
+/// found by ``BackupctlBinary``.
+public final class BackupctlProcess: @unchecked Sendable {
+    public static var binary: URL { BackupctlBinary.url }
 
-    static var binaryExists: Bool { FileManager.default.isExecutableFile(atPath: binary.path) }
+    public static var binaryExists: Bool { FileManager.default.isExecutableFile(atPath: binary.path) }
 
     private let process = Process()
     private let lock = NSLock()
@@ -29,7 +15,7 @@ final class BackupctlProcess: @unchecked Sendable {
     private var err = Data()
 
     /// Starts `backupctl ARGUMENTS` with exactly `environment`.
-    init(_ arguments: [String], environment: [String: String]) throws {
+    public init(_ arguments: [String], environment: [String: String]) throws {
         process.executableURL = Self.binary
         process.arguments = arguments
         process.environment = environment
@@ -51,15 +37,15 @@ final class BackupctlProcess: @unchecked Sendable {
         try process.run()
     }
 
-    var pid: Int32 { process.processIdentifier }
-    var isRunning: Bool { process.isRunning }
-    var stdout: String { lock.withLock { String(decoding: out, as: UTF8.self) } }
-    var stderr: String { lock.withLock { String(decoding: err, as: UTF8.self) } }
+    public var pid: Int32 { process.processIdentifier }
+    public var isRunning: Bool { process.isRunning }
+    public var stdout: String { lock.withLock { String(decoding: out, as: UTF8.self) } }
+    public var stderr: String { lock.withLock { String(decoding: err, as: UTF8.self) } }
 
-    func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+    public func signal(_ number: Int32) { kill(process.processIdentifier, number) }
 
     /// Polls `condition` every 20 ms for at most `seconds`; whether it became true.
-    static func waitUntil(seconds: Double, _ condition: () -> Bool) async -> Bool {
+    public static func waitUntil(seconds: Double, _ condition: () -> Bool) async -> Bool {
         let rounds = Int(seconds * 50)
         for _ in 0..<max(1, rounds) {
             if condition() { return true }
@@ -69,7 +55,7 @@ final class BackupctlProcess: @unchecked Sendable {
     }
 
     /// The exit status, or `nil` (after a SIGKILL) when it has not exited within `seconds`.
-    func waitExit(seconds: Double) async -> Int32? {
+    public func waitExit(seconds: Double) async -> Int32? {
         let process = process
         guard await Self.waitUntil(seconds: seconds, { !process.isRunning }) else {
             kill(process.processIdentifier, SIGKILL)
@@ -82,18 +68,13 @@ final class BackupctlProcess: @unchecked Sendable {
         return process.terminationStatus
     }
 
-    var terminatedBySignal: Bool { process.terminationReason == .uncaughtSignal }
+    public var terminatedBySignal: Bool { process.terminationReason == .uncaughtSignal }
 
     /// Makes sure the process is gone (tests end with this in a `defer`).
-    func kill9() {
+    public func kill9() {
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
     }
-}
-
-struct HarnessError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
 }
