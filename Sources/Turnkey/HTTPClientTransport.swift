@@ -11,7 +11,17 @@ public struct HTTPClientTransport: TurnkeyTransport {
     private let client: HTTPClient
     private let maxResponseBytes: Int
 
-    public init(client: HTTPClient = .shared, maxResponseBytes: Int = 16 << 20) {
+    /// The process-wide client: connection pooling as `HTTPClient.shared`, but a connect timeout of
+    /// 5 s. AsyncHTTPClient retries connection establishment until the connect timeout, and with
+    /// the default that meant a refused or unreachable Turnkey held each attempt for the whole
+    /// request deadline.
+    public static let sharedClient: HTTPClient = {
+        var configuration = HTTPClient.Configuration()
+        configuration.timeout.connect = .seconds(5)
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
+
+    public init(client: HTTPClient = HTTPClientTransport.sharedClient, maxResponseBytes: Int = 16 << 20) {
         self.client = client
         self.maxResponseBytes = maxResponseBytes
     }
@@ -40,7 +50,12 @@ public struct HTTPClientTransport: TurnkeyTransport {
         } catch is CancellationError {
             throw TurnkeyError(.cancelled, message: "the call to \(request.path) was cancelled")
         } catch {
-            throw TurnkeyError(.transport, message: "connection to Turnkey failed on \(request.path): \(error)")
+            let text = "\(error)"
+            if text.contains("Connection refused") {
+                throw TurnkeyError(
+                    .transport, message: "Turnkey at \(request.url) refused the connection (nothing listens there?)")
+            }
+            throw TurnkeyError(.transport, message: "connection to Turnkey failed on \(request.path): \(text)")
         }
     }
 }

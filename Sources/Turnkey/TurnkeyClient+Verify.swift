@@ -28,6 +28,12 @@ extension TurnkeyClient {
         do {
             answer = try await client.whoami(organizationId: organizationId, signer: .apiKey(key))
         } catch {
+            // Turnkey answered, and the org is unknown to it: the operator's input is wrong, not Turnkey.
+            if error.kind == .organizationNotFound {
+                throw ConsoleError.invalid(
+                    "turnkey_org_not_found",
+                    "Turnkey at \(url) has no organization \(organizationId); check --turnkey-org (the parent organization id).")
+            }
             throw error.consoleError("Checking Turnkey at \(url) for organization \(organizationId) failed")
         }
         guard answer.organizationId == organizationId else {

@@ -137,11 +137,22 @@ struct CleanupCommand: ParsableCommand {
             abstract: "Print the deletion body for the user to stamp with `recovery stamp` (cleaner).")
 
         @Argument(help: "The sub-organization id.") var subOrgId: String
+        @Option(help: "Write the body's exact bytes to this file (no trailing newline), ready to stamp.")
+        var out: String?
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
             let session = try ctx.session()
             let body = try CleanupWiring.service(ctx, session).teardownRequest(session: session, subOrgId: subOrgId)
-            return CommandOutput(json: ["subOrgId": subOrgId.lowercased(), "body": body]) { _ in body }
+            guard let out else {
+                return CommandOutput(json: ["subOrgId": subOrgId.lowercased(), "body": body]) { _ in body }
+            }
+            // The stamp covers the exact bytes, so the file gets the body and nothing else.
+            guard FileManager.default.createFile(atPath: out, contents: Data(body.utf8)) else {
+                throw ConsoleError.invalid("invalid_file", "Cannot write the body file \(out).")
+            }
+            return CommandOutput(json: ["subOrgId": subOrgId.lowercased(), "body": body, "file": out]) { _ in
+                "Wrote the delete body for \(subOrgId.lowercased()) to \(out); the user stamps it with `backupctl recovery stamp --body-file \(out)`."
+            }
         }
     }
 
