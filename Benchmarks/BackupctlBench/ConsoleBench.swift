@@ -113,7 +113,9 @@ struct ConsoleBench: BenchSuite {
         return elapsed
     }
 
-    private func runQuiet(_ binary: URL, _ arguments: [String], environment: [String: String], allowFailure: Bool = false)
+    private func runQuiet(
+        _ binary: URL, _ arguments: [String], environment: [String: String], allowFailure: Bool = false
+    )
         throws
     {
         let process = Process()

@@ -69,7 +69,8 @@ func peakRSSMiB() -> Double {
 
 /// A scratch directory removed at exit of the suite.
 func scratchDirectory(_ label: String) -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("backupctl-bench-\(label)-\(UUID().uuidString)")
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "backupctl-bench-\(label)-\(UUID().uuidString)")
     try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     return url
 }

@@ -6,7 +6,7 @@ import GRDBSQLite
 import Inspect
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Lookups on an N-backup store against the same indexed query through the SQLite C API, and
@@ -27,7 +27,8 @@ struct InspectBench: BenchSuite {
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("c.db").path
         // BENCH_INSPECT_BACKUPS overrides the size (for profiling at an intermediate scale).
-        let n = ProcessInfo.processInfo.environment["BENCH_INSPECT_BACKUPS"].flatMap { Int($0) }
+        let n =
+            ProcessInfo.processInfo.environment["BENCH_INSPECT_BACKUPS"].flatMap { Int($0) }
             ?? scale.pick(1_000_000, quick: 5_000)
         var out: [String: BenchValue] = ["backups": .integer(n)]
         let data = InspectBenchData(count: n, samples: scale.pick(2_000, quick: 500))
@@ -55,10 +56,13 @@ struct InspectBench: BenchSuite {
                 let pk = try query.candidateKeys().first?.rawValue ?? sample.backupId
                 let isAccount = kind == "account"
                 var t = nowNanos()
-                let rawHit = isAccount ? raw.backupExists(tenant: tenant.rawValue, id: pk) : raw.lookup(tenant: tenant.rawValue, pk: pk)
+                let rawHit =
+                    isAccount
+                    ? raw.backupExists(tenant: tenant.rawValue, id: pk) : raw.lookup(tenant: tenant.rawValue, pk: pk)
                 rawSamples.add(nowNanos() - t)
                 t = nowNanos()
-                let storeHit = isAccount
+                let storeHit =
+                    isAccount
                     ? try store.backupExists(tenant: tenant, id: pk) : try store.lookup(tenant: tenant, pk: pk) != nil
                 storeSamples.add(nowNanos() - t)
                 var resolvedBoth = true
@@ -74,7 +78,9 @@ struct InspectBench: BenchSuite {
                 t = nowNanos()
                 let outcome = try service.resolve(query, tenant: tenant)
                 resolveSamples.add(nowNanos() - t)
-                guard rawHit, storeHit, resolvedBoth, case .hit(let result) = outcome, result.backupId == sample.backupId else {
+                guard rawHit, storeHit, resolvedBoth, case .hit(let result) = outcome,
+                    result.backupId == sample.backupId
+                else {
                     throw ConsoleError.internalError("inspect bench: \(kind) lookup of sample \(index) missed")
                 }
                 if index % 10 == 0 {
@@ -161,9 +167,9 @@ struct InspectBench: BenchSuite {
     /// glibc's `malloc_trim(0)` (not in the Glibc module map), looked up at run time.
     func returnFreedMemoryToOS() {
         #if canImport(Glibc)
-        typealias Trim = @convention(c) (Int) -> Int32
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return }
-        _ = unsafeBitCast(symbol, to: Trim.self)(0)
+            typealias Trim = @convention(c) (Int) -> Int32
+            guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return }
+            _ = unsafeBitCast(symbol, to: Trim.self)(0)
         #endif
     }
 

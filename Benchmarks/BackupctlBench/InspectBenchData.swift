@@ -84,7 +84,9 @@ final class InspectBenchData: @unchecked Sendable {
         let credential = Base64.encode(beBytes + rng.bytes(24), alphabet: .url, padding: false)
         let sub = "1\(100_000_000_000 + i)"
         var factors = [
-            Factor(id: rng.uuid(), createdAt: at, kind: .passkey(PasskeyFactor(credentialId: credential, label: "1Password"))),
+            Factor(
+                id: rng.uuid(), createdAt: at,
+                kind: .passkey(PasskeyFactor(credentialId: credential, label: "1Password"))),
             Factor(
                 id: rng.uuid(), createdAt: at,
                 kind: .oidcAccount(
@@ -109,15 +111,18 @@ final class InspectBenchData: @unchecked Sendable {
         let sync = (0..<2).map { _ in Base64.encode(points.next()) }
         let metadata = BackupMetadata(
             id: id, manifestHash: Hex.encode(rng.bytes(32)), factors: factors,
-            syncFactors: sync.map { Factor(id: rng.uuid(), createdAt: at, kind: .ecKeypair(publicKey: $0)) }, keys: keys)
+            syncFactors: sync.map { Factor(id: rng.uuid(), createdAt: at, kind: .ecKeypair(publicKey: $0)) }, keys: keys
+        )
         if sampled {
-            samples.append(Sample(backupId: id, credentialId: credential, googleSub: sub, keychainKey: keychain, syncKey: sync[0]))
+            samples.append(
+                Sample(backupId: id, credentialId: credential, googleSub: sub, keychainKey: keychain, syncKey: sync[0]))
         }
         let blob = Data(rng.bytes(256))
         let record = BackupRecord(
             backupId: id, metadata: metadata, blobSize: blob.count, blobSHA256: SHA256.hex(Array(blob)), importedAt: 1,
             updatedAt: 1)
         return BackupWrite(
-            record: record, blob: blob, lookupRows: metadata.lookupKeys.map { LookupRow(pk: $0.rawValue, backupId: id) })
+            record: record, blob: blob, lookupRows: metadata.lookupKeys.map { LookupRow(pk: $0.rawValue, backupId: id) }
+        )
     }
 }

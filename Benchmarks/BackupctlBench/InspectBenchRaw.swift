@@ -24,8 +24,11 @@ final class RawLookup {
 
     init(path: String) throws {
         guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, nil) == SQLITE_OK,
-            sqlite3_prepare_v2(db, "SELECT backup_id FROM factor_lookup WHERE tenant = ? AND pk = ?", -1, &lookupStatement, nil) == SQLITE_OK,
-            sqlite3_prepare_v2(db, "SELECT 1 FROM backups WHERE tenant = ? AND backup_id = ?", -1, &backupStatement, nil) == SQLITE_OK,
+            sqlite3_prepare_v2(
+                db, "SELECT backup_id FROM factor_lookup WHERE tenant = ? AND pk = ?", -1, &lookupStatement, nil)
+                == SQLITE_OK,
+            sqlite3_prepare_v2(
+                db, "SELECT 1 FROM backups WHERE tenant = ? AND backup_id = ?", -1, &backupStatement, nil) == SQLITE_OK,
             sqlite3_prepare_v2(db, Self.resolveSQL, -1, &resolveStatement, nil) == SQLITE_OK
         else { throw ConsoleError.internalError("inspect bench: cannot open the raw SQLite connection") }
     }

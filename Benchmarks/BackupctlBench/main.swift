@@ -22,7 +22,10 @@ for suite in selected {
     }
 }
 let report = Report(
-    machine: ["cores": String(ProcessInfo.processInfo.activeProcessorCount), "os": ProcessInfo.processInfo.operatingSystemVersionString],
+    machine: [
+        "cores": String(ProcessInfo.processInfo.activeProcessorCount),
+        "os": ProcessInfo.processInfo.operatingSystemVersionString,
+    ],
     quick: scale.quick, suites: results)
 let encoder = JSONEncoder()
 encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

@@ -44,7 +44,8 @@ public struct AccessService: Sendable {
     /// - Throws: `invalid_token` (exit 77) for an unknown token; the token is never echoed.
     public func authenticate(token: SecretBytes) throws(ConsoleError) -> OperatorRecord {
         guard let op = try store.operatorRecord(tokenHash: OperatorToken.hash(token)) else {
-            throw ConsoleError(.permissionDenied, code: "invalid_token", "The operator token is not known to this store.")
+            throw ConsoleError(
+                .permissionDenied, code: "invalid_token", "The operator token is not known to this store.")
         }
         return op
     }
@@ -146,7 +147,10 @@ public struct AccessService: Sendable {
 
     public func revoke(_ name: OperatorName, session: Session) throws(ConsoleError) {
         try session.require(.manageOperators)
-        guard try store.revoke(operator: name, tenant: session.tenantName, audit: session.audit("operator.revoke", target: name.rawValue))
+        guard
+            try store.revoke(
+                operator: name, tenant: session.tenantName,
+                audit: session.audit("operator.revoke", target: name.rawValue))
         else {
             throw ConsoleError.notFound("Operator \(name) has no role in tenant \(session.tenantName).")
         }

@@ -40,7 +40,8 @@ public struct DataAdminService: Sendable {
 
     /// Writes realistic synthetic backups (real keys) into a sandbox tenant.
     public func seed(
-        backups: Int, orphans: Int, seed: UInt64, session: Session, progress: ((Int) throws(ConsoleError) -> Void)? = nil
+        backups: Int, orphans: Int, seed: UInt64, session: Session,
+        progress: ((Int) throws(ConsoleError) -> Void)? = nil
     ) throws(ConsoleError) -> SeedReport {
         try session.require(.seed)
         let clock = self.clock

@@ -50,4 +50,3 @@ struct Completion {
         return out.sorted()
     }
 }
-

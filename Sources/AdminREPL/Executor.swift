@@ -107,7 +107,8 @@ struct Executor {
             }
             return ExitStatus.ok
         }
-        let message = root.message(for: error)
+        let message =
+            root.message(for: error)
             .split(separator: "\n").first.map(String.init) ?? "invalid command"
         report(.usage(message.hasPrefix("Error: ") ? String(message.dropFirst(7)) : message))
         return ExitStatus.usage

@@ -11,7 +11,8 @@ struct Launcher {
 
     func run() async -> Int32 {
         if options.words == ["--version"] || options.words == ["version"] {
-            Terminal.writeOut(settings.format == .json ? JSONLine.encode(["version": Backupctl.version]) : Backupctl.version)
+            Terminal.writeOut(
+                settings.format == .json ? JSONLine.encode(["version": Backupctl.version]) : Backupctl.version)
             return ExitStatus.ok
         }
         let hasBatch = !options.command.isEmpty || options.file != nil
@@ -30,7 +31,9 @@ struct Launcher {
             return status
         }
         if hasBatch {
-            var lines: [BatchLine] = options.command.enumerated().map { BatchLine(source: "-c #\($0.offset + 1)", text: $0.element) }
+            var lines: [BatchLine] = options.command.enumerated().map {
+                BatchLine(source: "-c #\($0.offset + 1)", text: $0.element)
+            }
             if let file = options.file {
                 guard let script = readScript(file) else {
                     executor.report(.invalid("unreadable_script", "Cannot read the script \(file)."))

@@ -61,18 +61,19 @@ private let getKey: @convention(c) (UnsafeMutablePointer<FILE>?) -> Int32 = { _ 
     }
 }
 
-private let completionHook: @convention(c) (UnsafePointer<CChar>?, Int32, Int32) -> UnsafeMutablePointer<
-    UnsafeMutablePointer<CChar>?
->? = { text, start, _ in
-    backupctl_rl_set_attempted_over(1)
-    let prefix = text.map { String(cString: $0) } ?? ""
-    let buffer = backupctl_rl_line_buffer().map { String(cString: $0) } ?? ""
-    let before = String(decoding: buffer.utf8.prefix(Int(start)), as: UTF8.self)
-    let words = before.split(separator: " ").map(String.init)
-    LineEditor.matches = LineEditor.completer?(words, prefix) ?? []
-    guard let text else { return nil }
-    return rl_completion_matches(text, completionGenerator)
-}
+private let completionHook:
+    @convention(c) (UnsafePointer<CChar>?, Int32, Int32) -> UnsafeMutablePointer<
+        UnsafeMutablePointer<CChar>?
+    >? = { text, start, _ in
+        backupctl_rl_set_attempted_over(1)
+        let prefix = text.map { String(cString: $0) } ?? ""
+        let buffer = backupctl_rl_line_buffer().map { String(cString: $0) } ?? ""
+        let before = String(decoding: buffer.utf8.prefix(Int(start)), as: UTF8.self)
+        let words = before.split(separator: " ").map(String.init)
+        LineEditor.matches = LineEditor.completer?(words, prefix) ?? []
+        guard let text else { return nil }
+        return rl_completion_matches(text, completionGenerator)
+    }
 
 private let completionGenerator: @convention(c) (UnsafePointer<CChar>?, Int32) -> UnsafeMutablePointer<CChar>? = {
     _, state in

@@ -57,4 +57,3 @@ enum LineSplitter {
         return trimmed
     }
 }
-

@@ -13,7 +13,9 @@ struct REPL {
         let history = History(environment: ctx.environment)
         for line in history.load() { LineEditor.addHistory(line) }
         let completion = Completion(tenants: { [ctx] in Self.tenantNames(ctx) })
-        LineEditor.completer = { before, prefix in MainActor.assumeIsolated { completion.candidates(before: before, prefix: prefix) } }
+        LineEditor.completer = { before, prefix in
+            MainActor.assumeIsolated { completion.candidates(before: before, prefix: prefix) }
+        }
         Terminal.writeErr("backupctl \(Backupctl.version) — `help` lists commands, Tab completes, Ctrl-D leaves.")
         while !ctx.quitRequested {
             guard let line = LineEditor.readLine(prompt: prompt()) else {

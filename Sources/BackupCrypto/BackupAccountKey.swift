@@ -44,7 +44,8 @@ public enum BackupAccountKey {
         guard Secp256k1.isValidSecretKey(key) else {
             throw .invalid(
                 "invalid_root_key",
-                "Invalid Root Key: the derived Backup Account Key is not a valid secp256k1 scalar (0 or not below the curve order).")
+                "Invalid Root Key: the derived Backup Account Key is not a valid secp256k1 scalar (0 or not below the curve order)."
+            )
         }
         return key
     }

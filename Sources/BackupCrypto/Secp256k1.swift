@@ -50,7 +50,8 @@ public enum Secp256k1 {
     ///   `invalid_secret_key` when the key is not a valid scalar.
     public static func sign(digest: [UInt8], secretKey: SecretBytes) throws(ConsoleError) -> [UInt8] {
         guard digest.count == 32 else {
-            throw .invalid("invalid_digest", "A secp256k1 signature is made over a 32-byte digest, got \(digest.count) bytes.")
+            throw .invalid(
+                "invalid_digest", "A secp256k1 signature is made over a 32-byte digest, got \(digest.count) bytes.")
         }
         guard isValidSecretKey(secretKey) else { throw invalidSecretKey() }
         var signature = secp256k1_ecdsa_signature()

@@ -53,7 +53,8 @@ public struct AuditEntry: Sendable, Equatable, Codable {
 
     /// The bytes the hash covers: compact JSON of every field but the hashes, keys sorted.
     public var canonicalBytes: Data {
-        Self.canonicalBytes(seq: seq, at: at, operatorName: operatorName, tenant: tenant, action: action,
+        Self.canonicalBytes(
+            seq: seq, at: at, operatorName: operatorName, tenant: tenant, action: action,
             target: target, details: details)
     }
 

@@ -65,8 +65,7 @@ public struct TurnkeyKey: Sendable, Equatable {
     public var turnkeyUserId: String
     public var turnkeyPrivateKeyId: String
 
-    public init(encryptedKey: String, turnkeyAccountId: String, turnkeyUserId: String, turnkeyPrivateKeyId: String)
-    {
+    public init(encryptedKey: String, turnkeyAccountId: String, turnkeyUserId: String, turnkeyPrivateKeyId: String) {
         self.encryptedKey = encryptedKey
         self.turnkeyAccountId = turnkeyAccountId
         self.turnkeyUserId = turnkeyUserId

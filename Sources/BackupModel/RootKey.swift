@@ -102,7 +102,10 @@ enum RootKeyJSONScanner {
             while true {
                 skipSpace()
                 let name = try string(s, &i)
-                defer { var n = name.bytes; wipe(&n) }
+                defer {
+                    var n = name.bytes
+                    wipe(&n)
+                }
                 skipSpace()
                 guard i < s.count, s[i] == UInt8(ascii: ":") else {
                     throw RootKey.invalid("malformed JSON: expected ':'")

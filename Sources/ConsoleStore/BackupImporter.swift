@@ -29,7 +29,8 @@ public struct BackupImporter: Sendable {
     /// - Throws: ``ConsoleError`` when the directory cannot be listed, the tenant does not exist,
     ///   or the store fails; problems with single files are in the report instead.
     public func run(
-        directory: URL, tenant: TenantName, dryRun: Bool, operatorName: String, progress: ((Int) throws(ConsoleError) -> Void)? = nil
+        directory: URL, tenant: TenantName, dryRun: Bool, operatorName: String,
+        progress: ((Int) throws(ConsoleError) -> Void)? = nil
     ) throws(ConsoleError) -> ImportReport {
         guard try store.tenant(tenant) != nil else { throw .notFound("Tenant \(tenant) does not exist.") }
         let export = ExportDirectory(root: directory)

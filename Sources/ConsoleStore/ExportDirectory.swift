@@ -32,7 +32,8 @@ struct ExportDirectory {
         let fm = FileManager.default
         var isDir: ObjCBool = false
         guard fm.fileExists(atPath: root.path, isDirectory: &isDir), isDir.boolValue else {
-            throw .invalid("import_directory", "The import directory \(root.path) does not exist or is not a directory.")
+            throw .invalid(
+                "import_directory", "The import directory \(root.path) does not exist or is not a directory.")
         }
         let names: [String]
         do {
@@ -53,7 +54,8 @@ struct ExportDirectory {
         let url = root.appendingPathComponent(Self.indexFile)
         guard FileManager.default.fileExists(atPath: url.path) else { return nil }
         guard let data = try? Data(contentsOf: url) else {
-            problems.append(.init(path: Self.indexFile, code: "unreadable_file", reason: "The index file cannot be read."))
+            problems.append(
+                .init(path: Self.indexFile, code: "unreadable_file", reason: "The index file cannot be read."))
             return Index()
         }
         struct Line: Decodable {
@@ -70,7 +72,9 @@ struct ExportDirectory {
             let path = "\(Self.indexFile):\(lineNumber)"
             guard let row = try? decoder.decode(Line.self, from: Data(trimmed)) else {
                 problems.append(
-                    .init(path: path, code: "invalid_lookup_row", reason: "Expected {\"PK\": \"…\", \"BackupId\": \"…\"}."))
+                    .init(
+                        path: path, code: "invalid_lookup_row", reason: "Expected {\"PK\": \"…\", \"BackupId\": \"…\"}."
+                    ))
                 continue
             }
             do {

@@ -106,7 +106,7 @@ struct ImportRun {
             details: ["count": "\(ids.count)", "first": ids.first ?? "", "last": ids.last ?? ""])
         do {
             try store.writeBackups(tenant: tenant, batch, audit: draft)
-        } catch where error.kind == .conflict || error.kind == .invalidInput || error.kind == .notFound {
+        } catch  where error.kind == .conflict || error.kind == .invalidInput || error.kind == .notFound {
             for write in batch {
                 let id = write.record.backupId
                 do {
@@ -114,7 +114,7 @@ struct ImportRun {
                         tenant: tenant, write,
                         audit: AuditDraft(
                             operatorName: operatorName, tenant: tenant.rawValue, action: "backup.import", target: id))
-                } catch where error.kind != .internalError {
+                } catch  where error.kind != .internalError {
                     report.imported -= 1
                     report.failed += 1
                     report.lookupRowsImported -= write.lookupRows.count

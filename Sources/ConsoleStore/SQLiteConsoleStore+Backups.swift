@@ -39,7 +39,8 @@ extension SQLiteConsoleStore {
 
     public func backupCount(tenant: TenantName) throws(ConsoleError) -> Int {
         try readOne("counting backups") { db in
-            try Int.fetchOne(db, sql: "SELECT count(*) FROM backups WHERE tenant = ?", arguments: [tenant.rawValue]) ?? 0
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM backups WHERE tenant = ?", arguments: [tenant.rawValue])
+                ?? 0
         }
     }
 
@@ -66,7 +67,8 @@ extension SQLiteConsoleStore {
 
     public func lookup(tenant: TenantName, pk: String) throws(ConsoleError) -> LookupRow? {
         let backupId = try readOne("looking up a factor") { db in
-            let statement = try db.cachedStatement(sql: "SELECT backup_id FROM factor_lookup WHERE tenant = ? AND pk = ?")
+            let statement = try db.cachedStatement(
+                sql: "SELECT backup_id FROM factor_lookup WHERE tenant = ? AND pk = ?")
             // Two text arguments for two placeholders: GRDB's argument validation is redundant here.
             statement.setUncheckedArguments([tenant.rawValue, pk])
             return try String.fetchOne(statement)
@@ -115,7 +117,9 @@ extension SQLiteConsoleStore {
         try readOne("reading the references of sub-org \(subOrgId)") { db in
             try String.fetchOne(
                 db.cachedStatement(
-                    sql: "SELECT backup_id FROM suborg_refs WHERE tenant = ? AND suborg_id = ? ORDER BY backup_id LIMIT 1"),
+                    sql:
+                        "SELECT backup_id FROM suborg_refs WHERE tenant = ? AND suborg_id = ? ORDER BY backup_id LIMIT 1"
+                ),
                 arguments: [tenant.rawValue, subOrgId])
         }
     }

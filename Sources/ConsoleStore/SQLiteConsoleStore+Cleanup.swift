@@ -20,9 +20,10 @@ extension SQLiteConsoleStore {
     /// Returns whether the item was new.
     @discardableResult
     static func enqueue(_ item: CleanupItemRecord, tenant: String, _ db: Database) throws -> Bool {
-        let existed = try Bool.fetchOne(
-            db.cachedStatement(sql: "SELECT 1 FROM cleanup_items WHERE tenant = ? AND suborg_id = ?"),
-            arguments: [tenant, item.subOrgId]) != nil
+        let existed =
+            try Bool.fetchOne(
+                db.cachedStatement(sql: "SELECT 1 FROM cleanup_items WHERE tenant = ? AND suborg_id = ?"),
+                arguments: [tenant, item.subOrgId]) != nil
         try db.cachedStatement(
             sql: """
                 INSERT INTO cleanup_items (tenant, \(cleanupColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)

@@ -70,7 +70,8 @@ extension SQLiteConsoleStore {
             {
                 subOrgs.append(ref)
             }
-            try db.execute(sql: "UPDATE reset_challenges SET used_at = ? WHERE token_hash = ?", arguments: [now, tokenHash])
+            try db.execute(
+                sql: "UPDATE reset_challenges SET used_at = ? WHERE token_hash = ?", arguments: [now, tokenHash])
             try db.execute(sql: "DELETE FROM factor_lookup WHERE tenant = ? AND backup_id = ?", arguments: [t, id])
             let rowsRemoved = db.changesCount
             // Blob, suborg refs and derived rows go by ON DELETE CASCADE; deleted explicitly too,

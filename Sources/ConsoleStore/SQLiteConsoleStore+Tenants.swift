@@ -152,7 +152,8 @@ extension SQLiteConsoleStore {
     {
         try write("revoking \(name) on \(tenant)") { db in
             try db.execute(
-                sql: "DELETE FROM grants WHERE operator = ? AND tenant = ?", arguments: [name.rawValue, tenant.rawValue])
+                sql: "DELETE FROM grants WHERE operator = ? AND tenant = ?",
+                arguments: [name.rawValue, tenant.rawValue])
             let removed = db.changesCount > 0
             _ = try insertAudit(audit, db)
             return removed

@@ -114,14 +114,20 @@ public final class SQLiteConsoleStore: ConsoleStore {
         if let db = error as? DatabaseError {
             switch db.extendedResultCode {
             case .SQLITE_CONSTRAINT_FOREIGNKEY:
-                return .notFound("The console store refused \(what): it refers to a tenant, operator or backup that does not exist.")
+                return .notFound(
+                    "The console store refused \(what): it refers to a tenant, operator or backup that does not exist.")
             case .SQLITE_CONSTRAINT_UNIQUE, .SQLITE_CONSTRAINT_PRIMARYKEY:
-                return ConsoleError(.conflict, code: "conflict", "The console store refused \(what): the record already exists.")
+                return ConsoleError(
+                    .conflict, code: "conflict", "The console store refused \(what): the record already exists.")
             default:
                 if db.resultCode == .SQLITE_CONSTRAINT {
-                    return .invalid("constraint_failed", "The console store refused \(what): \(db.message ?? "a constraint failed").")
+                    return .invalid(
+                        "constraint_failed",
+                        "The console store refused \(what): \(db.message ?? "a constraint failed").")
                 }
-                return .internalError("The console store failed while \(what): \(db.message ?? "SQLite error \(db.resultCode.rawValue)").")
+                return .internalError(
+                    "The console store failed while \(what): \(db.message ?? "SQLite error \(db.resultCode.rawValue)")."
+                )
             }
         }
         return .internalError("The console store failed while \(what): \(error.localizedDescription).")

@@ -49,7 +49,8 @@ struct SyntheticBackup {
             let account: OIDCAccount
             if pick(3) == 0 {
                 let sub = "000\(100 + pick(900)).\(Hex.encode(rng.bytes(16))).\(1000 + pick(9000))"
-                account = OIDCAccount(provider: .apple, sub: sub, maskedEmail: "\(initial())***@privaterelay.appleid.com")
+                account = OIDCAccount(
+                    provider: .apple, sub: sub, maskedEmail: "\(initial())***@privaterelay.appleid.com")
             } else {
                 let sub = "1" + (0..<20).map { _ in String(pick(10)) }.joined()
                 account = OIDCAccount(provider: .google, sub: sub, maskedEmail: "\(initial())***@gmail.com")

@@ -55,7 +55,10 @@ struct CheckTally {
             findingsTotal += 1
             if findings.count < limit {
                 findings.append(
-                    (index, .init(backupId: backupId, check: result.check, status: result.status, detail: result.detail)))
+                    (
+                        index,
+                        .init(backupId: backupId, check: result.check, status: result.status, detail: result.detail)
+                    ))
             }
         }
         if worst == .fail { failing += 1 } else if worst == .warn { warning += 1 }

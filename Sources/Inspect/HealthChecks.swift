@@ -64,8 +64,10 @@ public enum HealthChecks {
     /// Factor and key counts by kind: passkey ↔ PRF, keychain keypair ↔ ICLOUD, OIDC ↔ TURNKEY.
     /// (factors, keys, factor noun, key tag) per pairing.
     static func pairs(_ s: BackupSummary) -> [(Int, Int, String, String)] {
-        [(s.passkeys, s.prfKeys, "passkey", "PRF"), (s.keychainFactors, s.icloudKeys, "keychain keypair", "ICLOUD"),
-         (s.oidcFactors, s.turnkeyKeys, "OIDC factor", "TURNKEY")]
+        [
+            (s.passkeys, s.prfKeys, "passkey", "PRF"), (s.keychainFactors, s.icloudKeys, "keychain keypair", "ICLOUD"),
+            (s.oidcFactors, s.turnkeyKeys, "OIDC factor", "TURNKEY"),
+        ]
     }
 
     static func factorKeys(_ summary: BackupSummary) -> HealthResult {

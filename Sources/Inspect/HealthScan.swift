@@ -66,7 +66,8 @@ public struct HealthScan: Sendable {
         let limit = findingLimit
         var seen = 0
         defer { group.wait() }
-        try store.forEachBackupHealth(tenant: tenant, batchSize: batchSize) { (page: [BackupHealthRow]) throws(ConsoleError) in
+        try store.forEachBackupHealth(tenant: tenant, batchSize: batchSize) {
+            (page: [BackupHealthRow]) throws(ConsoleError) in
             slots.wait()
             group.enter()
             queue.async {

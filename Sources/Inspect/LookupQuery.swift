@@ -36,7 +36,9 @@ public enum LookupQuery: Sendable, Equatable {
     public func candidateKeys() throws(ConsoleError) -> [FactorLookupKey] {
         switch self {
         case .passkey(let text):
-            return try Self.credentialIds(text).map { FactorLookupKey(scope: .main, factor: .passkey(credentialId: $0)) }
+            return try Self.credentialIds(text).map {
+                FactorLookupKey(scope: .main, factor: .passkey(credentialId: $0))
+            }
         case .oidc(let provider, let sub):
             let issuer = try Self.issuer(provider)
             return [FactorLookupKey(scope: .main, factor: .oidc(issuer: issuer, sub: try Self.sub(sub)))]
@@ -62,7 +64,8 @@ public enum LookupQuery: Sendable, Equatable {
         guard !out.isEmpty else {
             throw .invalid(
                 "invalid_credential_id",
-                "Invalid CREDENTIAL_ID \"\(text.prefix(24))\": expected base64url (padded or not), standard base64 or hex.")
+                "Invalid CREDENTIAL_ID \"\(text.prefix(24))\": expected base64url (padded or not), standard base64 or hex."
+            )
         }
         return out
     }
@@ -82,7 +85,8 @@ public enum LookupQuery: Sendable, Equatable {
         let sub = trimmed(raw)
         guard !sub.isEmpty, sub.utf8.count <= 255, !sub.contains("|"), !sub.contains(where: \.isWhitespace) else {
             throw .invalid(
-                "invalid_sub", "Invalid SUB: expected the OIDC subject identifier (1-255 characters, no spaces or '|').")
+                "invalid_sub", "Invalid SUB: expected the OIDC subject identifier (1-255 characters, no spaces or '|')."
+            )
         }
         return sub
     }

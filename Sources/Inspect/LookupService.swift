@@ -45,7 +45,8 @@ public struct LookupService: Sendable {
         switch outcome {
         case .hit(let result):
             try store.appendAudit(
-                session.audit("backup.lookup", target: result.backupId, details: ["kind": query.kind, "scope": result.scope]))
+                session.audit(
+                    "backup.lookup", target: result.backupId, details: ["kind": query.kind, "scope": result.scope]))
             return result
         case .refused(let backupId, let error):
             try store.appendAudit(
@@ -75,7 +76,8 @@ public struct LookupService: Sendable {
         {
             throw LookupQuery.notOnCurve()
         }
-        throw ConsoleError.notFound("No backup in tenant \(tenant) has the \(query.kind) factor \(describe(candidates)).")
+        throw ConsoleError.notFound(
+            "No backup in tenant \(tenant) has the \(query.kind) factor \(describe(candidates)).")
     }
 
     /// Turns the index's answer into a hit or a refusal, as the service does before trusting a
@@ -99,7 +101,8 @@ public struct LookupService: Sendable {
                 ConsoleError(
                     .notFound, code: "unauthorized_factor",
                     "The index maps \(HealthChecks.abbreviate(pk)) to backup \(backupId), but its metadata no "
-                        + "longer has this factor (unauthorized_factor): the service refuses it; see `show \(backupId)`."))
+                        + "longer has this factor (unauthorized_factor): the service refuses it; see `show \(backupId)`."
+                ))
         }
         return .hit(
             LookupResult(backupId: backupId, scope: key.scope.rawValue, lookupKey: pk, kind: kind, factorId: factorId))

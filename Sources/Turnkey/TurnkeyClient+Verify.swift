@@ -32,7 +32,8 @@ extension TurnkeyClient {
             if error.kind == .organizationNotFound {
                 throw ConsoleError.invalid(
                     "turnkey_org_not_found",
-                    "Turnkey at \(url) has no organization \(organizationId); check --turnkey-org (the parent organization id).")
+                    "Turnkey at \(url) has no organization \(organizationId); check --turnkey-org (the parent organization id)."
+                )
             }
             throw error.consoleError("Checking Turnkey at \(url) for organization \(organizationId) failed")
         }

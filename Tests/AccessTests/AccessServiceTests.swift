@@ -81,7 +81,8 @@ import Testing
         let (_, rootSandbox) = try fixture.bootstrap()
         let access = fixture.access(seed: 9)
         let bobToken = try access.addOperator(try OperatorName("bob"), role: .cleaner, session: rootSandbox)
-        let bob = try access.session(operator: try access.authenticate(token: bobToken), tenant: try TenantName("sandbox"))
+        let bob = try access.session(
+            operator: try access.authenticate(token: bobToken), tenant: try TenantName("sandbox"))
         let auditBefore = try fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 1000).count
 
         let error = #expect(throws: ConsoleError.self) {
@@ -92,7 +93,9 @@ import Testing
         #expect(try fixture.store.operatorRecord(named: try OperatorName("mallory")) == nil)
         #expect(try fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 1000).count == auditBefore)
         #expect(throws: ConsoleError.self) {
-            try access.createTenant(TenantRecord(name: try TenantName("x"), isSandbox: true, createdAt: 1), by: try access.authenticate(token: bobToken))
+            try access.createTenant(
+                TenantRecord(name: try TenantName("x"), isSandbox: true, createdAt: 1),
+                by: try access.authenticate(token: bobToken))
         }
     }
 
@@ -102,12 +105,19 @@ import Testing
         let access = fixture.access(seed: 10)
         _ = try access.addOperator(try OperatorName("carol"), role: .viewer, session: rootSandbox)
         try access.grant(try OperatorName("carol"), role: .cleaner, session: rootSandbox)
-        #expect(try access.operators(session: rootSandbox).map { "\($0.operatorName)=\($0.role)" } == ["carol=cleaner", "root=admin"])
+        #expect(
+            try access.operators(session: rootSandbox).map { "\($0.operatorName)=\($0.role)" } == [
+                "carol=cleaner", "root=admin",
+            ])
         try access.revoke(try OperatorName("carol"), session: rootSandbox)
         #expect(try access.operators(session: rootSandbox).count == 1)
-        let again = #expect(throws: ConsoleError.self) { try access.revoke(try OperatorName("carol"), session: rootSandbox) }
+        let again = #expect(throws: ConsoleError.self) {
+            try access.revoke(try OperatorName("carol"), session: rootSandbox)
+        }
         #expect(again?.kind == .notFound)
-        #expect(throws: ConsoleError.self) { try access.addOperator(try OperatorName("carol"), role: .viewer, session: rootSandbox) }
+        #expect(throws: ConsoleError.self) {
+            try access.addOperator(try OperatorName("carol"), role: .viewer, session: rootSandbox)
+        }
     }
 }
 
@@ -121,7 +131,8 @@ import Testing
         let access = fixture.access(seed: 11)
         let token = try access.addOperator(try OperatorName("op"), role: role, session: rootSandbox)
         _ = root
-        let session = try access.session(operator: try access.authenticate(token: token), tenant: try TenantName("sandbox"))
+        let session = try access.session(
+            operator: try access.authenticate(token: token), tenant: try TenantName("sandbox"))
         if role >= permission.minimumRole {
             try session.require(permission)
         } else {

@@ -76,7 +76,8 @@ import Testing
         let (fixture, admin) = try populated(3)
         let access = fixture.access(seed: 12)
         let token = try access.addOperator(try OperatorName("viewer1"), role: .viewer, session: admin)
-        let viewer = try access.session(operator: try access.authenticate(token: token), tenant: try TenantName("sandbox"))
+        let viewer = try access.session(
+            operator: try access.authenticate(token: token), tenant: try TenantName("sandbox"))
         #expect(throws: ConsoleError.self) { try AuditLog(store: fixture.store).list(session: viewer, limit: 5) }
         #expect(throws: ConsoleError.self) { try AuditLog(store: fixture.store).verify(session: viewer) }
         let listed = try AuditLog(store: fixture.store).list(session: admin, limit: 2)

@@ -121,7 +121,9 @@ import Testing
         var cli = CLI()
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
-        let added = try cli.run(["--format", "json", "operator", "add", "vic", "--tenant", "sandbox", "--role", "viewer"])
+        let added = try cli.run([
+            "--format", "json", "operator", "add", "vic", "--tenant", "sandbox", "--role", "viewer",
+        ])
         #expect(added.status == 0)
         let vicToken = CLI.json(added.stdout)?["token"] as? String ?? ""
         // The viewer cannot manage operators: 77, and nothing changes.
@@ -132,7 +134,8 @@ import Testing
         let list = try cli.run(["--format", "json", "operator", "list"])
         #expect(list.stdout.contains(#""operator":"vic","role":"viewer""#))
         #expect(try cli.run(["operator", "revoke", "vic", "--tenant", "sandbox"]).status == 0)
-        #expect(try cli.run(["whoami"], extraEnvironment: ["BACKUPCTL_TOKEN": vicToken]).stdout.contains("none selected"))
+        #expect(
+            try cli.run(["whoami"], extraEnvironment: ["BACKUPCTL_TOKEN": vicToken]).stdout.contains("none selected"))
     }
 
     @Test func tenantsAndUse() throws {
@@ -171,7 +174,8 @@ import Testing
     @Test func aScriptOnStdinCannotAlsoCarryTheRootKey() throws {
         let cli = CLI()
         defer { cli.cleanUp() }
-        let piped = try cli.run([], stdin: "recovery derive\n{\"version\":\"V1\",\"key\":\"\(String(repeating: "11", count: 32))\"}\n")
+        let piped = try cli.run(
+            [], stdin: "recovery derive\n{\"version\":\"V1\",\"key\":\"\(String(repeating: "11", count: 32))\"}\n")
         #expect(piped.status == 64)
         #expect(piped.stderr.contains("--root-key-file"))
         #expect(!piped.stderr.contains("1111111111"))
@@ -180,7 +184,8 @@ import Testing
             ["--format", "json", "recovery", "derive"],
             stdin: "{\"version\":\"V1\",\"key\":\"\(String(repeating: "11", count: 32))\"}")
         #expect(direct.status == 0)
-        #expect(direct.stdout.contains("backup_account_039797dc9fec4e3d3f2f27173ba0faac160ee2f803954e8552c308da22ab40ab5c"))
+        #expect(
+            direct.stdout.contains("backup_account_039797dc9fec4e3d3f2f27173ba0faac160ee2f803954e8552c308da22ab40ab5c"))
     }
 }
 
@@ -207,7 +212,9 @@ import Testing
         var cli = CLI()
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
-        let added = try cli.run(["--format", "json", "operator", "add", "vic", "--tenant", "sandbox", "--role", "viewer"])
+        let added = try cli.run([
+            "--format", "json", "operator", "add", "vic", "--tenant", "sandbox", "--role", "viewer",
+        ])
         let token = CLI.json(added.stdout)?["token"] as? String ?? ""
         let denied = try cli.run(["audit", "list"], extraEnvironment: ["BACKUPCTL_TOKEN": token])
         #expect(denied.status == 77)

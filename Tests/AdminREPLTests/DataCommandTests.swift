@@ -52,7 +52,8 @@ import Testing
         var cli = CLI()
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
-        let seeded = CLI.json(try cli.run(["--format", "json", "seed", "--backups", "40", "--orphans", "5", "--seed", "3"]).stdout)
+        let seeded = CLI.json(
+            try cli.run(["--format", "json", "seed", "--backups", "40", "--orphans", "5", "--seed", "3"]).stdout)
         #expect(seeded?["backups"] as? Int == 40)
         #expect(seeded?["orphanSubOrgs"] as? Int == 5)
         #expect(try cli.run(["seed", "--backups=-1"]).status == 1)

@@ -99,7 +99,9 @@ struct DrillRunbook {
                 var start = above
                 while start > 0, !lines[start].contains("<!--") { start -= 1 }
                 let joined = lines[start...above].joined(separator: " ")
-                if let open = joined.range(of: "<!--"), joined[open.upperBound...].trimmingCharacters(in: .whitespaces).hasPrefix("drill:") {
+                if let open = joined.range(of: "<!--"),
+                    joined[open.upperBound...].trimmingCharacters(in: .whitespaces).hasPrefix("drill:")
+                {
                     annotationText = joined
                 }
             }
@@ -174,7 +176,9 @@ struct DrillRunbook {
             case "mode": annotation.mode = value
             case "requires": annotation.requires.append(value ?? "")
             case "timeout":
-                guard let value, let seconds = TimeInterval(value) else { throw ParseError(description: "timeout needs seconds") }
+                guard let value, let seconds = TimeInterval(value) else {
+                    throw ParseError(description: "timeout needs seconds")
+                }
                 annotation.timeout = seconds
             case "capture":
                 guard let value, let colon = value.firstIndex(of: ":") else {
@@ -183,7 +187,8 @@ struct DrillRunbook {
                 let name = String(value[..<colon])
                 let source = String(value[value.index(after: colon)...])
                 if source.hasPrefix("/") && source.hasSuffix("/") && source.count > 2 {
-                    annotation.captures.append(Capture(name: name, source: .regex(String(source.dropFirst().dropLast()))))
+                    annotation.captures.append(
+                        Capture(name: name, source: .regex(String(source.dropFirst().dropLast()))))
                 } else {
                     annotation.captures.append(Capture(name: name, source: .json(source)))
                 }

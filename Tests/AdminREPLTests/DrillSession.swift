@@ -30,7 +30,9 @@ final class DrillSession {
             self.command = command
         }
 
-        func append(_ data: Data, toErr: Bool) { lock.withLock { if toErr { err.append(data) } else { out.append(data) } } }
+        func append(_ data: Data, toErr: Bool) {
+            lock.withLock { if toErr { err.append(data) } else { out.append(data) } }
+        }
         var result: CLI.Result {
             lock.withLock {
                 CLI.Result(
@@ -51,7 +53,8 @@ final class DrillSession {
         _ = try cli.bootstrap()
         work = cli.directory.appendingPathComponent("work")
         let fixtures = work.appendingPathComponent("runbooks/fixtures")
-        try FileManager.default.createDirectory(at: work.appendingPathComponent("runbooks"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: work.appendingPathComponent("runbooks"), withIntermediateDirectories: true)
         try FileManager.default.copyItem(at: repoRoot.appendingPathComponent("runbooks/fixtures"), to: fixtures)
         environment = cli.environment
         let binDir = CLI.binary.deletingLastPathComponent().path
@@ -72,7 +75,9 @@ final class DrillSession {
     // MARK: - Blocks
 
     func run(_ block: DrillRunbook.Block, in runbook: String) throws {
-        guard let annotation = block.annotation else { throw Failure(description: "\(runbook):\(block.line): not annotated") }
+        guard let annotation = block.annotation else {
+            throw Failure(description: "\(runbook):\(block.line): not annotated")
+        }
         if annotation.isSkip { return }
         for tool in annotation.requires where !hasTool(tool) {
             skipped.append("\(runbook):\(block.line) (needs \(tool))")
@@ -80,7 +85,8 @@ final class DrillSession {
         }
         if let file = annotation.file {
             let url = work.appendingPathComponent(file)
-            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
             try (block.body.joined(separator: "\n") + "\n").write(to: url, atomically: true, encoding: .utf8)
             if let mode = annotation.mode, let bits = Int(mode, radix: 8) {
                 try FileManager.default.setAttributes([.posixPermissions: bits], ofItemAtPath: url.path)
@@ -99,7 +105,9 @@ final class DrillSession {
             for capture in annotation.captures {
                 guard let value = Self.extract(capture.source, from: last) else {
                     throw Failure(
-                        description: "\(runbook):\(block.line): capture \(capture.name) found nothing in\n\(last.stdout)\n\(last.stderr)")
+                        description:
+                            "\(runbook):\(block.line): capture \(capture.name) found nothing in\n\(last.stdout)\n\(last.stderr)"
+                    )
                 }
                 environment[capture.name] = value
             }
@@ -108,7 +116,9 @@ final class DrillSession {
 
     // MARK: - Commands
 
-    func execute(_ command: DrillRunbook.Command, annotation: DrillRunbook.Annotation, place: String) throws -> CLI.Result {
+    func execute(_ command: DrillRunbook.Command, annotation: DrillRunbook.Annotation, place: String) throws
+        -> CLI.Result
+    {
         let text = command.text
         if text.hasPrefix("export ") {
             let assignment = String(text.dropFirst("export ".count))
@@ -129,10 +139,14 @@ final class DrillSession {
             guard let job = background.last else { throw Failure(description: "\(place): no background job") }
             job.process.terminate()
             waitFor(job.process, timeout: 15)
-            guard !job.process.isRunning else { throw Failure(description: "\(place): \(job.command) did not stop on SIGTERM") }
+            guard !job.process.isRunning else {
+                throw Failure(description: "\(place): \(job.command) did not stop on SIGTERM")
+            }
             return job.result
         }
-        if text.hasPrefix("cd ") || text == "cd" { throw Failure(description: "\(place): cd is not supported in drills") }
+        if text.hasPrefix("cd ") || text == "cd" {
+            throw Failure(description: "\(place): cd is not supported in drills")
+        }
         if text.hasSuffix(" &") {
             return try startBackground(String(text.dropLast(2)), expected: command.expected, place: place)
         }
@@ -199,7 +213,9 @@ final class DrillSession {
             usleep(50_000)
         }
         throw Failure(
-            description: "\(place): background `\(text)` did not print what the runbook shows:\n\(job.result.stdout)\n\(job.result.stderr)")
+            description:
+                "\(place): background `\(text)` did not print what the runbook shows:\n\(job.result.stdout)\n\(job.result.stderr)"
+        )
     }
 
     func waitFor(_ process: Process, timeout: TimeInterval) {
@@ -215,8 +231,12 @@ final class DrillSession {
 
     // MARK: - Expectations
 
-    func check(_ result: CLI.Result, against command: DrillRunbook.Command, annotation: DrillRunbook.Annotation, place: String) throws {
-        if command.text.hasSuffix(" &") || command.text.hasPrefix("export ") || command.text.hasPrefix("unset ") { return }
+    func check(
+        _ result: CLI.Result, against command: DrillRunbook.Command, annotation: DrillRunbook.Annotation, place: String
+    ) throws {
+        if command.text.hasSuffix(" &") || command.text.hasPrefix("export ") || command.text.hasPrefix("unset ") {
+            return
+        }
         let expectedStatus: Int32 = command.text == "kill $!" ? result.status : annotation.exit
         guard result.status == expectedStatus else {
             throw Failure(
@@ -288,7 +308,8 @@ final class DrillSession {
         case .regex(let pattern):
             guard let regex = try? NSRegularExpression(pattern: pattern) else { return nil }
             let text = result.stdout + "\n" + result.stderr
-            guard let match = regex.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)), match.numberOfRanges > 1,
+            guard let match = regex.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)),
+                match.numberOfRanges > 1,
                 let range = Range(match.range(at: 1), in: text)
             else { return nil }
             return String(text[range])

@@ -104,7 +104,9 @@ import Testing
         #expect(!piped.stdout.contains("\u{1B}["))
         let forced = try cli.run(["--color", "always", "tenant", "list"])
         #expect(forced.stdout.contains("\u{1B}["))
-        let pty = try PTY(arguments: ["tenant", "list"], environment: cli.environment.merging(["TERM": "xterm", "NO_COLOR": "1"]) { $1 })
+        let pty = try PTY(
+            arguments: ["tenant", "list"],
+            environment: cli.environment.merging(["TERM": "xterm", "NO_COLOR": "1"]) { $1 })
         #expect(pty.waitForExit())
         #expect(pty.transcript.contains("sandbox") && !pty.transcript.contains("\u{1B}[1m"))
     }

@@ -79,8 +79,10 @@ import Testing
     }
 
     @Test func outputLinesMatchWholeLinesWithEllipsisWildcards() {
-        let result = CLI.Result(stdout: "backup:     backup_account_030b2e\nscope:      MAIN\n", stderr: "import: 1 done\n", status: 0)
-        #expect(DrillSession.mismatch(result, expected: ["backup:     backup_account_03…", "…", "scope:      MAIN"]) == nil)
+        let result = CLI.Result(
+            stdout: "backup:     backup_account_030b2e\nscope:      MAIN\n", stderr: "import: 1 done\n", status: 0)
+        #expect(
+            DrillSession.mismatch(result, expected: ["backup:     backup_account_03…", "…", "scope:      MAIN"]) == nil)
         #expect(DrillSession.mismatch(result, expected: ["import: … done"]) == nil)
         #expect(DrillSession.mismatch(result, expected: ["scope: SYNC"]) == "scope: SYNC")
         #expect(DrillSession.mismatch(result, expected: ["scope:      MAIN", "backup: …"]) != nil, "order matters")

@@ -35,7 +35,8 @@ struct Secp256k1Tests {
         #expect(
             Hex.encode(try Secp256k1.publicKey(secretKey: one))
                 == "0279be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798")
-        let nMinus1 = SecretBytes(DERSignature.subtract(DERSignature.secp256k1Order, [UInt8](repeating: 0, count: 31) + [1]))
+        let nMinus1 = SecretBytes(
+            DERSignature.subtract(DERSignature.secp256k1Order, [UInt8](repeating: 0, count: 31) + [1]))
         #expect(Secp256k1.isValidSecretKey(nMinus1))
         // -G has the same x as G and the opposite parity.
         #expect(

@@ -26,7 +26,8 @@ struct VectorFile: Decodable {
 
     static let shared: VectorFile = {
         guard
-            let url = Bundle.module.url(forResource: "backup-account-id", withExtension: "json", subdirectory: "Vectors"),
+            let url = Bundle.module.url(
+                forResource: "backup-account-id", withExtension: "json", subdirectory: "Vectors"),
             let data = try? Data(contentsOf: url),
             let file = try? JSONDecoder().decode(VectorFile.self, from: data)
         else { fatalError("Vectors/backup-account-id.json is missing or malformed") }

@@ -43,7 +43,8 @@ struct AuditEntryTests {
 
     @Test("an entry's canonical bytes come from its draft fields, not its hashes")
     func entry() {
-        let draft = AuditDraft(operatorName: "op", tenant: "prod", action: "backup.show", target: "b1", details: ["k": "v"])
+        let draft = AuditDraft(
+            operatorName: "op", tenant: "prod", action: "backup.show", target: "b1", details: ["k": "v"])
         let e1 = AuditEntry(seq: 3, at: 9, draft: draft, prevHash: AuditEntry.genesisHash, hash: "aa")
         let e2 = AuditEntry(seq: 3, at: 9, draft: draft, prevHash: "bb", hash: "cc")
         #expect(e1.canonicalBytes == e2.canonicalBytes)

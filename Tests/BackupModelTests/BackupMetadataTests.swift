@@ -71,7 +71,10 @@ struct BackupMetadataTests {
         #expect(m.id == Self.id && m.manifestHash == Self.manifest)
         #expect(m.factors.count == 3 && m.syncFactors.count == 1 && m.keys.count == 5)
 
-        guard case .passkey(let passkey) = m.factors[0].kind else { Issue.record("not a passkey"); return }
+        guard case .passkey(let passkey) = m.factors[0].kind else {
+            Issue.record("not a passkey")
+            return
+        }
         #expect(passkey.credentialId == "-_8")
         #expect(passkey.label == "iCloud Keychain")
         #expect(passkey.webauthnCredential?["cred"]?["counter"] == .int(3))
@@ -79,7 +82,10 @@ struct BackupMetadataTests {
         #expect(passkey.registration?["rp_id"] == .string("world.org"))
         #expect(m.factors[0].createdAt.seconds == 1_777_629_600)
 
-        guard case .oidcAccount(let oidc) = m.factors[1].kind else { Issue.record("not OIDC"); return }
+        guard case .oidcAccount(let oidc) = m.factors[1].kind else {
+            Issue.record("not OIDC")
+            return
+        }
         #expect(oidc.provider == .google)
         #expect(oidc.sub == "104512345")
         #expect(oidc.account.maskedEmail == "j***@gmail.com")
@@ -87,7 +93,12 @@ struct BackupMetadataTests {
         #expect(m.factors[1].createdAt.seconds == 1_777_629_600)  // 12:00+02:00 = 10:00Z
 
         #expect(m.factors[2].kind == .ecKeypair(publicKey: Self.mainKey))
-        #expect(m.keys[2] == .turnkey(TurnkeyKey(encryptedKey: "cc03", turnkeyAccountId: "sub-org-1", turnkeyUserId: "user-1", turnkeyPrivateKeyId: "pk-1")))
+        #expect(
+            m.keys[2]
+                == .turnkey(
+                    TurnkeyKey(
+                        encryptedKey: "cc03", turnkeyAccountId: "sub-org-1", turnkeyUserId: "user-1",
+                        turnkeyPrivateKeyId: "pk-1")))
         #expect(m.keys.map(\.tag) == ["PRF", "ICLOUD", "TURNKEY", "TURNKEY", "TURNKEY"])
     }
 
@@ -139,11 +150,17 @@ struct BackupMetadataTests {
     @Test("the exported form decodes, and exported → exported round trips")
     func exportedRoundTrip() throws {
         let m = try decode(Self.exported)
-        guard case .passkey(let passkey) = m.factors[0].kind else { Issue.record("not a passkey"); return }
+        guard case .passkey(let passkey) = m.factors[0].kind else {
+            Issue.record("not a passkey")
+            return
+        }
         #expect(passkey.credentialId == "AQIDBA")
         #expect(passkey.webauthnCredential == nil)
         #expect(m.factors[0].createdAt.seconds == 1_777_629_600)
-        guard case .oidcAccount(let oidc) = m.factors[1].kind else { Issue.record("not OIDC"); return }
+        guard case .oidcAccount(let oidc) = m.factors[1].kind else {
+            Issue.record("not OIDC")
+            return
+        }
         #expect(oidc.sub == nil && oidc.provider == .apple && oidc.account.maskedEmail == "j***@icloud.com")
         // No sub, no OIDC lookup key.
         #expect(m.lookupKeys.map(\.rawValue) == ["MAIN#PK|AQIDBA"])
@@ -171,7 +188,10 @@ struct BackupMetadataTests {
     func exportedToStored() throws {
         let stored = try decode(Self.exported).encoded(.stored)
         let back = try BackupMetadata.decode(stored)
-        guard case .passkey(let passkey) = back.factors[0].kind else { Issue.record("not a passkey"); return }
+        guard case .passkey(let passkey) = back.factors[0].kind else {
+            Issue.record("not a passkey")
+            return
+        }
         #expect(passkey.credentialId == "AQIDBA")
         #expect(passkey.webauthnCredential?["cred"]?["cred_id"] == .string("AQIDBA"))
     }

@@ -39,7 +39,9 @@ struct TimestampTests {
         #expect(Timestamp(rfc3339: text) == nil)
     }
 
-    @Test("formatting is UTC with a Z, and parses back", arguments: [Int64(0), -1, 951_827_696, 1_777_629_600, 4_102_444_800])
+    @Test(
+        "formatting is UTC with a Z, and parses back",
+        arguments: [Int64(0), -1, 951_827_696, 1_777_629_600, 4_102_444_800])
     func format(seconds: Int64) throws {
         let text = Timestamp.format(seconds)
         #expect(text.count == 20 && text.hasSuffix("Z"))
@@ -60,7 +62,8 @@ struct TimestampTests {
 
     @Test("decodes from unix seconds or RFC 3339; rejects other strings")
     func codable() throws {
-        let decoded = try JSONDecoder().decode([Timestamp].self, from: Data(#"[1777629600, "2026-05-01T10:00:00Z"]"#.utf8))
+        let decoded = try JSONDecoder().decode(
+            [Timestamp].self, from: Data(#"[1777629600, "2026-05-01T10:00:00Z"]"#.utf8))
         #expect(decoded[0] == decoded[1])
         #expect(throws: DecodingError.self) {
             try JSONDecoder().decode([Timestamp].self, from: Data(#"["yesterday"]"#.utf8))

@@ -29,7 +29,8 @@ struct BackupWriteTests {
             // A batch with one conflicting backup writes none of them.
             let fine = f.metadata(id: f.backupId(), passkeys: [f.credential()])
             #expect(throws: ConsoleError.self) {
-                try store.writeBackups(tenant: alpha, [f.write(fine), f.write(second)], audit: draft("w", tenant: alpha))
+                try store.writeBackups(
+                    tenant: alpha, [f.write(fine), f.write(second)], audit: draft("w", tenant: alpha))
             }
             #expect(try store.backupExists(tenant: alpha, id: fine.id) == false)
         }
@@ -66,7 +67,10 @@ struct BackupWriteTests {
             let f = Fixtures()
             var writes: [BackupWrite] = []
             for _ in 0..<57 {
-                writes.append(f.write(f.metadata(id: f.backupId(), passkeys: [f.credential()], subOrgs: [f.uuid()], sync: [f.credential()])))
+                writes.append(
+                    f.write(
+                        f.metadata(
+                            id: f.backupId(), passkeys: [f.credential()], subOrgs: [f.uuid()], sync: [f.credential()])))
             }
             try store.writeBackups(tenant: alpha, writes, audit: draft("seed", tenant: alpha))
             var ids: [String] = []

@@ -67,7 +67,9 @@ struct DerivedIndexTests {
             #expect(summary.blobSize == 3 && summary.passkeys == 3 && summary.badSyncFactors == 1)
             #expect(summary.firstBadSyncFactor?.problem == .wrongLength(3))
             // A batch (what import and seed use).
-            let more = (0..<5).map { _ in f.metadata(id: f.backupId(), passkeys: [f.credential()], googleSubs: ["x\(f.uuid())"]) }
+            let more = (0..<5).map { _ in
+                f.metadata(id: f.backupId(), passkeys: [f.credential()], googleSubs: ["x\(f.uuid())"])
+            }
             try store.writeBackups(tenant: alpha, more.map { f.write($0) }, audit: draft("w"))
             try expectConsistent(store, alpha)
             // A reset wipes the derived rows with the backup.
@@ -92,7 +94,8 @@ struct DerivedIndexTests {
         try withStore { store, dir in
             let f = Fixtures()
             let export = try ExportBuilder(in: dir)
-            try export.add(f.metadata(id: f.backupId(), passkeys: [f.credential()], googleSubs: ["104"]), blob: Data([9]))
+            try export.add(
+                f.metadata(id: f.backupId(), passkeys: [f.credential()], googleSubs: ["104"]), blob: Data([9]))
             try export.add(f.metadata(id: f.backupId(), googleSubs: ["105"]), form: .exported)
             _ = try BackupImporter(store: store) { 1 }.run(
                 directory: export.root, tenant: alpha, dryRun: false, operatorName: "tester")
@@ -114,7 +117,10 @@ struct DerivedIndexTests {
             let ghost = f.backupId()
             try store.writeLookupRows(
                 tenant: alpha,
-                [LookupRow(pk: passkeyPK(stale), backupId: metadata.id), LookupRow(pk: "MAIN#PK|Z2hvc3Q", backupId: ghost)],
+                [
+                    LookupRow(pk: passkeyPK(stale), backupId: metadata.id),
+                    LookupRow(pk: "MAIN#PK|Z2hvc3Q", backupId: ghost),
+                ],
                 audit: draft("rows"))
             #expect(
                 try store.resolveLookup(tenant: alpha, pk: passkeyPK(kept))
@@ -149,7 +155,9 @@ struct DerivedIndexTests {
                         INSERT INTO backups (tenant, backup_id, metadata, manifest_hash, blob_size, imported_at, updated_at)
                         VALUES ('alpha', ?, ?, ?, 12, 1, 1)
                         """,
-                    arguments: [metadata.id, String(decoding: metadata.encoded(.stored), as: UTF8.self), metadata.manifestHash])
+                    arguments: [
+                        metadata.id, String(decoding: metadata.encoded(.stored), as: UTF8.self), metadata.manifestHash,
+                    ])
                 try db.execute(
                     sql: "INSERT INTO factor_lookup (tenant, pk, backup_id) VALUES ('alpha', ?, ?)",
                     arguments: ["MAIN#OIDC|https://accounts.google.com|7", metadata.id])
@@ -158,12 +166,15 @@ struct DerivedIndexTests {
         let store = try SQLiteConsoleStore(path: path)
         try expectConsistent(store, alpha)
         let summary = try #require(try firstSummary(store, alpha))
-        #expect(summary.blobSize == 12 && summary.badSyncFactors == 1 && summary.firstBadSyncFactor?.problem == .notBase64)
+        #expect(
+            summary.blobSize == 12 && summary.badSyncFactors == 1 && summary.firstBadSyncFactor?.problem == .notBase64)
         #expect(try store.resolveLookup(tenant: alpha, pk: "MAIN#OIDC|https://accounts.google.com|7")?.factorId != nil)
     }
 
     @Test func syncProblemCodesRoundTrip() {
-        let problems: [SyncFactorProblem] = [.notKeypair("PASSKEY"), .notBase64, .wrongLength(33), .notStoredForm, .notOnCurve]
+        let problems: [SyncFactorProblem] = [
+            .notKeypair("PASSKEY"), .notBase64, .wrongLength(33), .notStoredForm, .notOnCurve,
+        ]
         for problem in problems { #expect(SyncFactorProblem(code: problem.code) == problem) }
         #expect(SyncFactorProblem(code: "nonsense") == nil)
     }

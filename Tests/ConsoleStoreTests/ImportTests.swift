@@ -26,7 +26,8 @@ struct ExportBuilder {
 
     func index(_ rows: [(String, String)], extraLines: [String] = []) throws {
         let lines = rows.map { #"{"PK": "\#($0.0)", "BackupId": "\#($0.1)"}"# } + extraLines
-        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: root.appendingPathComponent("factor_lookup.jsonl"))
+        try Data((lines.joined(separator: "\n") + "\n").utf8).write(
+            to: root.appendingPathComponent("factor_lookup.jsonl"))
     }
 }
 
@@ -43,10 +44,12 @@ struct ImportTests {
             try export.add(a, form: .stored, blob: Data(repeating: 5, count: 1000))
             try export.add(b, form: .exported)
             try Data("ignored".utf8).write(to: export.root.appendingPathComponent("README"))
-            try FileManager.default.createDirectory(at: export.root.appendingPathComponent(".hidden"), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: export.root.appendingPathComponent(".hidden"), withIntermediateDirectories: true)
             var ticks: [Int] = []
             let report = try importer(store).run(
-                directory: export.root, tenant: alpha, dryRun: false, operatorName: "tester", progress: { ticks.append($0) })
+                directory: export.root, tenant: alpha, dryRun: false, operatorName: "tester",
+                progress: { ticks.append($0) })
             #expect(report.backupsSeen == 2 && report.imported == 2 && report.failed == 0 && report.unchanged == 0)
             #expect(report.problems.isEmpty && report.drift.isEmpty && report.conflicts.isEmpty)
             #expect(report.lookupRowsImported == 4)
@@ -73,7 +76,8 @@ struct ImportTests {
             try export.index(
                 [(passkeyPK(kept), a.id), (passkeyPK(stale), a.id), (passkeyPK(orphanCred), ghost)],
                 extraLines: ["not json", #"{"PK": "BOGUS#PK|x", "BackupId": "y"}"#])
-            let report = try importer(store).run(directory: export.root, tenant: alpha, dryRun: false, operatorName: "tester")
+            let report = try importer(store).run(
+                directory: export.root, tenant: alpha, dryRun: false, operatorName: "tester")
             #expect(report.imported == 1)
             #expect(
                 Set(report.drift.map { "\($0.kind.rawValue) \($0.pk) \($0.backupId)" }) == [
@@ -84,7 +88,10 @@ struct ImportTests {
             #expect(report.problems.map(\.path) == ["factor_lookup.jsonl:4", "factor_lookup.jsonl:5"])
             #expect(report.problems.map(\.code) == ["invalid_lookup_row", "invalid_lookup_key"])
             // Rows as they are: the stale one is there, the missing one is not, the orphan too.
-            #expect(Set(try store.lookupRows(tenant: alpha, backupId: a.id).map(\.pk)) == [passkeyPK(kept), passkeyPK(stale)])
+            #expect(
+                Set(try store.lookupRows(tenant: alpha, backupId: a.id).map(\.pk)) == [
+                    passkeyPK(kept), passkeyPK(stale),
+                ])
             #expect(try store.lookup(tenant: alpha, pk: passkeyPK(missing)) == nil)
             #expect(try store.lookup(tenant: alpha, pk: passkeyPK(orphanCred))?.backupId == ghost)
             #expect(report.lookupRowsImported == 3)
@@ -101,7 +108,8 @@ struct ImportTests {
             let c = f.metadata(id: f.backupId(), passkeys: [f.credential()])
             for m in [a, b, c] { try export.add(m) }
             let (first, second) = a.id < b.id ? (a.id, b.id) : (b.id, a.id)
-            let report = try importer(store).run(directory: export.root, tenant: alpha, dryRun: false, operatorName: "tester")
+            let report = try importer(store).run(
+                directory: export.root, tenant: alpha, dryRun: false, operatorName: "tester")
             #expect(report.imported == 2 && report.failed == 1)
             #expect(report.conflicts == [ImportConflict(pk: passkeyPK(shared), backupIds: [first, second])])
             #expect(try store.backupExists(tenant: alpha, id: first))
@@ -126,7 +134,8 @@ struct ImportTests {
             try export.add(huge, blob: Data(count: BackupMetadata.maxBlobBytes + 1))
             try export.addRaw("not-a-backup-id", metadata: Data("{}".utf8))
 
-            let report = try importer(store).run(directory: export.root, tenant: alpha, dryRun: false, operatorName: "tester")
+            let report = try importer(store).run(
+                directory: export.root, tenant: alpha, dryRun: false, operatorName: "tester")
             #expect(report.backupsSeen == 6 && report.imported == 1 && report.failed == 5)
             let byPath = Dictionary(uniqueKeysWithValues: report.problems.map { ($0.path, $0.code) })
             #expect(byPath["\(badJSON)/metadata"] == "invalid_metadata")
@@ -149,12 +158,14 @@ struct ImportTests {
                 metas.append(m)
                 try export.add(m, blob: Data(repeating: UInt8(i), count: 10))
             }
-            let dry = try importer(store).run(directory: export.root, tenant: alpha, dryRun: true, operatorName: "tester")
+            let dry = try importer(store).run(
+                directory: export.root, tenant: alpha, dryRun: true, operatorName: "tester")
             #expect(dry.dryRun && dry.imported == 5)
             #expect(try store.backupCount(tenant: alpha) == 0)
             let auditBefore = try store.auditEntries(tenant: nil, afterSeq: 0, limit: 1000).count
 
-            var wet = try importer(store).run(directory: export.root, tenant: alpha, dryRun: false, operatorName: "tester")
+            var wet = try importer(store).run(
+                directory: export.root, tenant: alpha, dryRun: false, operatorName: "tester")
             wet.dryRun = true
             #expect(wet == dry)
             let afterFirst = try store.auditEntries(tenant: nil, afterSeq: 0, limit: 1000)
@@ -172,7 +183,8 @@ struct ImportTests {
 
             // A changed blob makes that backup (only) be rewritten.
             try Data([42]).write(to: export.root.appendingPathComponent("\(metas[2].id)/backup"))
-            let third = try importer(store).run(directory: export.root, tenant: alpha, dryRun: false, operatorName: "tester")
+            let third = try importer(store).run(
+                directory: export.root, tenant: alpha, dryRun: false, operatorName: "tester")
             #expect(third.imported == 1 && third.unchanged == 4)
             #expect(try store.sealedBlob(tenant: alpha, backupId: metas[2].id) == Data([42]))
         }
@@ -181,7 +193,8 @@ struct ImportTests {
     @Test func unknownTenantAndMissingDirectoryThrow() throws {
         try withStore { store, dir in
             #expect(throws: ConsoleError.self) {
-                try importer(store).run(directory: dir.appendingPathComponent("nope"), tenant: alpha, dryRun: true, operatorName: "t")
+                try importer(store).run(
+                    directory: dir.appendingPathComponent("nope"), tenant: alpha, dryRun: true, operatorName: "t")
             }
             #expect(throws: ConsoleError.self) {
                 try importer(store).run(directory: dir, tenant: try TenantName("zeta"), dryRun: true, operatorName: "t")

@@ -23,7 +23,8 @@ struct ResetAndAuditTests {
         let scene = Scene(id: id, subOrgs: subOrgs)
         try store.insertResetChallenge(
             ResetChallengeRecord(
-                tokenHash: scene.token, tenant: alpha, backupId: id, context: "reset", challenge: Array(repeating: 1, count: 32),
+                tokenHash: scene.token, tenant: alpha, backupId: id, context: "reset",
+                challenge: Array(repeating: 1, count: 32),
                 createdAt: 100, expiresAt: 1000),
             audit: draft("reset.begin", tenant: alpha, target: id))
         return scene
@@ -40,7 +41,8 @@ struct ResetAndAuditTests {
             let s = try scene(store)
             // An earlier sighting of one sub-org keeps its first-seen time.
             _ = try store.enqueueCleanup(
-                tenant: alpha, [CleanupItemRecord(subOrgId: s.subOrgs[0], reason: "unreferenced", firstSeenAt: 10, updatedAt: 10)],
+                tenant: alpha,
+                [CleanupItemRecord(subOrgId: s.subOrgs[0], reason: "unreferenced", firstSeenAt: 10, updatedAt: 10)],
                 audit: nil)
             var verified: ResetChallengeRecord?
             let wipe = try store.completeReset(
@@ -117,7 +119,8 @@ struct ResetAndAuditTests {
         try withStore { store, _ in
             _ = try scene(store)
             let appended = try store.appendAudit(
-                AuditDraft(operatorName: "tester", tenant: nil, action: "backup.show", target: "x", details: ["a": "b/c"]))
+                AuditDraft(
+                    operatorName: "tester", tenant: nil, action: "backup.show", target: "x", details: ["a": "b/c"]))
             let all = try store.auditEntries(tenant: nil, afterSeq: 0, limit: 1000)
             #expect(all.count == 5)
             #expect(all.last == appended)
@@ -129,7 +132,8 @@ struct ResetAndAuditTests {
             #expect(!chainIsValid(tampered))
             #expect(try store.auditEntries(tenant: nil, afterSeq: 3, limit: 1).map(\.seq) == [4])
             #expect(try store.latestAuditEntries(tenant: nil, limit: 2).map(\.seq) == [4, 5])
-            #expect(try store.auditEntries(tenant: alpha, afterSeq: 0, limit: 100).map(\.action) == ["w", "reset.begin"])
+            #expect(
+                try store.auditEntries(tenant: alpha, afterSeq: 0, limit: 100).map(\.action) == ["w", "reset.begin"])
         }
     }
 }

@@ -22,7 +22,8 @@ struct SeederTests {
     @Test func sameSeedSameBackups() throws {
         let first = try withStore { store, _ in
             let sandbox = try #require(try store.tenant(beta))
-            let report = try seeder(store).run(tenant: sandbox, backups: 40, orphans: 3, seed: 7, operatorName: "tester")
+            let report = try seeder(store).run(
+                tenant: sandbox, backups: 40, orphans: 3, seed: 7, operatorName: "tester")
             #expect(report.backups == 40 && report.orphanSubOrgs == 3)
             return try allBackupIds(store, beta)
         }
@@ -54,7 +55,8 @@ struct SeederTests {
     @Test func dataIsRealisticOrphansUnreferencedAndDriftPresent() throws {
         try withStore { store, _ in
             let sandbox = try #require(try store.tenant(beta))
-            let report = try seeder(store).run(tenant: sandbox, backups: 600, orphans: 25, seed: 2026, operatorName: "tester")
+            let report = try seeder(store).run(
+                tenant: sandbox, backups: 600, orphans: 25, seed: 2026, operatorName: "tester")
             #expect(report.driftedBackups > 0 && report.driftedBackups < 40)
 
             var referenced: Set<String> = []
@@ -89,7 +91,8 @@ struct SeederTests {
                 }
             }
             #expect(drift == report.driftedBackups)
-            #expect((kinds["PASSKEY"] ?? 0) > 300 && (kinds["OIDC_ACCOUNT"] ?? 0) > 100 && (kinds["EC_KEYPAIR"] ?? 0) > 600)
+            #expect(
+                (kinds["PASSKEY"] ?? 0) > 300 && (kinds["OIDC_ACCOUNT"] ?? 0) > 100 && (kinds["EC_KEYPAIR"] ?? 0) > 600)
             // One audit entry per batch, not per backup.
             let actions = try store.auditEntries(tenant: beta, afterSeq: 0, limit: 1000).map(\.action)
             #expect(actions.filter { $0 == "seed.backups" }.count == 10)

@@ -11,7 +11,9 @@ struct StoreSchemaTests {
         try withStore { store, _ in
             let tables = try store.pool.read { db in
                 try Row.fetchAll(
-                    db, sql: "SELECT name, sql FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'grdb_%' AND name NOT LIKE 'sqlite_%'"
+                    db,
+                    sql:
+                        "SELECT name, sql FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'grdb_%' AND name NOT LIKE 'sqlite_%'"
                 ).map { ($0[0] as String, $0[1] as String) }
             }
             let names = Set(tables.map(\.0))
@@ -34,7 +36,8 @@ struct StoreSchemaTests {
         try withStore { store, dir in
             let fm = FileManager.default
             let fileMode = try fm.attributesOfItem(atPath: store.path)[.posixPermissions] as? Int
-            let dirMode = try fm.attributesOfItem(atPath: dir.appendingPathComponent("db").path)[.posixPermissions] as? Int
+            let dirMode =
+                try fm.attributesOfItem(atPath: dir.appendingPathComponent("db").path)[.posixPermissions] as? Int
             #expect(fileMode == 0o600)
             #expect(dirMode == 0o700)
         }
@@ -50,7 +53,9 @@ struct StoreSchemaTests {
             #expect(throws: (any Error).self) {
                 try store.pool.write { db in
                     try db.execute(
-                        sql: "INSERT INTO cleanup_items (tenant, suborg_id, reason, first_seen_at, state, updated_at) VALUES ('alpha', 's', 'r', 1, 'bogus', 1)")
+                        sql:
+                            "INSERT INTO cleanup_items (tenant, suborg_id, reason, first_seen_at, state, updated_at) VALUES ('alpha', 's', 'r', 1, 'bogus', 1)"
+                    )
                 }
             }
         }
@@ -63,7 +68,8 @@ struct StoreSchemaTests {
             let cred = f.credential()
             let subOrg = f.uuid()
             let metadata = f.metadata(id: id, passkeys: [cred], subOrgs: [subOrg])
-            try store.writeBackup(tenant: alpha, f.write(metadata, blob: Data([1, 2, 3])), audit: draft("w", tenant: alpha))
+            try store.writeBackup(
+                tenant: alpha, f.write(metadata, blob: Data([1, 2, 3])), audit: draft("w", tenant: alpha))
 
             #expect(try store.backup(tenant: alpha, id: id)?.metadata == metadata)
             #expect(try store.backup(tenant: beta, id: id) == nil)
@@ -91,10 +97,13 @@ struct StoreSchemaTests {
         try withStore { store, _ in
             let admin = OperatorRecord(name: try OperatorName("root"), canCreateTenants: true, createdAt: 1)
             try store.bootstrap(
-                admin: admin, tokenHash: "h1", tenant: TenantRecord(name: try TenantName("gamma"), isSandbox: false, createdAt: 1),
+                admin: admin, tokenHash: "h1",
+                tenant: TenantRecord(name: try TenantName("gamma"), isSandbox: false, createdAt: 1),
                 audit: draft("init"))
             #expect(throws: ConsoleError.self) {
-                try store.bootstrap(admin: admin, tokenHash: "h2", tenant: TenantRecord(name: alpha, isSandbox: false, createdAt: 1), audit: draft("init"))
+                try store.bootstrap(
+                    admin: admin, tokenHash: "h2", tenant: TenantRecord(name: alpha, isSandbox: false, createdAt: 1),
+                    audit: draft("init"))
             }
             #expect(try store.operatorRecord(tokenHash: "h1") == admin)
             #expect(try store.grants(operator: admin.name).map(\.role) == [.admin])
@@ -106,7 +115,8 @@ struct StoreSchemaTests {
             #expect(error?.kind == .conflict)
             try store.grant(GrantRecord(operatorName: bob.name, tenant: alpha, role: .viewer), audit: draft("grant"))
             try store.grant(GrantRecord(operatorName: bob.name, tenant: alpha, role: .support), audit: draft("grant"))
-            #expect(try store.grants(tenant: alpha) == [GrantRecord(operatorName: bob.name, tenant: alpha, role: .support)])
+            #expect(
+                try store.grants(tenant: alpha) == [GrantRecord(operatorName: bob.name, tenant: alpha, role: .support)])
             #expect(try store.revoke(operator: bob.name, tenant: alpha, audit: draft("revoke")) == true)
             #expect(try store.revoke(operator: bob.name, tenant: alpha, audit: draft("revoke")) == false)
             #expect(try store.operators().map(\.name.rawValue) == ["bob", "root"])

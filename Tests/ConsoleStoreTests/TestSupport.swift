@@ -55,7 +55,9 @@ final class Fixtures {
         let keys: [EncryptionKey] =
             passkeys.map { _ in .prf(encryptedKey: "ab12") }
             + subOrgs.map {
-                .turnkey(TurnkeyKey(encryptedKey: "cd34", turnkeyAccountId: $0, turnkeyUserId: uuid(), turnkeyPrivateKeyId: uuid()))
+                .turnkey(
+                    TurnkeyKey(
+                        encryptedKey: "cd34", turnkeyAccountId: $0, turnkeyUserId: uuid(), turnkeyPrivateKeyId: uuid()))
             }
         return BackupMetadata(
             id: id, manifestHash: Hex.encode(rng.bytes(32)), factors: factors,
@@ -68,7 +70,8 @@ final class Fixtures {
             backupId: metadata.id, metadata: metadata, blobSize: blob?.count,
             blobSHA256: blob.map { Hex.encode(SHA256.hash($0)) }, importedAt: 100, updatedAt: 100)
         return BackupWrite(
-            record: record, blob: blob, lookupRows: metadata.lookupKeys.map { LookupRow(pk: $0.rawValue, backupId: metadata.id) })
+            record: record, blob: blob,
+            lookupRows: metadata.lookupKeys.map { LookupRow(pk: $0.rawValue, backupId: metadata.id) })
     }
 }
 

@@ -97,11 +97,15 @@ import Testing
         let big = HealthChecks.sealedBlob(BackupMetadata.maxBlobBytes + 1)
         #expect(big.status == .fail)
         #expect(HealthChecks.sealedBlob(BackupMetadata.maxBlobBytes).status == .ok)
-        let metadata = BackupMetadata(id: "x", manifestHash: String(repeating: "a", count: 64), factors: [], syncFactors: [], keys: [])
+        let metadata = BackupMetadata(
+            id: "x", manifestHash: String(repeating: "a", count: 64), factors: [], syncFactors: [], keys: [])
         #expect(HealthChecks.factorLimits(metadata).status == .warn)
         var tooManySync = metadata
-        tooManySync.factors = [Factor(id: "f", createdAt: Timestamp(seconds: 0), kind: .passkey(PasskeyFactor(credentialId: "AA")))]
-        tooManySync.syncFactors = Array(repeating: Factor(id: "s", createdAt: Timestamp(seconds: 0), kind: .ecKeypair(publicKey: "x")), count: 26)
+        tooManySync.factors = [
+            Factor(id: "f", createdAt: Timestamp(seconds: 0), kind: .passkey(PasskeyFactor(credentialId: "AA")))
+        ]
+        tooManySync.syncFactors = Array(
+            repeating: Factor(id: "s", createdAt: Timestamp(seconds: 0), kind: .ecKeypair(publicKey: "x")), count: 26)
         #expect(HealthChecks.factorLimits(tooManySync).status == .fail)
         #expect(HealthChecks.manifestHash(String(repeating: "g", count: 64)).status == .fail)
     }

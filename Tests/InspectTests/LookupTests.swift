@@ -26,7 +26,10 @@ import Testing
             device = try t.p256()
             let metadata = BackupMetadata(
                 id: id, manifestHash: Hex.encode(t.rng.bytes(32)),
-                factors: [t.passkey(credential), t.google("104512345"), t.apple("001234.abcd.1234"), t.keypair(keychain.uncompressed)],
+                factors: [
+                    t.passkey(credential), t.google("104512345"), t.apple("001234.abcd.1234"),
+                    t.keypair(keychain.uncompressed),
+                ],
                 syncFactors: [t.keypair(device.uncompressed)],
                 keys: [.prf(encryptedKey: "aa"), t.turnkeyKey(), t.turnkeyKey(), .icloud(encryptedKey: "bb")])
             try t.write(metadata)
@@ -83,17 +86,21 @@ import Testing
     func keypairNormalisation(_ form: Int, compressed: Bool) throws {
         let w = try World()
         let encode = Self.keyForms[form].1
-        let main = try w.lookup(.keypair(publicKey: encode(compressed ? w.keychain.compressed : w.keychain.uncompressed), sync: false))
+        let main = try w.lookup(
+            .keypair(publicKey: encode(compressed ? w.keychain.compressed : w.keychain.uncompressed), sync: false))
         #expect(main.backupId == w.id)
         #expect(main.lookupKey == "MAIN#EC_KEYPAIR|" + Base64.encode(w.keychain.uncompressed))
-        let sync = try w.lookup(.keypair(publicKey: encode(compressed ? w.device.compressed : w.device.uncompressed), sync: true))
+        let sync = try w.lookup(
+            .keypair(publicKey: encode(compressed ? w.device.compressed : w.device.uncompressed), sync: true))
         #expect(sync.scope == "SYNC")
         #expect(sync.lookupKey == "SYNC#EC_KEYPAIR|" + Base64.encode(w.device.uncompressed))
     }
 
     @Test func scopeMatters() throws {
         let w = try World()
-        let error = consoleError { _ = try w.lookup(.keypair(publicKey: Base64.encode(w.device.uncompressed), sync: false)) }
+        let error = consoleError {
+            _ = try w.lookup(.keypair(publicKey: Base64.encode(w.device.uncompressed), sync: false))
+        }
         #expect(error?.code == "not_found")
     }
 
@@ -127,10 +134,13 @@ import Testing
 
     @Test func misses() throws {
         let w = try World()
-        #expect(consoleError { _ = try w.lookup(.passkey(credentialId: "AAAAAAAAAAAAAAAAAAAAAA")) }?.code == "not_found")
+        #expect(
+            consoleError { _ = try w.lookup(.passkey(credentialId: "AAAAAAAAAAAAAAAAAAAAAA")) }?.code == "not_found")
         #expect(consoleError { _ = try w.lookup(.oidc(provider: "apple", sub: "nobody")) }?.code == "not_found")
         let other = try w.t.p256()
-        #expect(consoleError { _ = try w.lookup(.keypair(publicKey: Hex.encode(other.compressed), sync: true)) }?.code == "not_found")
+        #expect(
+            consoleError { _ = try w.lookup(.keypair(publicKey: Hex.encode(other.compressed), sync: true)) }?.code
+                == "not_found")
     }
 
     @Test(arguments: [
@@ -140,7 +150,10 @@ import Testing
         (.oidc(provider: "google", sub: ""), "invalid_sub", "SUB"),
         (.oidc(provider: "google", sub: "a|b"), "invalid_sub", "SUB"),
         (.keypair(publicKey: "AAAA", sync: false), "invalid_public_key", "PUBLIC_KEY"),
-        (.keypair(publicKey: "05" + String(repeating: "11", count: 64), sync: false), "invalid_public_key", "PUBLIC_KEY"),
+        (
+            .keypair(publicKey: "05" + String(repeating: "11", count: 64), sync: false), "invalid_public_key",
+            "PUBLIC_KEY"
+        ),
         (.account("backup_account_zz"), "invalid_backup_account_id", "Backup Account ID"),
         (.account("account_02"), "invalid_backup_account_id", "Backup Account ID"),
     ])
@@ -161,7 +174,9 @@ import Testing
         let error = consoleError { _ = try w.lookup(.keypair(publicKey: Base64.encode(bad), sync: true)) }
         #expect(error?.code == "invalid_public_key")
         // x = 2^256 - 1 is above the field prime: the right shape, but not a secp256k1 point.
-        let idError = consoleError { _ = try w.lookup(.account("backup_account_02" + String(repeating: "ff", count: 32))) }
+        let idError = consoleError {
+            _ = try w.lookup(.account("backup_account_02" + String(repeating: "ff", count: 32)))
+        }
         #expect(idError?.code == "invalid_backup_account_id")
     }
 
@@ -182,7 +197,9 @@ import Testing
         let other = try w.t.otherSession()
         let error = consoleError { _ = try w.service.lookup(.account(w.id), session: other) }
         #expect(error?.code == "not_found")
-        let byFactor = consoleError { _ = try w.service.lookup(.oidc(provider: "google", sub: "104512345"), session: other) }
+        let byFactor = consoleError {
+            _ = try w.service.lookup(.oidc(provider: "google", sub: "104512345"), session: other)
+        }
         #expect(byFactor?.code == "not_found")
         let show = consoleError { _ = try BackupInspector(store: w.t.store).show(backupId: w.id, session: other) }
         #expect(show?.code == "not_found")

@@ -18,7 +18,10 @@ import Testing
             switch key {
             case .prf: .prf(encryptedKey: "5ec7e75ec7e7")
             case .turnkey(var k):
-                { k.encryptedKey = "5ec7e75ec7e8"; return .turnkey(k) }()
+                {
+                    k.encryptedKey = "5ec7e75ec7e8"
+                    return .turnkey(k)
+                }()
             case .icloud: key
             }
         }
@@ -40,7 +43,9 @@ import Testing
         #expect(!json.contains("5ec7e7"))
         #expect(!json.contains("encryptedKey"))
         #expect(!json.contains("1045"), "the OIDC sub stays out of show")
-        for field in ["backupId", "manifestHash", "factors", "syncFactors", "keys", "turnkeySubOrgIds", "sealedBlob", "health"] {
+        for field in [
+            "backupId", "manifestHash", "factors", "syncFactors", "keys", "turnkeySubOrgIds", "sealedBlob", "health",
+        ] {
             #expect(json.contains("\"\(field)\":"))
         }
         #expect(!json.contains("\n"))
@@ -71,8 +76,12 @@ import Testing
         #expect(entries.count == 1)
         #expect(entries[0].target == id)
         #expect(entries[0].details["health"] == "ok")
-        #expect(consoleError { _ = try inspector.show(backupId: "nope", session: t.session) }?.code == "invalid_backup_account_id")
-        #expect(consoleError { _ = try inspector.show(backupId: try t.backupId(), session: t.session) }?.code == "not_found")
+        #expect(
+            consoleError { _ = try inspector.show(backupId: "nope", session: t.session) }?.code
+                == "invalid_backup_account_id")
+        #expect(
+            consoleError { _ = try inspector.show(backupId: try t.backupId(), session: t.session) }?.code == "not_found"
+        )
         #expect(try t.audit("backup.show").count == 1)
     }
 
@@ -118,7 +127,8 @@ import Testing
 
     @Test func statsOverSeededTenant() throws {
         let t = try TempStore()
-        _ = try SandboxSeeder(store: t.store).run(tenant: t.session.tenant, backups: 200, orphans: 3, seed: 9, operatorName: "root")
+        _ = try SandboxSeeder(store: t.store).run(
+            tenant: t.session.tenant, backups: 200, orphans: 3, seed: 9, operatorName: "root")
         let stats = try StatsService(store: t.store).stats(session: t.session)
         #expect(stats.backups == 200)
         #expect(stats.factorMix.reduce(0) { $0 + $1.backups } == 200)

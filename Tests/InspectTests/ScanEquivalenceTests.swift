@@ -16,7 +16,8 @@ import Testing
         var tally = CheckTally(limit: limit)
         try t.store.forEachBackup(tenant: t.tenant, batchSize: 100) { page throws(ConsoleError) in
             for record in page {
-                tally.add(backupId: record.backupId, HealthChecks.run(try inspector.healthInput(record, tenant: t.tenant)))
+                tally.add(
+                    backupId: record.backupId, HealthChecks.run(try inspector.healthInput(record, tenant: t.tenant)))
             }
         }
         return tally.report(scope: "tenant", tenant: t.tenant.rawValue)
@@ -38,8 +39,10 @@ import Testing
         // Exported OIDC factor without sub, a bad and an off-kind sync factor, bad hash, no blob.
         var c = try t.healthyMetadata(id: try t.backupId())
         c.factors.append(
-            t.factor(.oidcAccount(OIDCAccountFactor(
-                account: OIDCAccount(provider: .apple, sub: nil, maskedEmail: nil), turnkeyProviderId: nil))))
+            t.factor(
+                .oidcAccount(
+                    OIDCAccountFactor(
+                        account: OIDCAccount(provider: .apple, sub: nil, maskedEmail: nil), turnkeyProviderId: nil))))
         c.syncFactors.append(t.factor(.ecKeypair(publicKey: Base64.encode(try t.p256().compressed))))
         c.syncFactors.append(t.passkey(t.rng.bytes(16)))
         c.manifestHash = "xyz"
@@ -89,13 +92,14 @@ import Testing
         var withSubOrg = 0
         try t.store.forEachBackup(tenant: t.tenant, batchSize: 100) { page throws(ConsoleError) in
             for record in page {
-                let kinds = Set(record.metadata.factors.map { factor -> String in
-                    switch factor.kind {
-                    case .passkey: "passkey"
-                    case .oidcAccount: "oidc"
-                    case .ecKeypair: "keychain"
-                    }
-                })
+                let kinds = Set(
+                    record.metadata.factors.map { factor -> String in
+                        switch factor.kind {
+                        case .passkey: "passkey"
+                        case .oidcAccount: "oidc"
+                        case .ecKeypair: "keychain"
+                        }
+                    })
                 mixes[kinds.isEmpty ? "none" : kinds.sorted().joined(separator: "+"), default: 0] += 1
                 if !record.metadata.turnkeySubOrgIds.isEmpty { withSubOrg += 1 }
             }

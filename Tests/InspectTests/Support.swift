@@ -47,7 +47,10 @@ final class TempStore {
     /// A P-256 public key: (uncompressed bytes, compressed bytes).
     func p256() throws -> (uncompressed: [UInt8], compressed: [UInt8]) {
         let key = P256.generatePrivateKey(using: rng)
-        return (try P256.publicKey(privateKey: key, compressed: false), try P256.publicKey(privateKey: key, compressed: true))
+        return (
+            try P256.publicKey(privateKey: key, compressed: false),
+            try P256.publicKey(privateKey: key, compressed: true)
+        )
     }
 
     func factor(_ kind: FactorKind) -> Factor {
@@ -55,26 +58,35 @@ final class TempStore {
     }
 
     func passkey(_ credentialId: [UInt8]) -> Factor {
-        factor(.passkey(PasskeyFactor(credentialId: Base64.encode(credentialId, alphabet: .url, padding: false), label: "1Password")))
+        factor(
+            .passkey(
+                PasskeyFactor(
+                    credentialId: Base64.encode(credentialId, alphabet: .url, padding: false), label: "1Password")))
     }
 
     func google(_ sub: String) -> Factor {
-        factor(.oidcAccount(OIDCAccountFactor(
-            account: OIDCAccount(provider: .google, sub: sub, maskedEmail: "j***@gmail.com"), turnkeyProviderId: rng.uuid())))
+        factor(
+            .oidcAccount(
+                OIDCAccountFactor(
+                    account: OIDCAccount(provider: .google, sub: sub, maskedEmail: "j***@gmail.com"),
+                    turnkeyProviderId: rng.uuid())))
     }
 
     func apple(_ sub: String) -> Factor {
-        factor(.oidcAccount(OIDCAccountFactor(
-            account: OIDCAccount(provider: .apple, sub: sub, maskedEmail: "j***@privaterelay.appleid.com"),
-            turnkeyProviderId: rng.uuid())))
+        factor(
+            .oidcAccount(
+                OIDCAccountFactor(
+                    account: OIDCAccount(provider: .apple, sub: sub, maskedEmail: "j***@privaterelay.appleid.com"),
+                    turnkeyProviderId: rng.uuid())))
     }
 
     func keypair(_ bytes: [UInt8]) -> Factor { factor(.ecKeypair(publicKey: Base64.encode(bytes))) }
 
     func turnkeyKey(subOrg: String? = nil) -> EncryptionKey {
-        .turnkey(TurnkeyKey(
-            encryptedKey: "deadbeefcafe", turnkeyAccountId: subOrg ?? rng.uuid(), turnkeyUserId: rng.uuid(),
-            turnkeyPrivateKeyId: rng.uuid()))
+        .turnkey(
+            TurnkeyKey(
+                encryptedKey: "deadbeefcafe", turnkeyAccountId: subOrg ?? rng.uuid(), turnkeyUserId: rng.uuid(),
+                turnkeyPrivateKeyId: rng.uuid()))
     }
 
     /// A healthy backup: one passkey with its PRF key, one device.
@@ -85,13 +97,15 @@ final class TempStore {
     }
 
     /// Writes `metadata` with a blob; `rows` defaults to exactly what the metadata implies.
-    func write(_ metadata: BackupMetadata, blob: Data? = Data(repeating: 7, count: 2048), rows: [String]? = nil) throws {
+    func write(_ metadata: BackupMetadata, blob: Data? = Data(repeating: 7, count: 2048), rows: [String]? = nil) throws
+    {
         let record = BackupRecord(
             backupId: metadata.id, metadata: metadata, blobSize: blob?.count,
             blobSHA256: blob.map { SHA256.hex(Array($0)) }, importedAt: 1, updatedAt: 1)
         let pks = rows ?? metadata.lookupKeys.map(\.rawValue)
         try store.writeBackup(
-            tenant: tenant, BackupWrite(record: record, blob: blob, lookupRows: pks.map { LookupRow(pk: $0, backupId: metadata.id) }),
+            tenant: tenant,
+            BackupWrite(record: record, blob: blob, lookupRows: pks.map { LookupRow(pk: $0, backupId: metadata.id) }),
             audit: session.audit("test.write", target: metadata.id))
     }
 

@@ -22,7 +22,8 @@ struct AuditCommand: ParsableCommand {
                         [
                             String(entry.seq), Timestamp.format(entry.at / 1000), entry.operatorName, entry.action,
                             entry.target ?? "-",
-                            entry.details.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "),
+                            entry.details.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(
+                                separator: " "),
                         ]
                     }
                 ).render(style)

@@ -36,8 +36,10 @@ struct ImportCommand: ConsoleCommand {
         }
         if !r.conflicts.isEmpty {
             out += "\n\n" + style.bold("Factors enrolled in more than one backup") + "\n"
-            out += TextTable(["LOOKUP KEY", "BACKUPS"], r.conflicts.map { [$0.pk, $0.backupIds.joined(separator: ", ")] })
-                .render(style)
+            out += TextTable(
+                ["LOOKUP KEY", "BACKUPS"], r.conflicts.map { [$0.pk, $0.backupIds.joined(separator: ", ")] }
+            )
+            .render(style)
         }
         if !r.drift.isEmpty {
             out += "\n\n" + style.bold("Index drift (imported as the service has it)") + "\n"

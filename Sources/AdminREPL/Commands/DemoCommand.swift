@@ -58,11 +58,16 @@ struct DemoCommand: ConsoleCommand {
             "first drill, runbooks/support-session.md (from the repository root): \(connect) import runbooks/fixtures/export",
             "then: \(connect) lookup passkey w6hZIQi3LVcwPvQekJSl_Q",
         ]
-        let result = Result(db: db, tokenFile: tokenFile, tenant: AccessService.defaultTenant, seeded: seeded, next: next)
+        let result = Result(
+            db: db, tokenFile: tokenFile, tenant: AccessService.defaultTenant, seeded: seeded, next: next)
         return CommandOutput(json: result) { style in
             var pairs = [("demo store", db), ("token file", tokenFile), ("tenant", "sandbox (you are its admin)")]
             if let s = seeded {
-                pairs.append(("seeded", "\(s.backups) backups, \(s.orphanSubOrgs) orphan sub-orgs, \(s.driftedBackups) with index drift"))
+                pairs.append(
+                    (
+                        "seeded",
+                        "\(s.backups) backups, \(s.orphanSubOrgs) orphan sub-orgs, \(s.driftedBackups) with index drift"
+                    ))
             }
             pairs.append(("connect again", next[0]))
             pairs.append(("first drill", "runbooks/support-session.md (run from the repository root)"))
@@ -79,6 +84,8 @@ struct DemoCommand: ConsoleCommand {
         defer { close(fd) }
         fchmod(fd, 0o600)
         let written = token.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        guard written == token.count else { throw ConsoleError.internalError("Cannot write the demo token file \(path).") }
+        guard written == token.count else {
+            throw ConsoleError.internalError("Cannot write the demo token file \(path).")
+        }
     }
 }

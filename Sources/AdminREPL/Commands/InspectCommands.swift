@@ -63,11 +63,13 @@ struct LookupCommand: ParsableCommand {
 /// `show BACKUP_ID`: one backup's factors, keys, blob and health.
 struct ShowCommand: ConsoleCommand {
     static let configuration = CommandConfiguration(
-        commandName: "show", abstract: "Show a backup: factors, devices, key kinds, sub-orgs, blob and health (viewer).")
+        commandName: "show", abstract: "Show a backup: factors, devices, key kinds, sub-orgs, blob and health (viewer)."
+    )
     @Argument(help: "The backup id (its Backup Account ID).") var backupId: String
 
     func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-        let report = try BackupInspector(store: try ctx.existingStore()).show(backupId: backupId, session: try ctx.session())
+        let report = try BackupInspector(store: try ctx.existingStore()).show(
+            backupId: backupId, session: try ctx.session())
         return CommandOutput(json: report) { style in InspectRender.show(report, style) }
     }
 }

@@ -8,7 +8,10 @@ enum InspectRender {
         var out = keyValueBlock(
             [
                 ("backup", style.cyan(r.backupId)), ("manifest", r.manifestHash),
-                ("sealed blob", r.sealedBlob.bytes.map { "\($0) bytes, sha256 \(r.sealedBlob.sha256 ?? "-")" } ?? style.red("none")),
+                (
+                    "sealed blob",
+                    r.sealedBlob.bytes.map { "\($0) bytes, sha256 \(r.sealedBlob.sha256 ?? "-")" } ?? style.red("none")
+                ),
                 ("sub-orgs", r.turnkeySubOrgIds.isEmpty ? "-" : r.turnkeySubOrgIds.joined(separator: ", ")),
                 ("health", style.status(r.overall.rawValue)),
             ], style)
@@ -17,7 +20,9 @@ enum InspectRender {
         out += "\n\n" + style.bold("Keys") + "\n"
         out += TextTable(
             ["KIND", "SUB-ORG", "USER", "PRIVATE KEY"],
-            r.keys.map { [$0.kind, $0.turnkeyAccountId ?? "-", $0.turnkeyUserId ?? "-", $0.turnkeyPrivateKeyId ?? "-"] }
+            r.keys.map {
+                [$0.kind, $0.turnkeyAccountId ?? "-", $0.turnkeyUserId ?? "-", $0.turnkeyPrivateKeyId ?? "-"]
+            }
         ).render(style)
         if !r.unauthorizedLookupKeys.isEmpty {
             out += "\n\n" + style.bold("Index rows without a factor (unauthorized_factor)") + "\n"
@@ -54,10 +59,12 @@ enum InspectRender {
                 ("failing", r.backupsFailing > 0 ? style.red("\(r.backupsFailing)") : "0"),
                 ("warning", r.backupsWarning > 0 ? style.yellow("\(r.backupsWarning)") : "0"),
             ], style)
-        out += "\n\n" + TextTable(
-            ["CHECK", "OK", "WARN", "FAIL"],
-            r.summary.map { [$0.check, "\($0.ok)", "\($0.warn)", $0.fail > 0 ? style.red("\($0.fail)") : "0"] }
-        ).render(style)
+        out +=
+            "\n\n"
+            + TextTable(
+                ["CHECK", "OK", "WARN", "FAIL"],
+                r.summary.map { [$0.check, "\($0.ok)", "\($0.warn)", $0.fail > 0 ? style.red("\($0.fail)") : "0"] }
+            ).render(style)
         if !r.findings.isEmpty {
             out += "\n\n" + style.bold("Findings") + "\n"
             out += r.findings.map {
@@ -65,7 +72,9 @@ enum InspectRender {
             }.joined(separator: "\n")
         }
         if r.findingsOmitted > 0 {
-            out += "\n" + style.dim("… \(r.findingsOmitted) more findings not listed; `show BACKUP_ID` details one backup.")
+            out +=
+                "\n"
+                + style.dim("… \(r.findingsOmitted) more findings not listed; `show BACKUP_ID` details one backup.")
         }
         return out
     }

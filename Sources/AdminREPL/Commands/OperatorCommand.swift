@@ -22,7 +22,8 @@ struct OperatorCommand: ParsableCommand {
             let session = try ctx.access.session(operator: try ctx.currentOperator(), tenant: try TenantName(tenant))
             let token = try ctx.access.addOperator(name, role: role, session: session)
             let text = token.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
-            return CommandOutput(json: ["operator": name.rawValue, "tenant": tenant, "role": role.name, "token": text]) {
+            return CommandOutput(json: ["operator": name.rawValue, "tenant": tenant, "role": role.name, "token": text])
+            {
                 style in
                 keyValueBlock(
                     [("operator", name.rawValue), ("tenant", tenant), ("role", role.name), ("token", text)], style)

@@ -107,7 +107,9 @@ struct ResetWalkthroughCommand: ConsoleCommand {
     /// Step 4's sending: each break-glass-stamped body goes to Turnkey through the cleanup
     /// service, which journals it first; whatever is not sent stays queued for `cleanup`.
     /// Submitting is a cleaner's action, so a support operator gets the exact next step instead.
-    @MainActor static func submitTeardown(_ s: WalkthroughSummary, ctx: CommandContext, session: Session) async -> String {
+    @MainActor static func submitTeardown(_ s: WalkthroughSummary, ctx: CommandContext, session: Session) async
+        -> String
+    {
         let stamped = s.teardown.compactMap { item in item.stamp.map { (item, $0) } }
         guard !stamped.isEmpty else {
             return s.teardownStatus

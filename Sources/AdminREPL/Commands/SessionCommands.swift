@@ -24,7 +24,8 @@ struct InitCommand: ConsoleCommand {
         return CommandOutput(json: result) { style in
             keyValueBlock([("operator", name.rawValue), ("token", text)], style) + "\n"
                 + style.dim(
-                    "The token is shown only now. Save it to a file only you can read (chmod 600) and pass --token-file.")
+                    "The token is shown only now. Save it to a file only you can read (chmod 600) and pass --token-file."
+                )
         }
     }
 }

@@ -63,7 +63,10 @@ struct TenantCommand: ParsableCommand {
                 TextTable(
                     ["", "TENANT", "KIND", "ROLE", "TURNKEY ORG"],
                     rows.map {
-                        [$0.name == current ? "*" : "", $0.name, $0.sandbox ? "sandbox" : "live", $0.role, $0.turnkeyOrg ?? "-"]
+                        [
+                            $0.name == current ? "*" : "", $0.name, $0.sandbox ? "sandbox" : "live", $0.role,
+                            $0.turnkeyOrg ?? "-",
+                        ]
                     }
                 ).render(style)
             }
@@ -93,9 +96,11 @@ struct TenantSpec {
                     "A live tenant needs --turnkey-url, --turnkey-org and --turnkey-api-key-file (or pass --sandbox).")
             }
             guard let parsed = URL(string: url), let scheme = parsed.scheme, parsed.host != nil,
-                scheme == "https" || (scheme == "http" && ["127.0.0.1", "localhost", "::1"].contains(parsed.host ?? ""))
+                scheme == "https"
+                    || (scheme == "http" && ["127.0.0.1", "localhost", "::1"].contains(parsed.host ?? ""))
             else {
-                throw .invalid("invalid_turnkey_url", "--turnkey-url must be an https URL (http only on loopback), got \(url).")
+                throw .invalid(
+                    "invalid_turnkey_url", "--turnkey-url must be an https URL (http only on loopback), got \(url).")
             }
             guard !org.isEmpty, org.count <= 64, org.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" }) else {
                 throw .invalid("invalid_turnkey_org", "--turnkey-org must be an organization id (a uuid).")
