@@ -58,8 +58,12 @@ struct Executor {
             leaf = next
             consumed += 1
         }
+        let rest = Array(words.dropFirst(consumed))
+        if let positional = leaf as? any PositionalParse.Type, let parsed = positional.parsePositional(rest) {
+            return parsed
+        }
         if leaf.configuration.subcommands.isEmpty, ObjectIdentifier(leaf) != ObjectIdentifier(top),
-            let parsed = try? leaf.parseAsRoot(Array(words.dropFirst(consumed))), parsed is any ConsoleCommand
+            let parsed = try? leaf.parseAsRoot(rest), parsed is any ConsoleCommand
         {
             return parsed
         }

@@ -51,9 +51,13 @@ enum LineSplitter {
     }
 
     /// A script line: blank lines and `#` comments are skipped (`nil`).
+    /// Surrounding whitespace goes, including the `\r` of a script saved with CRLF endings.
     static func scriptLine(_ raw: String) -> String? {
-        let trimmed = raw.trimmingCharacters(in: .whitespaces)
-        if trimmed.isEmpty || trimmed.hasPrefix("#") { return nil }
-        return trimmed
+        let scalars = raw.unicodeScalars
+        guard let start = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
+            let last = scalars.lastIndex(where: { !$0.properties.isWhitespace }),
+            scalars[start] != "#"
+        else { return nil }
+        return String(scalars[start...last])
     }
 }

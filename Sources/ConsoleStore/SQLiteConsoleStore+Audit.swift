@@ -25,17 +25,9 @@ extension SQLiteConsoleStore {
                 """
         ).execute(arguments: [
             seq, at, draft.operatorName, draft.tenant, draft.action, draft.target,
-            Self.detailsJSON(draft.details), prevHash, hash,
+            CanonicalJSON.objectText(draft.details), prevHash, hash,
         ])
         return entry
-    }
-
-    static func detailsJSON(_ details: [String: String]) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // A [String: String] always encodes.
-        let data = (try? encoder.encode(details)) ?? Data("{}".utf8)
-        return String(decoding: data, as: UTF8.self)
     }
 
     static func auditEntry(_ row: Row) throws -> AuditEntry {

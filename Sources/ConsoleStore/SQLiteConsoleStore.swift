@@ -10,11 +10,12 @@ import GRDB
 /// index, so they cost little more than a raw prepared statement.
 public final class SQLiteConsoleStore: ConsoleStore {
     let pool: DatabasePool
-    /// A read-only connection for single-statement reads on the hot paths (`lookup`,
-    /// `backupExists`, …). `DatabasePool.read` adds BEGIN/COMMIT and a schema-version query
-    /// per call, which tripled the cost of a lookup; one statement needs neither, as SQLite
-    /// runs it in its own implicit read transaction.
-    let hotReader: DatabaseQueue
+    // Single-statement reads on the hot paths (`lookup`, `backupExists`, …) run on the pool's
+    // writer connection, outside a transaction: `DatabasePool.read` adds BEGIN/COMMIT and a
+    // schema-version query per call, which tripled the cost of a lookup, and a separate reader
+    // connection re-reads its pages through the OS after every audit write this process makes
+    // (SQLite drops a connection's cache when another connection changed the file). The
+    // writer's cache stays warm across its own writes.
     let clock: @Sendable () -> Int64
 
     /// The path of the database file.
@@ -46,10 +47,6 @@ public final class SQLiteConsoleStore: ConsoleStore {
         do {
             pool = try DatabasePool(path: path, configuration: config)
             try Migrations.migrator.migrate(pool)
-            var readerConfig = config
-            readerConfig.readonly = true
-            readerConfig.label = "backupctl.hot-reader"
-            hotReader = try DatabaseQueue(path: path, configuration: readerConfig)
         } catch {
             throw Self.mapError(error, while: "opening the console store at \(path)")
         }
@@ -90,10 +87,11 @@ public final class SQLiteConsoleStore: ConsoleStore {
     }
 
     /// A single-statement read outside an explicit transaction (SQLite's own statement
-    /// transaction isolates it), on ``hotReader``. Only for bodies that run ONE statement.
+    /// transaction isolates it), on the writer connection. Only for bodies that run ONE
+    /// SELECT: nothing here may write.
     func readOne<T>(_ what: @autoclosure () -> String, _ body: (Database) throws -> T) throws(ConsoleError) -> T {
         do {
-            return try hotReader.inDatabase(body)
+            return try pool.writeWithoutTransaction(body)
         } catch {
             throw Self.mapError(error, while: what())
         }

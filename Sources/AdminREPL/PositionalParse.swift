@@ -1,0 +1,83 @@
+import ArgumentParser
+
+/// A command whose common form is nothing but positional words, parsed without
+/// swift-argument-parser's reflection.
+///
+/// ArgumentParser rebuilds its argument sets by reflection on every parse, twice: about a
+/// third of a line's cost in a long `-f` script of lookups. The commands such a script is made
+/// of fill their properties directly from plain words instead. Anything else — an option,
+/// `--help`, the wrong number of words — returns `nil`, and the executor parses it with
+/// ArgumentParser as usual, so messages and help are unchanged.
+///
+/// One difference is deliberate: a value that starts with a single `-` and is longer than a
+/// short option (`-5iGFbL3U…`, a base64url credential id) is a value here, where ArgumentParser
+/// would call it an unknown option unless the operator typed `--` first. `PositionalParseTests`
+/// checks every such command against ArgumentParser on the same words (with that `--`).
+protocol PositionalParse: ParsableCommand {
+    /// The parsed command, or `nil` when `words` is not the plain positional form.
+    static func parsePositional(_ words: [String]) -> Self?
+}
+
+extension PositionalParse {
+    /// The words, when there are `count` of them and all are values.
+    static func plain(_ words: [String], count: Int) -> [String]? {
+        guard words.count == count, words.allSatisfy(isValue) else { return nil }
+        return words
+    }
+
+    /// Not an option: no leading `-`, or one `-` followed by more than one character
+    /// (no command here has a short option besides `-h`, and none takes grouped flags).
+    static func isValue(_ word: String) -> Bool {
+        !word.hasPrefix("-") || (!word.hasPrefix("--") && word.utf8.count > 2)
+    }
+}
+
+extension LookupCommand.Passkey: PositionalParse {
+    static func parsePositional(_ words: [String]) -> Self? {
+        guard let words = plain(words, count: 1) else { return nil }
+        var command = Self()
+        command.credentialId = words[0]
+        return command
+    }
+}
+
+extension LookupCommand.Oidc: PositionalParse {
+    static func parsePositional(_ words: [String]) -> Self? {
+        guard let words = plain(words, count: 2) else { return nil }
+        var command = Self()
+        command.provider = words[0]
+        command.sub = words[1]
+        return command
+    }
+}
+
+extension LookupCommand.Keypair: PositionalParse {
+    static func parsePositional(_ words: [String]) -> Self? {
+        var rest = words
+        let sync = rest.contains("--sync")
+        rest.removeAll { $0 == "--sync" }
+        guard words.count - rest.count <= 1, let rest = plain(rest, count: 1) else { return nil }
+        var command = Self()
+        command.publicKey = rest[0]
+        command.sync = sync
+        return command
+    }
+}
+
+extension LookupCommand.Account: PositionalParse {
+    static func parsePositional(_ words: [String]) -> Self? {
+        guard let words = plain(words, count: 1) else { return nil }
+        var command = Self()
+        command.backupAccountId = words[0]
+        return command
+    }
+}
+
+extension ShowCommand: PositionalParse {
+    static func parsePositional(_ words: [String]) -> Self? {
+        guard let words = plain(words, count: 1) else { return nil }
+        var command = Self()
+        command.backupId = words[0]
+        return command
+    }
+}
