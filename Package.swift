@@ -139,7 +139,9 @@ let package = Package(
             dependencies: [
                 "Recovery", "Turnkey", "Access", "ConsoleStore", "BackupCrypto", "BackupModel", "BackupctlTestSupport",
             ]),
-        .testTarget(name: "AdminREPLTests", dependencies: ["AdminREPL", "BackupctlTestSupport"]),
+        .testTarget(
+            name: "AdminREPLTests",
+            dependencies: ["AdminREPL", "BackupctlTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
     ],
     swiftLanguageModes: [.v6]
 )

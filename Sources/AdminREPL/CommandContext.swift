@@ -34,6 +34,13 @@ final class CommandContext {
     var tokenOverride: SecretBytes?
     /// Set by `demo` on a terminal: open the REPL once the command is done.
     var startREPLAfterCommand = false
+    /// Batch from a file or `-c`: the audit entries of consecutive lookups and `show`s share
+    /// one transaction, and their output waits for it (see ``Executor``).
+    var groupsReadAudits = false
+    /// Whether the running command's read audits are held (applied to the store when it opens).
+    var holdingReadAudits = false {
+        didSet { openedStore?.holdReadAudits(holdingReadAudits) }
+    }
 
     init(
         settings: GlobalSettings, environment: [String: String], interactive: Bool,
@@ -53,6 +60,22 @@ final class CommandContext {
             width: Terminal.width)
     }
 
+    /// Writes the held read audits, then the output that waited for them. When the audit
+    /// cannot be written, that output is dropped (no one may see a read the log does not
+    /// record) and the error says how much.
+    func releaseHeld() throws(ConsoleError) {
+        do {
+            try openedStore?.flushAudit()
+        } catch {
+            Terminal.discardHeld()
+            throw ConsoleError(
+                error.kind, code: error.code,
+                "\(error.message) The output of the lookups and shows since the last one printed was withheld: "
+                    + "they could not be audited.")
+        }
+        Terminal.releaseHeld()
+    }
+
     /// Points this context at another store file (closing nothing: SQLite handles close on release).
     func switchStore(to path: String) {
         settings.dbPath = path
@@ -64,6 +87,7 @@ final class CommandContext {
     func store() throws(ConsoleError) -> any ConsoleStore {
         if let openedStore { return openedStore }
         let store = try SQLiteConsoleStore(path: settings.dbPath, clock: clock.millis)
+        store.holdReadAudits(holdingReadAudits)
         openedStore = store
         return store
     }

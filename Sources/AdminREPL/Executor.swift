@@ -11,22 +11,35 @@ struct Executor {
     let ctx: CommandContext
 
     /// Returns the exit status of the command.
+    ///
+    /// In a batch that groups read audits (``CommandContext/groupsReadAudits``), a lookup or
+    /// `show` holds its audit entry and its output; they are released together — audit first —
+    /// by ``releaseHeld()``, which runs before any other command and when the batch says so.
     func run(words: [String]) async -> Int32 {
         guard let first = words.first else { return ExitStatus.ok }
+        let top = first == "help" ? nil : Completion.resolve([first])
+        let parse = top.map { top in Result { () throws -> any ParsableCommand in try Self.parse(words, top: top) } }
+        let grouped = ctx.groupsReadAudits && (try? parse?.get()) is any GroupsReadAudit
+        if !grouped, let failed = releaseHeld() { return failed }
         if first == "help" { return help(Array(words.dropFirst())) }
-        guard let top = Completion.resolve([first]) else {
+        guard let top, let parse else {
             report(.usage("Unknown command '\(first)'; `help` lists the commands."))
             return ExitStatus.usage
         }
         let parsed: any ParsableCommand
-        do {
-            parsed = try Self.parse(words, top: top)
-        } catch {
-            return reportParseError(error, root: top)
+        switch parse {
+        case .success(let command): parsed = command
+        case .failure(let error): return reportParseError(error, root: top)
         }
         guard let command = parsed as? any ConsoleCommand else {
             // A group without a subcommand ("tenant"): show its help.
             return help(words.filter { !$0.hasPrefix("-") })
+        }
+        ctx.holdingReadAudits = grouped
+        Terminal.holding = grouped
+        defer {
+            Terminal.holding = false
+            ctx.holdingReadAudits = false
         }
         do {
             let output = try await command.execute(ctx)
@@ -41,6 +54,18 @@ struct Executor {
             return ExitStatus.code(for: error.kind)
         } catch {
             return reportParseError(error, root: top)
+        }
+    }
+
+    /// Writes held read audits and then the output that waited for them; returns the exit
+    /// status when the audit could not be written (the output is dropped and the error shown).
+    func releaseHeld() -> Int32? {
+        do {
+            try ctx.releaseHeld()
+            return nil
+        } catch {
+            report(error)
+            return ExitStatus.code(for: error.kind)
         }
     }
 

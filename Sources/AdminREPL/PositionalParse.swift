@@ -25,12 +25,31 @@ extension PositionalParse {
         return words
     }
 
-    /// Not an option: no leading `-`, or one `-` followed by more than one character
-    /// (no command here has a short option besides `-h`, and none takes grouped flags).
+    /// Not an option: no leading `-`; or one `-` followed by more than one character (no
+    /// command here has a short option besides `-h`, and none takes grouped flags); or `--`
+    /// followed by something no long option looks like (`--61iK7O…`, a credential id), as long
+    /// options are lowercase words joined by `-`.
     static func isValue(_ word: String) -> Bool {
-        !word.hasPrefix("-") || (!word.hasPrefix("--") && word.utf8.count > 2)
+        guard word.hasPrefix("-") else { return true }
+        guard word.hasPrefix("--") else { return word.utf8.count > 2 }
+        let name = word.dropFirst(2).prefix { $0 != "=" }
+        guard !name.isEmpty else { return false }
+        let looksLikeOption =
+            name.first.map { ("a"..."z").contains($0) } == true
+            && name.allSatisfy { ("a"..."z").contains($0) || $0 == "-" }
+        return !looksLikeOption && name.count == word.count - 2
     }
 }
+
+/// A read whose audit entry may share a transaction with the reads after it in a batch; its
+/// output waits until that transaction commits (``Executor``).
+protocol GroupsReadAudit {}
+
+extension LookupCommand.Passkey: GroupsReadAudit {}
+extension LookupCommand.Oidc: GroupsReadAudit {}
+extension LookupCommand.Keypair: GroupsReadAudit {}
+extension LookupCommand.Account: GroupsReadAudit {}
+extension ShowCommand: GroupsReadAudit {}
 
 extension LookupCommand.Passkey: PositionalParse {
     static func parsePositional(_ words: [String]) -> Self? {

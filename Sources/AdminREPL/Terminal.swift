@@ -22,11 +22,52 @@ enum Terminal {
     }
 
     static func writeOut(_ text: String) {
-        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+        emit(text, fd: STDOUT_FILENO)
     }
 
     static func writeErr(_ text: String) {
-        FileHandle.standardError.write(Data((text + "\n").utf8))
+        emit(text, fd: STDERR_FILENO)
+    }
+
+    /// While set, output lines wait in ``held`` (see ``HeldOutput``) instead of being written.
+    nonisolated(unsafe) static var holding = false
+    nonisolated(unsafe) private static var held: [(fd: Int32, bytes: [UInt8])] = []
+
+    private static func emit(_ text: String, fd: Int32) {
+        var bytes = Array(text.utf8)
+        bytes.append(0x0A)
+        if holding {
+            held.append((fd, bytes))
+        } else {
+            writeAll(bytes, fd: fd)
+        }
+    }
+
+    /// Whether lines are waiting.
+    static var hasHeld: Bool { !held.isEmpty }
+
+    /// Writes the waiting lines, in order, to the streams they were meant for.
+    static func releaseHeld() {
+        let lines = held
+        held = []
+        for line in lines { writeAll(line.bytes, fd: line.fd) }
+    }
+
+    /// Forgets the waiting lines (their audit entries could not be written).
+    static func discardHeld() {
+        held = []
+    }
+
+    private static func writeAll(_ bytes: [UInt8], fd: Int32) {
+        bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if n < 0, errno == EINTR { continue }
+                if n <= 0 { return }
+                offset += n
+            }
+        }
     }
 
     /// Reads one line from a file descriptor without buffering past the newline, so a later

@@ -123,7 +123,18 @@ public protocol ConsoleStore: Sendable {
     /// Appends an entry for an action that changed nothing else (a read of a backup).
     @discardableResult
     func appendAudit(_ draft: AuditDraft) throws(ConsoleError) -> AuditEntry
-    /// Entries in sequence order; `tenant` filters, `nil` returns all.
+    /// Appends the entry of a read (a lookup, `show`, `check`, `stats`): at once, or — while
+    /// ``holdReadAudits(_:)`` is on — held for one transaction shared with the reads after it.
+    func appendReadAudit(_ draft: AuditDraft) throws(ConsoleError)
+    /// Turns holding read audits on or off. Whoever turns it on must call ``flushAudit()``
+    /// and see it succeed before showing anything those reads returned.
+    func holdReadAudits(_ hold: Bool)
+    /// How many read audits are held.
+    var heldAuditCount: Int { get }
+    /// Writes the held read audits, in order, in one transaction (any write transaction does
+    /// it first, too); a no-op when none are held.
+    func flushAudit() throws(ConsoleError)
+    /// Entries in sequence order; `tenant` filters, `nil` returns all (held ones written first).
     func auditEntries(tenant: TenantName?, afterSeq: Int64, limit: Int) throws(ConsoleError) -> [AuditEntry]
     /// The most recent entries (for `audit list --limit N`), oldest first.
     func latestAuditEntries(tenant: TenantName?, limit: Int) throws(ConsoleError) -> [AuditEntry]

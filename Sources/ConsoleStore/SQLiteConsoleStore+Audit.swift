@@ -9,10 +9,14 @@ extension SQLiteConsoleStore {
     /// `seq` is the last one plus one and `prevHash` the last entry's hash (64 zeros for the
     /// first), so the writer's serialisation is what keeps the chain linear.
     func insertAudit(_ draft: AuditDraft, _ db: Database) throws -> AuditEntry {
+        try insertAudit(draft, at: clock(), db)
+    }
+
+    /// ``insertAudit(_:_:)`` with the time the action happened (a held read audit's).
+    func insertAudit(_ draft: AuditDraft, at: Int64, _ db: Database) throws -> AuditEntry {
         let last = try Row.fetchOne(db.cachedStatement(sql: "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1"))
         let seq: Int64 = (last.map { $0[0] as Int64 } ?? 0) + 1
         let prevHash: String = last.map { $0[1] as String } ?? AuditEntry.genesisHash
-        let at = clock()
         let canonical = AuditEntry.canonicalBytes(
             seq: seq, at: at, operatorName: draft.operatorName, tenant: draft.tenant, action: draft.action,
             target: draft.target, details: draft.details)
@@ -51,7 +55,8 @@ extension SQLiteConsoleStore {
     }
 
     public func auditEntries(tenant: TenantName?, afterSeq: Int64, limit: Int) throws(ConsoleError) -> [AuditEntry] {
-        try read("reading the audit log") { db in
+        try flushAudit()
+        return try read("reading the audit log") { db in
             let rows: [Row]
             if let tenant {
                 rows = try Row.fetchAll(
@@ -67,7 +72,8 @@ extension SQLiteConsoleStore {
     }
 
     public func latestAuditEntries(tenant: TenantName?, limit: Int) throws(ConsoleError) -> [AuditEntry] {
-        try read("reading the audit log") { db in
+        try flushAudit()
+        return try read("reading the audit log") { db in
             let rows: [Row]
             if let tenant {
                 rows = try Row.fetchAll(

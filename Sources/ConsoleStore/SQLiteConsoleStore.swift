@@ -17,6 +17,8 @@ public final class SQLiteConsoleStore: ConsoleStore {
     // (SQLite drops a connection's cache when another connection changed the file). The
     // writer's cache stays warm across its own writes.
     let clock: @Sendable () -> Int64
+    /// Read audits waiting for the next write transaction (``holdReadAudits(_:)``).
+    let heldAudits = HeldAudits()
 
     /// The path of the database file.
     public let path: String
@@ -97,10 +99,17 @@ public final class SQLiteConsoleStore: ConsoleStore {
         }
     }
 
-    /// A write transaction; anything thrown inside rolls it back.
+    /// A write transaction; anything thrown inside rolls it back. Held read audits are
+    /// written first, so the chain keeps the order in which things happened.
     func write<T>(_ what: @autoclosure () -> String, _ body: (Database) throws -> T) throws(ConsoleError) -> T {
         do {
-            return try pool.write(body)
+            var held = 0
+            let result = try pool.write { db in
+                held = try insertHeldAudits(db)
+                return try body(db)
+            }
+            heldAudits.committed(held)
+            return result
         } catch {
             throw Self.mapError(error, while: what())
         }

@@ -16,7 +16,7 @@ public struct BackupInspector: Sendable {
         let rows = try store.lookupRows(tenant: session.tenantName, backupId: record.backupId).map(\.pk)
         let input = try healthInput(record, tenant: session.tenantName, rows: rows)
         let report = BackupReport(record: record, indexRows: rows, input: input)
-        try store.appendAudit(
+        try store.appendReadAudit(
             session.audit("backup.show", target: record.backupId, details: ["health": report.overall.rawValue]))
         return report
     }

@@ -44,10 +44,10 @@ public struct HealthScan: Sendable {
             var tally = CheckTally(limit: HealthCheckName.allCases.count)
             tally.add(backupId: record.backupId, HealthChecks.run(try inspector.healthInput(record, tenant: tenant)))
             report = tally.report(scope: "backup", tenant: tenant.rawValue)
-            try store.appendAudit(session.audit("backup.check", target: record.backupId))
+            try store.appendReadAudit(session.audit("backup.check", target: record.backupId))
         } else {
             report = try scan(tenant: tenant, progress: progress)
-            try store.appendAudit(
+            try store.appendReadAudit(
                 session.audit(
                     "backup.check", details: ["backups": "\(report.backups)", "failing": "\(report.backupsFailing)"]))
         }

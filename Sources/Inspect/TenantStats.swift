@@ -82,7 +82,7 @@ public struct StatsService: Sendable {
         try store.forEachReferencedSubOrg(tenant: tenant, batchSize: 10_000) { (page: [String]) throws(ConsoleError) in
             subOrgs += page.count
         }
-        try store.appendAudit(session.audit("backup.stats", details: ["backups": "\(backups)"]))
+        try store.appendReadAudit(session.audit("backup.stats", details: ["backups": "\(backups)"]))
         func buckets(_ labels: [String], _ counts: [Int]) -> [TenantStats.Bucket] {
             zip(labels, counts).map { TenantStats.Bucket(label: $0.0, backups: $0.1) }
         }

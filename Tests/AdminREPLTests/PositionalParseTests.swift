@@ -12,6 +12,7 @@ struct PositionalParseTests {
         ["--", "a"], ["-AAA_b"], ["AQID-_w"], ["a b"], ["google", "1234"], ["https://accounts.google.com", "x"],
         ["é", "ü"], ["backup_account_02ab"], ["a", "--"], ["--sync=true", "a"], ["-5iGFbL3U0S4-a91J"],
         ["-5iG", "--sync"], ["--sync", "-5iG"], ["--json"], ["-h"], ["-ab", "-cd"], ["google", "-12"], ["-x", "y"],
+        ["--61iK7OJLKtuFE0UgIIO_ssIZ2RIXTVUl9MXkbq"], ["--IfDOXqVvReIL38JA0Y"], ["--json=1"], ["--Ab=c"], ["---"],
     ]
 
     static let commands: [any PositionalParse.Type] = [
@@ -40,7 +41,7 @@ struct PositionalParseTests {
     @Test("options and help are left to ArgumentParser")
     func optionsFallBack() {
         for command in Self.commands {
-            for words in [["--help"], ["-h"], ["--json"], ["a", "--json"], ["--", "a"]] {
+            for words in [["--help"], ["-h"], ["--json"], ["a", "--json"], ["--", "a"], ["--sync-all"], ["--x=1"]] {
                 #expect(command.parsePositional(words) == nil, "\(command) \(words)")
             }
         }

@@ -1,0 +1,69 @@
+import Foundation
+import GRDB
+import Testing
+
+/// A script's lookups share audit transactions, yet every result shown is audited first.
+@Suite struct GroupedAuditTests {
+    /// A sandbox with seeded backups; returns the passkey credential ids the seed stored.
+    func seeded(_ cli: inout CLI) throws -> [String] {
+        _ = try cli.bootstrap()
+        #expect(try cli.run(["--tenant", "sandbox", "seed", "--backups", "12", "--seed", "5"]).status == 0)
+        let queue = try DatabaseQueue(path: cli.environment["BACKUPCTL_DB"] ?? "")
+        return try queue.read { db in
+            try String.fetchAll(
+                db, sql: "SELECT substr(pk, 9) FROM factor_lookup WHERE pk LIKE 'MAIN#PK|%' ORDER BY pk LIMIT 8")
+        }
+    }
+
+    @Test func scriptedLookupsAreAllAuditedInOrderWithTheSameOutput() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        let ids = try seeded(&cli)
+        #expect(ids.count == 8)
+        let lines =
+            ids.prefix(4).map { "lookup passkey \($0)" } + ["whoami"] + ids.dropFirst(4).map { "lookup passkey \($0)" }
+        let script = cli.directory.appendingPathComponent("lookups.bctl")
+        try lines.joined(separator: "\n").write(to: script, atomically: true, encoding: .utf8)
+        let batch = try cli.run(["--format", "json", "--tenant", "sandbox", "--continue-on-error", "-f", script.path])
+        var oneByOne = CLI.Result(stdout: "", stderr: "", status: 0)
+        for line in lines {
+            let single = try cli.run(["--format", "json", "--tenant", "sandbox", "-c", line])
+            oneByOne.stdout += single.stdout
+            oneByOne.stderr += single.stderr
+        }
+        #expect(batch.stdout == oneByOne.stdout)
+        #expect(batch.stderr == oneByOne.stderr)
+
+        let audit = try cli.run(["--format", "json", "--tenant", "sandbox", "audit", "list", "--limit", "100"])
+        let entries = (CLI.json(audit.stdout)?["entries"] as? [[String: Any]]) ?? []
+        let lookups = entries.filter { $0["action"] as? String == "backup.lookup" }
+        // The batch's eight, then the same eight run one by one.
+        #expect(lookups.count == 16)
+        let targets = lookups.compactMap { $0["target"] as? String }
+        #expect(Array(targets.prefix(8)) == Array(targets.suffix(8)))
+        #expect(try cli.run(["--tenant", "sandbox", "audit", "verify"]).status == 0)
+    }
+
+    @Test func outputIsWithheldWhenItsAuditCannotBeWritten() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        let ids = try seeded(&cli)
+        let queue = try DatabaseQueue(path: cli.environment["BACKUPCTL_DB"] ?? "")
+        try queue.write { db in
+            try db.execute(
+                sql: """
+                    CREATE TRIGGER refuse_lookups BEFORE INSERT ON audit WHEN NEW.action = 'backup.lookup'
+                    BEGIN SELECT RAISE(ABORT, 'refused by the test'); END
+                    """)
+        }
+        let script = ids.prefix(3).map { "lookup passkey \($0)" }.joined(separator: "\n")
+        let batch = try cli.run(["--tenant", "sandbox", "-f", "-"], stdin: script)
+        #expect(batch.status != 0)
+        #expect(batch.stdout.isEmpty)
+        #expect(batch.stderr.contains("withheld"))
+        #expect(!batch.stderr.contains("backup_account_"))
+        let single = try cli.run(["--tenant", "sandbox", "lookup", "passkey", ids[0]])
+        #expect(single.status != 0)
+        #expect(single.stdout.isEmpty)
+    }
+}
