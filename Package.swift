@@ -41,6 +41,7 @@ let package = Package(
             dependencies: [
                 "BackupModel", "BackupCrypto",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),

@@ -23,16 +23,26 @@ struct InspectBench: BenchSuite {
     let name = "inspect"
 
     func run(_ scale: BenchScale) async throws -> [String: BenchValue] {
-        let directory = scratchDirectory("inspect")
-        defer { try? FileManager.default.removeItem(at: directory) }
+        // BENCH_INSPECT_KEEP=DIR builds the store in DIR and leaves it there, with the admin's
+        // token in DIR/token (mode 0600), to profile `backupctl check` on it afterwards.
+        let keep = ProcessInfo.processInfo.environment["BENCH_INSPECT_KEEP"].map { URL(fileURLWithPath: $0) }
+        let directory = keep ?? scratchDirectory("inspect")
+        if let keep {
+            try FileManager.default.createDirectory(at: keep, withIntermediateDirectories: true)
+        }
+        defer { if keep == nil { try? FileManager.default.removeItem(at: directory) } }
         let path = directory.appendingPathComponent("c.db").path
+        if keep != nil, FileManager.default.fileExists(atPath: path) {
+            return ["error": .text("\(path) exists: BENCH_INSPECT_KEEP needs a directory without a store")]
+        }
         // BENCH_INSPECT_BACKUPS overrides the size (for profiling at an intermediate scale).
         let n =
             ProcessInfo.processInfo.environment["BENCH_INSPECT_BACKUPS"].flatMap { Int($0) }
             ?? scale.pick(1_000_000, quick: 5_000)
         var out: [String: BenchValue] = ["backups": .integer(n)]
         let data = InspectBenchData(count: n, samples: scale.pick(2_000, quick: 500))
-        let session = try build(path: path, count: n, data: data, into: &out)
+        let session = try build(
+            path: path, count: n, data: data, tokenFile: keep?.appendingPathComponent("token"), into: &out)
         // Measured on a freshly opened store, as an operator's console opens it: the build's
         // writer cache and heap are gone (returned to the OS), so the check's peak is its own.
         returnFreedMemoryToOS()
@@ -136,12 +146,18 @@ struct InspectBench: BenchSuite {
 
     /// Builds the store: one write transaction (and audit entry) per 20,000 backups, the next
     /// batch generated on another thread while the store writes this one.
-    func build(path: String, count n: Int, data: InspectBenchData, into out: inout [String: BenchValue]) throws
-        -> Session
-    {
+    func build(
+        path: String, count n: Int, data: InspectBenchData, tokenFile: URL?, into out: inout [String: BenchValue]
+    ) throws -> Session {
         let store = try SQLiteConsoleStore(path: path)
         let access = AccessService(store: store)
-        let op = try access.authenticate(token: try access.bootstrap(admin: try OperatorName("bench")))
+        let token = try access.bootstrap(admin: try OperatorName("bench"))
+        if let tokenFile {
+            FileManager.default.createFile(
+                atPath: tokenFile.path, contents: token.withUnsafeBytes { Data($0) },
+                attributes: [.posixPermissions: 0o600])
+        }
+        let op = try access.authenticate(token: token)
         let session = try access.session(operator: op, tenant: try TenantName(AccessService.defaultTenant))
         let batch = 20_000
         let next = PendingBatch()

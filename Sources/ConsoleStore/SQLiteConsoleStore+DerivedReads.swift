@@ -85,50 +85,69 @@ extension SQLiteConsoleStore {
         return out
     }
 
-    /// One page of summaries, and the page's drift computed set-wise: index rows of these
-    /// backups their metadata does not imply, and implied keys the index does not map to them
-    /// (with the backup it maps them to instead). Both probes walk the backups in key order,
-    /// so they stay in cache; only drifted keys cost a probe by key.
+    /// One page of summaries and the page's drift: index rows of these backups their metadata
+    /// does not imply, and implied keys the index does not map to them (with the backup it maps
+    /// them to instead).
+    ///
+    /// Both sides come sorted by (backup, key) from their primary orders — the index's
+    /// `factor_lookup_by_backup` and `backup_factors`' key — and are merged here on the raw
+    /// bytes of the current rows: two sequential range scans instead of an index probe per
+    /// key, which was most of a tenant-wide check. Strings are made only for drifted keys,
+    /// and only a key the index does not map to this backup costs a probe by key (its owner).
     static func healthPage(_ db: Database, tenant t: String, after: String, limit: Int) throws -> [BackupHealthRow] {
         var rows = try summaries(db, tenant: t, after: after, limit: limit).map { BackupHealthRow(summary: $0) }
         guard let upTo = rows.last?.summary.backupId else { return [] }
-        var positions: [String: Int]?
-        /// The page slot of a backup; rows of backups outside the page (dangling) are ignored.
-        func slot(_ id: String) -> Int? {
-            if positions == nil {
-                positions = Dictionary(
-                    rows.enumerated().map { ($1.summary.backupId, $0) }, uniquingKeysWith: { first, _ in first })
+        let positions = Dictionary(
+            rows.enumerated().map { ($1.summary.backupId, $0) }, uniquingKeysWith: { first, _ in first })
+        let indexed = try RawCursor(
+            db,
+            sql: """
+                SELECT backup_id, pk FROM factor_lookup INDEXED BY factor_lookup_by_backup
+                WHERE tenant = ?1 AND backup_id > ?2 AND backup_id <= ?3 ORDER BY backup_id, pk
+                """, arguments: [t, after, upTo])
+        defer { indexed.finish() }
+        let implied = try RawCursor(
+            db,
+            sql: """
+                SELECT backup_id, pk, copies, position FROM backup_factors
+                WHERE tenant = ?1 AND backup_id > ?2 AND backup_id <= ?3 ORDER BY backup_id, pk
+                """, arguments: [t, after, upTo])
+        defer { implied.finish() }
+        var unindexed: [(slot: Int, position: Int64, key: UnindexedKey)] = []
+        let owner = try db.cachedStatement(sql: "SELECT backup_id FROM factor_lookup WHERE tenant = ? AND pk = ?")
+        var haveIndexed = try indexed.step()
+        var haveImplied = try implied.step()
+        while haveIndexed || haveImplied {
+            let order: Int32
+            if !haveIndexed {
+                order = 1
+            } else if !haveImplied {
+                order = -1
+            } else {
+                let byBackup = RawCursor.compare(indexed.text(0), implied.text(0))
+                order = byBackup != 0 ? byBackup : RawCursor.compare(indexed.text(1), implied.text(1))
             }
-            return positions?[id]
+            if order < 0 {
+                // An index row the metadata does not imply; rows of backups outside the page
+                // (dangling ones) are not this page's concern.
+                if let slot = positions[indexed.string(0)] { rows[slot].unauthorizedKeys.append(indexed.string(1)) }
+                haveIndexed = try indexed.step()
+            } else if order > 0 {
+                if let slot = positions[implied.string(0)] {
+                    let pk = implied.string(1)
+                    let other = try String.fetchOne(owner, arguments: [t, pk])
+                    unindexed.append(
+                        (slot, implied.int(3), UnindexedKey(pk: pk, copies: Int(implied.int(2)), owner: other)))
+                }
+                haveImplied = try implied.step()
+            } else {
+                haveIndexed = try indexed.step()
+                haveImplied = try implied.step()
+            }
         }
-        let unauthorized = try Row.fetchCursor(
-            db.cachedStatement(
-                sql: """
-                    SELECT fl.backup_id, fl.pk FROM factor_lookup fl INDEXED BY factor_lookup_by_backup
-                    WHERE fl.tenant = ?1 AND fl.backup_id > ?2 AND fl.backup_id <= ?3
-                        AND NOT EXISTS (SELECT 1 FROM backup_factors bf
-                            WHERE bf.tenant = fl.tenant AND bf.backup_id = fl.backup_id AND bf.pk = fl.pk)
-                    ORDER BY fl.backup_id, fl.pk
-                    """),
-            arguments: [t, after, upTo])
-        while let row = try unauthorized.next() {
-            if let i = slot(row[0]) { rows[i].unauthorizedKeys.append(row[1]) }
-        }
-        let unindexed = try Row.fetchCursor(
-            db.cachedStatement(
-                sql: """
-                    SELECT bf.backup_id, bf.pk, bf.copies,
-                        (SELECT o.backup_id FROM factor_lookup o WHERE o.tenant = bf.tenant AND o.pk = bf.pk)
-                    FROM backup_factors bf
-                    WHERE bf.tenant = ?1 AND bf.backup_id > ?2 AND bf.backup_id <= ?3
-                        AND NOT EXISTS (SELECT 1 FROM factor_lookup fl INDEXED BY factor_lookup_by_backup
-                            WHERE fl.tenant = bf.tenant AND fl.backup_id = bf.backup_id AND fl.pk = bf.pk)
-                    ORDER BY bf.backup_id, bf.position
-                    """),
-            arguments: [t, after, upTo])
-        while let row = try unindexed.next() {
-            guard let i = slot(row[0]) else { continue }
-            rows[i].unindexedKeys.append(UnindexedKey(pk: row[1], copies: row[2], owner: row[3]))
+        // Unindexed keys are reported in metadata order.
+        for entry in unindexed.sorted(by: { ($0.slot, $0.position) < ($1.slot, $1.position) }) {
+            rows[entry.slot].unindexedKeys.append(entry.key)
         }
         return rows
     }

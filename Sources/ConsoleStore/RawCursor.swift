@@ -1,0 +1,60 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+
+/// A cached GRDB statement stepped through the SQLite C API, for merges that compare the
+/// current rows of two cursors by their bytes without making a String per row.
+///
+/// The text of a column is valid until the next ``step()``; ``finish()`` resets the statement
+/// so the cache can hand it out again.
+struct RawCursor {
+    private let statement: Statement
+    private let handle: OpaquePointer
+    private let connection: OpaquePointer?
+
+    init(_ db: Database, sql: String, arguments: StatementArguments) throws {
+        statement = try db.cachedStatement(sql: sql)
+        try statement.setArguments(arguments)
+        handle = statement.sqliteStatement
+        connection = db.sqliteConnection
+        sqlite3_reset(handle)
+    }
+
+    /// Advances to the next row; `false` at the end.
+    func step() throws -> Bool {
+        let code = sqlite3_step(handle)
+        switch code {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default:
+            throw DatabaseError(
+                resultCode: ResultCode(rawValue: code),
+                message: connection.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) },
+                sql: statement.sql)
+        }
+    }
+
+    func finish() { sqlite3_reset(handle) }
+
+    /// The bytes of a text column of the current row (empty for NULL).
+    func text(_ column: Int32) -> UnsafeRawBufferPointer {
+        guard let bytes = sqlite3_column_text(handle, column) else {
+            return UnsafeRawBufferPointer(start: nil, count: 0)
+        }
+        return UnsafeRawBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(handle, column)))
+    }
+
+    func string(_ column: Int32) -> String { String(decoding: text(column), as: UTF8.self) }
+
+    func int(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
+
+    /// SQLite's BINARY collation: bytes compared as unsigned, a prefix first.
+    static func compare(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int32 {
+        let shared = min(a.count, b.count)
+        if shared > 0, let left = a.baseAddress, let right = b.baseAddress {
+            let order = memcmp(left, right, shared)
+            if order != 0 { return order }
+        }
+        return a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
+    }
+}
