@@ -152,10 +152,12 @@ struct InspectBench: BenchSuite {
         let store = try SQLiteConsoleStore(path: path)
         let access = AccessService(store: store)
         let token = try access.bootstrap(admin: try OperatorName("bench"))
-        if let tokenFile {
-            FileManager.default.createFile(
+        if let tokenFile,
+            !FileManager.default.createFile(
                 atPath: tokenFile.path, contents: token.withUnsafeBytes { Data($0) },
                 attributes: [.posixPermissions: 0o600])
+        {
+            throw POSIXError(.EACCES)
         }
         let op = try access.authenticate(token: token)
         let session = try access.session(operator: op, tenant: try TenantName(AccessService.defaultTenant))
