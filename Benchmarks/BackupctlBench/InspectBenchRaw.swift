@@ -2,7 +2,9 @@ import BackupModel
 import GRDBSQLite
 
 /// The reference: the store's own indexed queries on a separate read-only connection through
-/// the SQLite C API, each prepared once and reused with bind/step/reset.
+/// the SQLite C API, each prepared once and reused with bind/step/reset. The connection gets
+/// the page cache the store's connection has (64 MiB), so the comparison is of code paths,
+/// not of cache sizes.
 final class RawLookup {
     private var db: OpaquePointer?
     private var lookupStatement: OpaquePointer?
@@ -24,6 +26,7 @@ final class RawLookup {
 
     init(path: String) throws {
         guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, nil) == SQLITE_OK,
+            sqlite3_exec(db, "PRAGMA cache_size = -65536", nil, nil, nil) == SQLITE_OK,
             sqlite3_prepare_v2(
                 db, "SELECT backup_id FROM factor_lookup WHERE tenant = ? AND pk = ?", -1, &lookupStatement, nil)
                 == SQLITE_OK,

@@ -31,9 +31,10 @@ extension SQLiteConsoleStore {
 
     public func backupExists(tenant: TenantName, id: String) throws(ConsoleError) -> Bool {
         try readOne("checking backup \(id)") { db in
-            try Int.fetchOne(
-                db.cachedStatement(sql: "SELECT 1 FROM backups WHERE tenant = ? AND backup_id = ?"),
-                arguments: [tenant.rawValue, id]) != nil
+            let cursor = try RawCursor(
+                db, sql: "SELECT 1 FROM backups WHERE tenant = ? AND backup_id = ?", texts: [tenant.rawValue, id])
+            defer { cursor.finish() }
+            return try cursor.step()
         }
     }
 
@@ -67,11 +68,11 @@ extension SQLiteConsoleStore {
 
     public func lookup(tenant: TenantName, pk: String) throws(ConsoleError) -> LookupRow? {
         let backupId = try readOne("looking up a factor") { db in
-            let statement = try db.cachedStatement(
-                sql: "SELECT backup_id FROM factor_lookup WHERE tenant = ? AND pk = ?")
-            // Two text arguments for two placeholders: GRDB's argument validation is redundant here.
-            statement.setUncheckedArguments([tenant.rawValue, pk])
-            return try String.fetchOne(statement)
+            let cursor = try RawCursor(
+                db, sql: "SELECT backup_id FROM factor_lookup WHERE tenant = ? AND pk = ?",
+                texts: [tenant.rawValue, pk])
+            defer { cursor.finish() }
+            return try cursor.step() ? cursor.string(0) : nil
         }
         return backupId.map { LookupRow(pk: pk, backupId: $0) }
     }

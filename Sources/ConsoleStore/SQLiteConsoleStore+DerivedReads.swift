@@ -28,7 +28,8 @@ extension SQLiteConsoleStore {
         try readOne("looking up a factor") { db in
             // The backup's existence is probed only when the metadata does not imply the key:
             // a backup_factors row exists only beside its backup (foreign key).
-            let statement = try db.cachedStatement(
+            let cursor = try RawCursor(
+                db,
                 sql: """
                     SELECT fl.backup_id, bf.factor_id,
                         CASE WHEN bf.factor_id IS NOT NULL THEN 1 ELSE EXISTS (
@@ -38,12 +39,11 @@ extension SQLiteConsoleStore {
                     LEFT JOIN backup_factors bf
                         ON bf.tenant = fl.tenant AND bf.backup_id = fl.backup_id AND bf.pk = fl.pk
                     WHERE fl.tenant = ? AND fl.pk = ?
-                    """)
-            // Two text arguments for two placeholders: GRDB's argument validation is redundant here.
-            statement.setUncheckedArguments([tenant.rawValue, pk])
-            return try Row.fetchOne(statement).map {
-                LookupResolution(backupId: $0[0], backupExists: $0[2], factorId: $0[1])
-            }
+                    """, texts: [tenant.rawValue, pk])
+            defer { cursor.finish() }
+            guard try cursor.step() else { return nil }
+            return LookupResolution(
+                backupId: cursor.string(0), backupExists: cursor.int(2) != 0, factorId: cursor.optionalString(1))
         }
     }
 

@@ -83,7 +83,9 @@ public enum LookupQuery: Sendable, Equatable {
 
     static func sub(_ raw: String) throws(ConsoleError) -> String {
         let sub = trimmed(raw)
-        guard !sub.isEmpty, sub.utf8.count <= 255, !sub.contains("|"), !sub.contains(where: \.isWhitespace) else {
+        guard !sub.isEmpty, sub.utf8.count <= 255, !sub.utf8.contains(UInt8(ascii: "|")),
+            !sub.unicodeScalars.contains(where: \.properties.isWhitespace)
+        else {
             throw .invalid(
                 "invalid_sub", "Invalid SUB: expected the OIDC subject identifier (1-255 characters, no spaces or '|')."
             )
@@ -130,8 +132,7 @@ public enum LookupQuery: Sendable, Equatable {
     /// trimming costs a few microseconds of a lookup, so it runs only when an end needs it.
     static func trimmed(_ text: String) -> String {
         guard let first = text.unicodeScalars.first, let last = text.unicodeScalars.last else { return text }
-        let space = CharacterSet.whitespacesAndNewlines
-        guard space.contains(first) || space.contains(last) else { return text }
-        return text.trimmingCharacters(in: space)
+        guard first.properties.isWhitespace || last.properties.isWhitespace else { return text }
+        return text.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }

@@ -108,10 +108,13 @@ public struct LookupService: Sendable {
             LookupResult(backupId: backupId, scope: key.scope.rawValue, lookupKey: pk, kind: kind, factorId: factorId))
     }
 
+    /// The id's syntax is checked first. Whether its key is a point on secp256k1 matters only
+    /// on a miss, to tell a mistyped id from one that is not there: an id that names a stored
+    /// backup is answered as it is, as `show` does.
     func account(_ text: String, tenant: TenantName) throws(ConsoleError) -> Outcome {
         let id = try BackupAccountID(LookupQuery.trimmed(text))
-        try BackupAccountKey.validate(id)
         guard try store.backupExists(tenant: tenant, id: id.rawValue) else {
+            try BackupAccountKey.validate(id)
             throw ConsoleError.notFound("No backup in tenant \(tenant) has the id \(id.rawValue).")
         }
         return .hit(LookupResult(backupId: id.rawValue, scope: "ACCOUNT", lookupKey: id.rawValue, kind: "account"))
