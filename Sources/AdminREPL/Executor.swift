@@ -109,7 +109,8 @@ struct Executor {
             if let json = output.json { Terminal.writeOut(JSONLine.encode(json)) }
         } else {
             let text = output.text(ctx.style)
-            if !text.isEmpty { Pager.show(text, ctx: ctx) }
+            // Held output waits for its audit: a pager would show it at once.
+            if !text.isEmpty { Terminal.holding ? Terminal.writeOut(text) : Pager.show(text, ctx: ctx) }
         }
     }
 
