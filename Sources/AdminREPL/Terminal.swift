@@ -60,9 +60,10 @@ enum Terminal {
 
     private static func writeAll(_ bytes: [UInt8], fd: Int32) {
         bytes.withUnsafeBytes { raw in
+            guard let base = raw.baseAddress else { return }
             var offset = 0
             while offset < raw.count {
-                let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
+                let n = write(fd, base + offset, raw.count - offset)
                 if n < 0, errno == EINTR { continue }
                 if n <= 0 { return }
                 offset += n
