@@ -26,12 +26,13 @@ public struct BackupAccountID: Hashable, Sendable, Codable, CustomStringConverti
         guard text.hasPrefix(Self.prefix) else {
             throw Self.invalid("it must start with \"\(Self.prefix)\"")
         }
-        let hex = text.dropFirst(Self.prefix.count)
-        guard let bytes = Hex.decode(hex) else {
+        // Checked on the UTF-8 view without decoding: a lookup by account runs this per call.
+        let hex = text.utf8.dropFirst(Self.prefix.utf8.count)
+        guard hex.count % 2 == 0, hex.allSatisfy({ Hex.nibble($0) != nil }) else {
             throw Self.invalid("the part after the prefix must be hex")
         }
-        guard bytes.count == 33 else {
-            throw Self.invalid("it must hold a 33-byte compressed public key, got \(bytes.count) bytes")
+        guard hex.count == 66 else {
+            throw Self.invalid("it must hold a 33-byte compressed public key, got \(hex.count / 2) bytes")
         }
         rawValue = text
     }

@@ -32,6 +32,11 @@ public enum Hex {
     }
 
     /// Whether every character is a hex digit (either case).
+    /// `String` overloads: a generic call from another module runs unspecialised, several
+    /// times slower, and lookups decode every pasted key.
+    public static func decode(_ text: String) -> [UInt8]? { decode(text[...]) }
+    public static func isHex(_ text: String) -> Bool { isHex(text[...]) }
+
     public static func isHex(_ text: some StringProtocol) -> Bool {
         text.utf8.allSatisfy { nibble($0) != nil }
     }
@@ -124,6 +129,9 @@ public enum Base64 {
     }
 
     /// Decodes either alphabet, padded or not — the way operators paste identifiers.
+    /// A `String` overload, specialised here (see `Hex.decode(_:)`).
+    public static func decodeLenient(_ text: String) -> [UInt8]? { decodeLenient(text[...]) }
+
     public static func decodeLenient(_ text: some StringProtocol) -> [UInt8]? {
         decode(text, alphabet: .url) ?? decode(text, alphabet: .standard)
     }
