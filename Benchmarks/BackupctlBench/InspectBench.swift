@@ -12,10 +12,10 @@ import Inspect
 /// Lookups on an N-backup store against the same indexed query through the SQLite C API, and
 /// the tenant-wide `check`: backups per second and peak memory.
 ///
-/// Per lookup kind these paths run on every sample, each timed on the fifth of the samples
-/// where it is the first to read the key (the rest run after it untimed, to check all agree):
-/// `raw` (the plain
-/// index query as a prepared sqlite3 statement, bind/step/reset), `store` (ConsoleStore.lookup),
+/// Per lookup kind these paths run on every sample, each timed on its share of the samples
+/// (a fifth; a third for `account`), those where it is the first to read the key; the rest run
+/// after it untimed, to check all agree. `raw` is the plain index query as a prepared sqlite3
+/// statement (bind/step/reset), `store` the same through ConsoleStore.lookup,
 /// `rawResolve` and `storeResolve` (the lookup's real statement — index row, metadata-implied
 /// key, backup existence — raw and through ConsoleStore.resolveLookup), and `resolve`
 /// (LookupService's whole read path: input normalisation and that statement; no metadata is

@@ -62,7 +62,7 @@ final class CommandContext {
 
     /// Writes the held read audits, then the output that waited for them. When the audit
     /// cannot be written, that output is dropped (no one may see a read the log does not
-    /// record) and the error says how much.
+    /// record) and the error says so.
     func releaseHeld() throws(ConsoleError) {
         do {
             try openedStore?.flushAudit()

@@ -25,6 +25,15 @@ extension PositionalParse {
         return words
     }
 
+    /// A command of one positional argument from exactly one value. `set` assigns it (a key
+    /// path would read the unparsed property first, which ArgumentParser traps on).
+    static func single(_ words: [String], _ set: (inout Self, String) -> Void) -> Self? {
+        guard let words = plain(words, count: 1) else { return nil }
+        var command = Self()
+        set(&command, words[0])
+        return command
+    }
+
     /// Not an option: no leading `-`; or one `-` followed by more than one character (no
     /// command here has a short option besides `-h`, and none takes grouped flags); or `--`
     /// followed by something no long option looks like (`--61iK7O…`, a credential id), as long
@@ -52,12 +61,7 @@ extension LookupCommand.Account: GroupsReadAudit {}
 extension ShowCommand: GroupsReadAudit {}
 
 extension LookupCommand.Passkey: PositionalParse {
-    static func parsePositional(_ words: [String]) -> Self? {
-        guard let words = plain(words, count: 1) else { return nil }
-        var command = Self()
-        command.credentialId = words[0]
-        return command
-    }
+    static func parsePositional(_ words: [String]) -> Self? { single(words) { $0.credentialId = $1 } }
 }
 
 extension LookupCommand.Oidc: PositionalParse {
@@ -84,19 +88,9 @@ extension LookupCommand.Keypair: PositionalParse {
 }
 
 extension LookupCommand.Account: PositionalParse {
-    static func parsePositional(_ words: [String]) -> Self? {
-        guard let words = plain(words, count: 1) else { return nil }
-        var command = Self()
-        command.backupAccountId = words[0]
-        return command
-    }
+    static func parsePositional(_ words: [String]) -> Self? { single(words) { $0.backupAccountId = $1 } }
 }
 
 extension ShowCommand: PositionalParse {
-    static func parsePositional(_ words: [String]) -> Self? {
-        guard let words = plain(words, count: 1) else { return nil }
-        var command = Self()
-        command.backupId = words[0]
-        return command
-    }
+    static func parsePositional(_ words: [String]) -> Self? { single(words) { $0.backupId = $1 } }
 }

@@ -29,7 +29,8 @@ enum Terminal {
         emit(text, fd: STDERR_FILENO)
     }
 
-    /// While set, output lines wait in ``held`` (see ``HeldOutput``) instead of being written.
+    /// While set, output lines wait in `held`, in order, until ``releaseHeld()`` writes them or
+    /// ``discardHeld()`` drops them: a batch's lookups print only once their audit committed.
     nonisolated(unsafe) static var holding = false
     nonisolated(unsafe) private static var held: [(fd: Int32, bytes: [UInt8])] = []
 

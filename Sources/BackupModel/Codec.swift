@@ -31,12 +31,12 @@ public enum Hex {
         return out
     }
 
-    /// Whether every character is a hex digit (either case).
     /// `String` overloads: a generic call from another module runs unspecialised, several
     /// times slower, and lookups decode every pasted key.
     public static func decode(_ text: String) -> [UInt8]? { decode(text[...]) }
     public static func isHex(_ text: String) -> Bool { isHex(text[...]) }
 
+    /// Whether every character is a hex digit (either case).
     public static func isHex(_ text: some StringProtocol) -> Bool {
         text.utf8.allSatisfy { nibble($0) != nil }
     }

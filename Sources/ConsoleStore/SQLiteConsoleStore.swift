@@ -6,8 +6,9 @@ import GRDB
 /// foreign keys on, a 5 s busy timeout, schema from ``Migrations``.
 ///
 /// Reads run on the pool's readers, writes on its single writer; every mutation and its audit
-/// entry share one write transaction. Hot lookups use cached statements and read columns by
-/// index, so they cost little more than a raw prepared statement.
+/// entry share one write transaction. Hot single-row reads (lookups) run one cached statement
+/// on the writer connection through the C API (``RawCursor``), so they cost little more than
+/// a raw prepared statement.
 public final class SQLiteConsoleStore: ConsoleStore {
     let pool: DatabasePool
     // Single-statement reads on the hot paths (`lookup`, `backupExists`, …) run on the pool's
