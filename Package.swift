@@ -58,6 +58,22 @@ let package = Package(
             ],
             swiftSettings: strict),
         .target(
+            name: "BackupService",
+            dependencies: [
+                "BackupModel", "BackupCrypto",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
+            swiftSettings: strict),
+        .target(
+            name: "BackupServiceSandbox",
+            dependencies: [
+                "BackupModel", "BackupCrypto", "ConsoleStore", "BackupService",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
+        .target(
             name: "TurnkeySandbox",
             dependencies: [
                 "BackupModel", "BackupCrypto", "ConsoleStore", "Turnkey",
@@ -69,7 +85,7 @@ let package = Package(
         .target(
             name: "Cleanup",
             dependencies: [
-                "BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Turnkey",
+                "BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Turnkey", "BackupService",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
@@ -79,13 +95,13 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "Recovery",
-            dependencies: ["BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Turnkey"],
+            dependencies: ["BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Turnkey", "BackupService"],
             swiftSettings: strict),
         .executableTarget(
             name: "AdminREPL",
             dependencies: [
                 "BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Inspect", "Recovery", "Turnkey",
-                "TurnkeySandbox", "Cleanup", "CReadline",
+                "TurnkeySandbox", "Cleanup", "CReadline", "BackupService", "BackupServiceSandbox",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -95,7 +111,7 @@ let package = Package(
             name: "BackupctlBench",
             dependencies: [
                 "BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Inspect", "Recovery", "Turnkey",
-                "TurnkeySandbox", "Cleanup", "CSecp256k1", "COpenSSL",
+                "TurnkeySandbox", "Cleanup", "CSecp256k1", "COpenSSL", "BackupService", "BackupServiceSandbox",
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ],
             path: "Benchmarks/BackupctlBench",
@@ -127,10 +143,15 @@ let package = Package(
                 "TurnkeySandbox", "Turnkey", "ConsoleStore", "BackupCrypto", "BackupModel", "BackupctlTestSupport",
             ]),
         .testTarget(
+            name: "BackupServiceTests",
+            dependencies: [
+                "BackupService", "BackupServiceSandbox", "ConsoleStore", "BackupCrypto", "BackupModel",
+            ]),
+        .testTarget(
             name: "CleanupTests",
             dependencies: [
                 "Cleanup", "TurnkeySandbox", "Turnkey", "Access", "ConsoleStore", "BackupCrypto", "BackupModel",
-                "BackupctlTestSupport",
+                "BackupctlTestSupport", "BackupService", "BackupServiceSandbox",
             ]),
         .testTarget(
             name: "InspectTests",
@@ -139,6 +160,7 @@ let package = Package(
             name: "RecoveryTests",
             dependencies: [
                 "Recovery", "Turnkey", "Access", "ConsoleStore", "BackupCrypto", "BackupModel", "BackupctlTestSupport",
+                "BackupService", "BackupServiceSandbox", "Inspect",
             ]),
         .testTarget(
             name: "AdminREPLTests",

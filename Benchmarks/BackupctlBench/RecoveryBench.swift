@@ -1,6 +1,8 @@
 import Access
 import BackupCrypto
 import BackupModel
+import BackupService
+import BackupServiceSandbox
 import COpenSSL
 import CSecp256k1
 import ConsoleStore
@@ -60,7 +62,7 @@ struct RecoveryBench: BenchSuite {
             precondition(ok == 1)
         }
 
-        let full = try completeLatency(scale.pick(300, quick: 20))
+        let full = try await completeLatency(scale.pick(300, quick: 20))
         return [
             "deriveIdsPerSecond": .number(Double(derivations) / swiftSeconds),
             "referenceRawCDerivesPerSecond": .number(Double(derivations) / cSeconds),
@@ -76,15 +78,19 @@ struct RecoveryBench: BenchSuite {
         ]
     }
 
-    /// `begin` untimed, then `complete` timed, on a real SQLite store, one fresh backup each.
-    private func completeLatency(_ runs: Int) throws -> Samples {
+    /// `begin` untimed, then `complete` timed, on a real SQLite store, one fresh backup each,
+    /// through the sandbox Backup Service over loopback HTTP (the path every tenant takes).
+    private func completeLatency(_ runs: Int) async throws -> Samples {
         let directory = scratchDirectory("recovery")
         defer { try? FileManager.default.removeItem(at: directory) }
         let store = try SQLiteConsoleStore(path: directory.appendingPathComponent("c.db").path)
         let access = AccessService(store: store)
         let op = try access.authenticate(token: try access.bootstrap(admin: try OperatorName("bench")))
         let session = try access.session(operator: op, tenant: try TenantName("sandbox"))
-        let service = ResetService(store: store)
+        let server = try await BackupServiceSandboxServer.start(
+            BackupServiceEmulator.sandbox(store: store, tenant: session.tenantName))
+        defer { Task { await server.stop() } }
+        let service = ResetService(store: store, service: try BackupServiceClient(baseURL: server.baseURL))
         let rng = SeededRandom(seed: 2)
         var samples = Samples()
         for _ in 0..<runs {
@@ -117,10 +123,10 @@ struct RecoveryBench: BenchSuite {
                     blob: blob,
                     lookupRows: metadata.lookupKeys.map { LookupRow(pk: $0.rawValue, backupId: id.rawValue) }),
                 audit: session.audit("bench.write"))
-            let begun = try service.begin(backupAccountId: id.rawValue, session: session)
+            let begun = try await service.begin(backupAccountId: id.rawValue, session: session)
             let signature = try UserRecovery.signChallenge(begun.challenge, rootKey: key)
             let start = nowNanos()
-            _ = try service.complete(token: begun.token, signature: signature, session: session)
+            _ = try await service.complete(token: begun.token, signature: signature, session: session)
             samples.add(nowNanos() - start)
         }
         return samples

@@ -32,7 +32,7 @@ struct CleanupWorker: Sendable {
                 subOrgId: subOrgId, timestampMs: service.timing.clock.millis()
             ).text
             item.updatedAt = now
-            try store.updateCleanupItem(tenant: tenant, item, audit: nil)  // journaled before it is sent
+            item = try store.updateCleanupItem(tenant: tenant, item, audit: nil)  // journaled before it is sent
         }
         var signers: [(name: String, body: String, signer: TurnkeySigner)] = []
         if let key = service.connection.cleanupKey, let body = item.body {
@@ -110,7 +110,7 @@ struct CleanupWorker: Sendable {
         item.state = state
         item.lastError = error
         item.updatedAt = service.nowSeconds
-        try store.updateCleanupItem(tenant: tenant, item, audit: audit)
+        item = try store.updateCleanupItem(tenant: tenant, item, audit: audit)
         return RunReport.Item(subOrgId: item.subOrgId, outcome: state.rawValue, attempts: item.attempts, error: error)
     }
 }

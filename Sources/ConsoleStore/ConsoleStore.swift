@@ -100,13 +100,8 @@ public protocol ConsoleStore: Sendable {
 
     func insertResetChallenge(_ challenge: ResetChallengeRecord, audit: AuditDraft) throws(ConsoleError)
     func resetChallenge(tokenHash: String) throws(ConsoleError) -> ResetChallengeRecord?
-    /// In ONE transaction: re-read the challenge, run `verify` on it (which throws to refuse),
-    /// mark it used, delete metadata, blob, every lookup row and suborg ref of the backup, queue
-    /// its sub-orgs for cleanup with reason `reset`, and append the audit entry.
-    func completeReset(
-        tokenHash: String, now: Int64, verify: (ResetChallengeRecord) throws(ConsoleError) -> Void,
-        audit: (ResetWipe) -> AuditDraft
-    ) throws(ConsoleError) -> ResetWipe
+    // The wipe of a reset the Backup Service confirmed is ``LiveTenantStore/recordServiceReset``:
+    // the console never wipes a backup on its own word.
 
     // MARK: Cleanup journal
 
@@ -114,7 +109,10 @@ public protocol ConsoleStore: Sendable {
     /// Inserts the items not yet in the journal (first seen keeps its earliest time); returns how many were new.
     func enqueueCleanup(tenant: TenantName, _ items: [CleanupItemRecord], audit: AuditDraft?) throws(ConsoleError)
         -> Int
+    /// Compare-and-set on `item.version`; returns the item as written (its new version).
+    @discardableResult
     func updateCleanupItem(tenant: TenantName, _ item: CleanupItemRecord, audit: AuditDraft?) throws(ConsoleError)
+        -> CleanupItemRecord
     func cleanupItems(tenant: TenantName, states: Set<CleanupItemRecord.State>?) throws(ConsoleError)
         -> [CleanupItemRecord]
 

@@ -22,6 +22,9 @@ enum Migrations {
             for sql in v4 { try db.execute(sql: sql) }
             try SQLiteConsoleStore.backfillDerived(db)
         }
+        migrator.registerMigration("v5-live-tenants") { db in
+            for sql in v5 { try db.execute(sql: sql) }
+        }
         return migrator
     }
 
@@ -209,6 +212,45 @@ enum Migrations {
             FOREIGN KEY (tenant, backup_id) REFERENCES backups(tenant, backup_id) ON DELETE CASCADE,
             CHECK ((bad_sync_factors = 0) = (bad_sync_problem IS NULL))
         ) STRICT, WITHOUT ROWID
+        """,
+    ]
+
+    /// Live tenants: the Backup Service URL, snapshots that know their age, the reset ledger's
+    /// send marker, the sandbox service's single-use token set, the last backup that referenced a
+    /// queued sub-org, a version for compare-and-set journal updates, and the run lease.
+    private static let v5: [String] = [
+        "ALTER TABLE tenants ADD COLUMN backup_service_url TEXT",
+        """
+        CREATE TABLE snapshots (
+            tenant TEXT NOT NULL REFERENCES tenants(name) ON DELETE CASCADE,
+            seq INTEGER NOT NULL CHECK (seq > 0),
+            snapshot_at INTEGER,
+            complete INTEGER NOT NULL CHECK (complete IN (0, 1)),
+            imported_at INTEGER NOT NULL,
+            backups INTEGER NOT NULL CHECK (backups >= 0),
+            retired INTEGER NOT NULL CHECK (retired >= 0),
+            PRIMARY KEY (tenant, seq)
+        ) STRICT
+        """,
+        "ALTER TABLE reset_challenges ADD COLUMN sent_at INTEGER",
+        "ALTER TABLE reset_challenges ADD COLUMN suborg_ids TEXT CHECK (suborg_ids IS NULL OR json_valid(suborg_ids))",
+        """
+        CREATE TABLE sandbox_used_tokens (
+            tenant TEXT NOT NULL REFERENCES tenants(name) ON DELETE CASCADE,
+            token_hash TEXT NOT NULL CHECK (length(token_hash) = 64),
+            used_at INTEGER NOT NULL,
+            PRIMARY KEY (tenant, token_hash)
+        ) STRICT, WITHOUT ROWID
+        """,
+        "ALTER TABLE cleanup_items ADD COLUMN last_backup_id TEXT",
+        "ALTER TABLE cleanup_items ADD COLUMN version INTEGER NOT NULL DEFAULT 0 CHECK (version >= 0)",
+        """
+        CREATE TABLE cleanup_leases (
+            tenant TEXT NOT NULL PRIMARY KEY REFERENCES tenants(name) ON DELETE CASCADE,
+            holder TEXT NOT NULL,
+            acquired_at INTEGER NOT NULL,
+            expires_at INTEGER NOT NULL CHECK (expires_at >= acquired_at)
+        ) STRICT
         """,
     ]
 }

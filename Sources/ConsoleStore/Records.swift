@@ -12,18 +12,41 @@ public struct TenantPolicy: Sendable, Equatable, Codable {
     public var retryAttempts: Int
     /// Client-side rate limit towards Turnkey, requests per second.
     public var turnkeyRPS: Int
+    /// The oldest a complete snapshot may be for cleanup to trust its word that a sub-org is
+    /// unreferenced (live tenants; sandbox tenants read the live store).
+    public var maxSnapshotAgeSeconds: Int
 
     public static let maxResetTokenTTLSeconds = 15 * 60
 
     public init(
         resetTokenTTLSeconds: Int = TenantPolicy.maxResetTokenTTLSeconds, cleanupGraceSeconds: Int = 24 * 3600,
-        retryCapMillis: Int = 2000, retryAttempts: Int = 3, turnkeyRPS: Int = 10
+        retryCapMillis: Int = 2000, retryAttempts: Int = 3, turnkeyRPS: Int = 10,
+        maxSnapshotAgeSeconds: Int = 24 * 3600
     ) {
+        self.maxSnapshotAgeSeconds = maxSnapshotAgeSeconds
         self.resetTokenTTLSeconds = resetTokenTTLSeconds
         self.cleanupGraceSeconds = cleanupGraceSeconds
         self.retryCapMillis = retryCapMillis
         self.retryAttempts = retryAttempts
         self.turnkeyRPS = turnkeyRPS
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case resetTokenTTLSeconds, cleanupGraceSeconds, retryCapMillis, retryAttempts, turnkeyRPS
+        case maxSnapshotAgeSeconds
+    }
+
+    /// Policies stored before a knob existed read its default.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let d = TenantPolicy()
+        resetTokenTTLSeconds = try c.decodeIfPresent(Int.self, forKey: .resetTokenTTLSeconds) ?? d.resetTokenTTLSeconds
+        cleanupGraceSeconds = try c.decodeIfPresent(Int.self, forKey: .cleanupGraceSeconds) ?? d.cleanupGraceSeconds
+        retryCapMillis = try c.decodeIfPresent(Int.self, forKey: .retryCapMillis) ?? d.retryCapMillis
+        retryAttempts = try c.decodeIfPresent(Int.self, forKey: .retryAttempts) ?? d.retryAttempts
+        turnkeyRPS = try c.decodeIfPresent(Int.self, forKey: .turnkeyRPS) ?? d.turnkeyRPS
+        maxSnapshotAgeSeconds =
+            try c.decodeIfPresent(Int.self, forKey: .maxSnapshotAgeSeconds) ?? d.maxSnapshotAgeSeconds
     }
 }
 
@@ -36,15 +59,18 @@ public struct TenantRecord: Sendable, Equatable, Codable {
     /// Paths only: key files stay on disk, readable by their owner alone.
     public var turnkeyAPIKeyFile: String?
     public var cleanupKeyFile: String?
+    /// The live Backup Service deployment (`https://…`); sandbox tenants use the in-process emulator.
+    public var backupServiceURL: String?
     public var policy: TenantPolicy
     /// Unix seconds.
     public var createdAt: Int64
 
     public init(
         name: TenantName, isSandbox: Bool, turnkeyURL: String? = nil, turnkeyOrgId: String? = nil,
-        turnkeyAPIKeyFile: String? = nil, cleanupKeyFile: String? = nil, policy: TenantPolicy = TenantPolicy(),
-        createdAt: Int64
+        turnkeyAPIKeyFile: String? = nil, cleanupKeyFile: String? = nil, backupServiceURL: String? = nil,
+        policy: TenantPolicy = TenantPolicy(), createdAt: Int64
     ) {
+        self.backupServiceURL = backupServiceURL
         self.name = name
         self.isSandbox = isSandbox
         self.turnkeyURL = turnkeyURL
@@ -141,12 +167,16 @@ public struct ResetChallengeRecord: Sendable, Equatable {
     public var challenge: [UInt8]
     public var createdAt: Int64
     public var expiresAt: Int64
+    /// When the console recorded the reset as done (the service's 204, or proof by status).
     public var usedAt: Int64?
+    /// When the console last sent the token to the Backup Service's `/v1/reset`.
+    public var sentAt: Int64?
 
     public init(
         tokenHash: String, tenant: TenantName, backupId: String, context: String, challenge: [UInt8],
-        createdAt: Int64, expiresAt: Int64, usedAt: Int64? = nil
+        createdAt: Int64, expiresAt: Int64, usedAt: Int64? = nil, sentAt: Int64? = nil
     ) {
+        self.sentAt = sentAt
         self.tokenHash = tokenHash
         self.tenant = tenant
         self.backupId = backupId
@@ -187,11 +217,19 @@ public struct CleanupItemRecord: Sendable, Equatable, Codable {
     public var attempts: Int
     public var lastError: String?
     public var updatedAt: Int64
+    /// The backup that last referenced the sub-org, when it is known (reset, retired by a snapshot):
+    /// `/v1/backup/status` answering `not_found` for it proves the sub-org is orphaned.
+    public var lastBackupId: String?
+    /// Bumped by every journal write; an update names the version it read (compare-and-set).
+    public var version: Int64
 
     public init(
         subOrgId: String, reason: String, firstSeenAt: Int64, state: State = .pending, body: String? = nil,
-        attempts: Int = 0, lastError: String? = nil, updatedAt: Int64
+        attempts: Int = 0, lastError: String? = nil, updatedAt: Int64, lastBackupId: String? = nil,
+        version: Int64 = 0
     ) {
+        self.lastBackupId = lastBackupId
+        self.version = version
         self.subOrgId = subOrgId
         self.reason = reason
         self.firstSeenAt = firstSeenAt

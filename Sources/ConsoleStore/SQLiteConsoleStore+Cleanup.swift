@@ -4,7 +4,7 @@ import GRDB
 
 extension SQLiteConsoleStore {
     private static let cleanupColumns =
-        "suborg_id, reason, first_seen_at, state, body, attempts, last_error, updated_at"
+        "suborg_id, reason, first_seen_at, state, body, attempts, last_error, updated_at, last_backup_id, version"
 
     private static func cleanupRecord(_ row: Row) throws -> CleanupItemRecord {
         let stateText: String = row[3]
@@ -13,7 +13,7 @@ extension SQLiteConsoleStore {
         }
         return CleanupItemRecord(
             subOrgId: row[0], reason: row[1], firstSeenAt: row[2], state: state, body: row[4], attempts: row[5],
-            lastError: row[6], updatedAt: row[7])
+            lastError: row[6], updatedAt: row[7], lastBackupId: row[8], version: row[9])
     }
 
     /// Inserts a pending item, or keeps the existing one with the earlier first-seen time.
@@ -26,13 +26,18 @@ extension SQLiteConsoleStore {
                 arguments: [tenant, item.subOrgId]) != nil
         try db.cachedStatement(
             sql: """
-                INSERT INTO cleanup_items (tenant, \(cleanupColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO cleanup_items (tenant, \(cleanupColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)
                 ON CONFLICT (tenant, suborg_id) DO UPDATE
-                SET first_seen_at = min(first_seen_at, excluded.first_seen_at)
+                SET first_seen_at = min(first_seen_at, excluded.first_seen_at),
+                    reason = CASE WHEN excluded.reason = 'reset' THEN 'reset' ELSE reason END,
+                    last_backup_id = coalesce(excluded.last_backup_id, last_backup_id),
+                    version = version + (first_seen_at > excluded.first_seen_at
+                        OR (excluded.reason = 'reset' AND reason <> 'reset')
+                        OR (excluded.last_backup_id IS NOT NULL AND excluded.last_backup_id IS NOT last_backup_id))
                 """
         ).execute(arguments: [
             tenant, item.subOrgId, item.reason, item.firstSeenAt, item.state.rawValue, item.body, item.attempts,
-            item.lastError, item.updatedAt,
+            item.lastError, item.updatedAt, item.lastBackupId,
         ])
         return !existed
     }
@@ -57,24 +62,41 @@ extension SQLiteConsoleStore {
         }
     }
 
+    /// Compare-and-set: writes only if the stored item still has `item.version`, and returns the
+    /// item with its new version. A writer holding an older read fails with `stale_journal_item`
+    /// and changes nothing, so a stale worker can never overwrite a newer state.
+    @discardableResult
     public func updateCleanupItem(tenant: TenantName, _ item: CleanupItemRecord, audit: AuditDraft?)
-        throws(ConsoleError)
+        throws(ConsoleError) -> CleanupItemRecord
     {
         try write("updating cleanup item \(item.subOrgId)") { db in
             try db.execute(
                 sql: """
                     UPDATE cleanup_items SET reason = ?, first_seen_at = ?, state = ?, body = ?, attempts = ?,
-                        last_error = ?, updated_at = ?
-                    WHERE tenant = ? AND suborg_id = ?
+                        last_error = ?, updated_at = ?, last_backup_id = ?, version = version + 1
+                    WHERE tenant = ? AND suborg_id = ? AND version = ?
                     """,
                 arguments: [
                     item.reason, item.firstSeenAt, item.state.rawValue, item.body, item.attempts, item.lastError,
-                    item.updatedAt, tenant.rawValue, item.subOrgId,
+                    item.updatedAt, item.lastBackupId, tenant.rawValue, item.subOrgId, item.version,
                 ])
             guard db.changesCount == 1 else {
-                throw ConsoleError.notFound("Sub-org \(item.subOrgId) is not in the cleanup journal of \(tenant).")
+                let exists =
+                    try Bool.fetchOne(
+                        db, sql: "SELECT 1 FROM cleanup_items WHERE tenant = ? AND suborg_id = ?",
+                        arguments: [tenant.rawValue, item.subOrgId]) != nil
+                guard exists else {
+                    throw ConsoleError.notFound("Sub-org \(item.subOrgId) is not in the cleanup journal of \(tenant).")
+                }
+                throw ConsoleError(
+                    .conflict, code: "stale_journal_item",
+                    "Cleanup item \(item.subOrgId) of \(tenant) was changed by another writer since it was read; nothing was overwritten."
+                )
             }
             if let audit { _ = try insertAudit(audit, db) }
+            var updated = item
+            updated.version += 1
+            return updated
         }
     }
 

@@ -22,16 +22,16 @@ extension SQLiteConsoleStore {
         try db.execute(
             sql: """
                 INSERT INTO tenants (name, is_sandbox, turnkey_url, turnkey_org_id, turnkey_api_key_file,
-                    cleanup_key_file, policy, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    cleanup_key_file, policy, created_at, backup_service_url) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 tenant.name.rawValue, tenant.isSandbox, tenant.turnkeyURL, tenant.turnkeyOrgId,
-                tenant.turnkeyAPIKeyFile, tenant.cleanupKeyFile, policy, tenant.createdAt,
+                tenant.turnkeyAPIKeyFile, tenant.cleanupKeyFile, policy, tenant.createdAt, tenant.backupServiceURL,
             ])
     }
 
     private static let tenantColumns =
-        "name, is_sandbox, turnkey_url, turnkey_org_id, turnkey_api_key_file, cleanup_key_file, policy, created_at"
+        "name, is_sandbox, turnkey_url, turnkey_org_id, turnkey_api_key_file, cleanup_key_file, policy, created_at, backup_service_url"
 
     private static func tenantRecord(_ row: Row) throws -> TenantRecord {
         let name: String = row[0]
@@ -44,7 +44,8 @@ extension SQLiteConsoleStore {
         }
         return TenantRecord(
             name: try TenantName(name), isSandbox: row[1], turnkeyURL: row[2], turnkeyOrgId: row[3],
-            turnkeyAPIKeyFile: row[4], cleanupKeyFile: row[5], policy: policy, createdAt: row[7])
+            turnkeyAPIKeyFile: row[4], cleanupKeyFile: row[5], backupServiceURL: row[8], policy: policy,
+            createdAt: row[7])
     }
 
     public func tenant(_ name: TenantName) throws(ConsoleError) -> TenantRecord? {

@@ -1,154 +1,198 @@
 import Access
 import BackupCrypto
 import BackupModel
+import BackupService
 import ConsoleStore
 
-/// The operator side of /reset (facts §5): hand out a challenge, then verify the user's
-/// signature and wipe the backup in one transaction, with the Backup Service's error codes.
+/// The operator side of /reset, through the tenant's Backup Service (its `/v1/reset` API).
 ///
-/// `complete` checks in the service's order — token, context, Backup Account ID, signature,
-/// backup existence, then single use — first outside the transaction (so a refused request
-/// never takes the write lock) and then again inside the store's one ``ConsoleStore/completeReset``
-/// transaction, which re-reads the challenge, so a concurrent completion cannot slip between.
+/// `begin` asks `/v1/backup/status` (a backup the service does not have stops there) and then
+/// `/v1/reset/challenge/keypair`, and keeps a ledger entry (the token's hash, the backup, the
+/// challenge) so `complete` knows which backup a token is for. `complete` sends `/v1/reset`
+/// once; only on its `204` — or, when the answer was lost, on `/v1/backup/status` answering
+/// `not_found` — does the console audit the reset, delete its own copy and queue the backup's
+/// Turnkey sub-orgs, in one local transaction. Every refusal relays the service's code and is
+/// audited as a refusal, never as the reset.
 public struct ResetService: Sendable {
     /// The challenge context of a reset token.
     public static let context = "reset"
 
-    let store: any ConsoleStore
+    let store: any LiveTenantStore
+    let service: BackupServiceClient
     let clock: WallClock
-    let random: any RandomSource
     let checkpoint: @Sendable (ResetCheckpoint) -> Void
 
     /// - Parameter checkpoint: told as `complete` passes each ``ResetCheckpoint``; a no-op by default.
     public init(
-        store: any ConsoleStore, clock: WallClock = .system, random: any RandomSource = SystemRandom(),
+        store: any LiveTenantStore, service: BackupServiceClient, clock: WallClock = .system,
         checkpoint: @escaping @Sendable (ResetCheckpoint) -> Void = { _ in }
     ) {
         self.store = store
+        self.service = service
         self.clock = clock
-        self.random = random
         self.checkpoint = checkpoint
     }
 
-    /// `reset begin`: a 32-byte challenge and a single-use token for one backup of the session's tenant.
-    /// - Throws: `permission_denied`; `invalid_backup_account_id`; `not_found` for an unknown backup.
-    public func begin(backupAccountId text: String, session: Session) throws(ConsoleError) -> ResetChallenge {
+    /// `reset begin`: the live backup's main factors, then a challenge and its single-use token.
+    /// - Throws: `permission_denied`; `invalid_backup_account_id`; the service's `not_found` when
+    ///   it has no such backup; exit-2 errors when the service fails or cannot be reached.
+    public func begin(backupAccountId text: String, session: Session) async throws(ConsoleError) -> ResetChallenge {
         try session.require(.resetBegin)
         let id = try BackupAccountID(text)
         try BackupAccountKey.validate(id)
-        guard try store.backupExists(tenant: session.tenantName, id: id.rawValue) else {
-            throw .notFound("Backup \(id) does not exist in tenant \(session.tenantName).")
+        let status: BackupServiceWire.StatusResponse
+        let issued: (challenge: [UInt8], token: SecretBytes)
+        do throws(BackupServiceError) {
+            status = try await service.status(backupId: id.rawValue)
+            issued = try await service.resetChallenge(backupAccountId: id.rawValue)
+        } catch {
+            throw error.consoleError.context("Backup Service at \(service.baseURL)")
         }
-        let challenge = random.bytes(32)
-        let token = ResetToken.generate(using: random)
-        let tokenHash = try ResetToken.hash(token)
+        let tokenHash = try ResetToken.hash(issued.token)
         let now = clock.seconds
-        let ttl = Int64(min(max(session.tenant.policy.resetTokenTTLSeconds, 1), TenantPolicy.maxResetTokenTTLSeconds))
+        let expiresAt = now + Int64(TenantPolicy.maxResetTokenTTLSeconds)
         let record = ResetChallengeRecord(
             tokenHash: tokenHash, tenant: session.tenantName, backupId: id.rawValue, context: Self.context,
-            challenge: challenge, createdAt: now, expiresAt: now + ttl)
+            challenge: issued.challenge, createdAt: now, expiresAt: expiresAt)
         try store.insertResetChallenge(
             record,
             audit: session.audit(
                 "reset.begin", target: id.rawValue,
                 details: [
                     "tokenHashPrefix": ResetToken.auditPrefix(ofHash: tokenHash),
-                    "expiresAt": Timestamp.format(now + ttl),
+                    "expiresAt": Timestamp.format(expiresAt), "liveMainFactors": "\(status.factors.count)",
                 ]))
-        return ResetChallenge(backupId: id, challenge: challenge, token: token, expiresAt: now + ttl)
+        return ResetChallenge(
+            backupId: id, challenge: issued.challenge, token: issued.token, expiresAt: expiresAt,
+            factors: status.factors)
     }
 
-    /// `reset complete`: verify the signature over the token's challenge and wipe the backup.
-    ///
-    /// - Parameters:
-    ///   - token: the token from `reset begin`.
-    ///   - signature: standard base64 of the DER signature (`backupctl recovery sign`).
-    ///   - backupAccountId: the backup the caller means to reset; when given it must be the one the
-    ///     token was made for (the service's request always names it).
-    /// - Throws: `invalid_reset_token`, `not_found` (unknown token or backup), `token_expired`,
-    ///   `invalid_challenge_context` (another operation, backup or tenant), `invalid_backup_account_id`,
-    ///   `invalid_signature`, `signature_verification_error`, `already_used`, `permission_denied`.
-    ///   On any error nothing has changed.
-    public func complete(
-        token: SecretBytes, signature: String, backupAccountId: String? = nil, session: Session
-    ) throws(ConsoleError) -> ResetResult {
-        let plan = try preflight(token: token, signature: signature, backupAccountId: backupAccountId, session: session)
-        checkpoint(.checked)
-        let checkpoint = self.checkpoint
-        let expected = plan.expected
-        let wipe = try store.completeReset(
-            tokenHash: plan.tokenHash, now: clock.seconds,
-            verify: { (record) throws(ConsoleError) in
-                try Self.checkTenant(record, session)
-                try Self.check(record, expected: expected, signature: signature)
-                checkpoint(.verified)
-            },
-            audit: { wipe in
-                checkpoint(.wiped)
-                return session.audit(
-                    "reset.complete", target: wipe.backupId,
-                    details: [
-                        "tokenHashPrefix": ResetToken.auditPrefix(ofHash: plan.tokenHash),
-                        "lookupRowsRemoved": String(wipe.lookupRowsRemoved),
-                        "subOrgsQueued": String(wipe.turnkeySubOrgIds.count),
-                    ])
-            })
-        checkpoint(.committed)
-        return ResetResult(
-            backupId: wipe.backupId, wiped: true, lookupRowsRemoved: wipe.lookupRowsRemoved,
-            turnkeySubOrgIds: wipe.turnkeySubOrgIds)
-    }
-
-    /// Every check of ``complete(token:signature:backupAccountId:session:)`` except single use,
-    /// without writing anything: lets a command ask for confirmation only for a request that
-    /// would succeed. Single use is checked inside the transaction, as the service checks it last.
-    /// - Returns: the backup the token would reset.
-    public func preflight(
-        token: SecretBytes, signature: String, backupAccountId: String? = nil, session: Session
-    ) throws(ConsoleError) -> ResetPlan {
+    /// The backup a token is for, from this console's ledger, checked against the tenant and
+    /// the backup the caller names; nothing is sent or written.
+    /// - Throws: `invalid_reset_token`; `invalid_challenge_context` for a token of another
+    ///   tenant or backup; `unknown_reset_token` for a token this console did not issue when no
+    ///   backup is named; `permission_denied`.
+    public func plan(token: SecretBytes, backupAccountId: String? = nil, session: Session) throws(ConsoleError)
+        -> ResetPlan
+    {
         try session.require(.resetComplete)
         let tokenHash = try ResetToken.hash(token)
         let expected = try backupAccountId.map { (text) throws(ConsoleError) in try BackupAccountID(text) }
-        guard let challenge = try store.resetChallenge(tokenHash: tokenHash) else {
-            throw .notFound("No reset challenge matches this token; begin the reset again.")
+        guard let entry = try store.resetChallenge(tokenHash: tokenHash) else {
+            guard let expected else {
+                throw ConsoleError(
+                    .notFound, code: "unknown_reset_token",
+                    "This console did not issue this reset token; pass --backup-account-id to send it to the Backup Service anyway."
+                )
+            }
+            return ResetPlan(backupId: expected.rawValue, tokenHash: tokenHash, fromLedger: false, sentBefore: false)
         }
-        try Self.checkTenant(challenge, session)
-        if clock.seconds > challenge.expiresAt { throw Self.expired() }
-        try Self.check(challenge, expected: expected, signature: signature)
-        guard try store.backupExists(tenant: session.tenantName, id: challenge.backupId) else {
-            let used = challenge.usedAt != nil ? " (this token was already used to reset it)" : ""
-            throw .notFound("Backup \(challenge.backupId) does not exist in tenant \(session.tenantName)\(used).")
+        guard entry.tenant == session.tenantName else {
+            throw Self.contextMismatch("it was made in another tenant, not \(session.tenantName)")
         }
-        return ResetPlan(backupId: challenge.backupId, tokenHash: tokenHash, expected: expected)
+        if let expected, expected.rawValue != entry.backupId {
+            throw Self.contextMismatch("it was made for backup \(entry.backupId), not \(expected)")
+        }
+        return ResetPlan(
+            backupId: entry.backupId, tokenHash: tokenHash, fromLedger: true,
+            sentBefore: entry.sentAt != nil && entry.usedAt == nil)
     }
 
-    // MARK: - Checks, in the service's order
-
-    /// A token from another tenant is a context mismatch, reported before anything about the
-    /// token itself (expiry, use) so nothing of another tenant's state shows.
-    static func checkTenant(_ challenge: ResetChallengeRecord, _ session: Session) throws(ConsoleError) {
-        guard challenge.tenant == session.tenantName else {
-            throw contextMismatch("it was made in another tenant, not \(session.tenantName)")
+    /// `reset complete`: send `/v1/reset` and, on success only, finish the local part.
+    ///
+    /// - Throws: the service's code (`jwt_error`, `invalid_challenge_context`, `invalid_signature`,
+    ///   `signature_verification_error`, `not_found`, `already_used`, …) with exit 1;
+    ///   `reset_not_applied` (exit 2) when the answer was lost and `status` shows the backup is
+    ///   still there; `reset_outcome_unknown` (exit 2) when even `status` fails. On any error the
+    ///   console's data is unchanged apart from the audited refusal.
+    public func complete(
+        token: SecretBytes, signature: String, backupAccountId: String? = nil, session: Session
+    ) async throws(ConsoleError) -> ResetResult {
+        let plan = try plan(token: token, backupAccountId: backupAccountId, session: session)
+        let signature = signature.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard (1...512).contains(signature.utf8.count) else {
+            throw .invalid("invalid_signature", "Invalid signature: expected the base64 text `recovery sign` printed.")
         }
+        let backup = try store.backup(tenant: session.tenantName, id: plan.backupId)
+        let subOrgs = backup?.metadata.turnkeySubOrgIds ?? []
+        // Counted before the call: on a sandbox tenant the service's delete takes them first.
+        let lookupRows = try store.lookupRows(tenant: session.tenantName, backupId: plan.backupId).count
+        if plan.fromLedger {
+            try store.markResetSent(tokenHash: plan.tokenHash, subOrgIds: subOrgs, now: clock.seconds)
+        }
+        checkpoint(.checked)
+        var resolvedBy: String?
+        do throws(BackupServiceError) {
+            try await service.reset(backupAccountId: plan.backupId, signature: signature, token: token)
+        } catch  where error.outcomeUnknown {
+            try await resolveLostAnswer(plan, error, session)
+            resolvedBy = "status"
+        } catch  where error.serviceCode == "not_found" && plan.sentBefore {
+            // An earlier send of this token was never recorded (its answer lost, or this console
+            // killed after it): the backup being gone now is that reset. Confirm with status.
+            try await resolveLostAnswer(plan, error, session)
+            resolvedBy = "status"
+        } catch {
+            try refuse(plan, error.consoleError, session)
+        }
+        checkpoint(.verified)
+        let checkpoint = self.checkpoint
+        let wipe = try store.recordServiceReset(
+            tenant: session.tenantName, tokenHash: plan.fromLedger ? plan.tokenHash : nil, backupId: plan.backupId,
+            subOrgIds: subOrgs, now: clock.seconds,
+            audit: { wipe in
+                checkpoint(.wiped)
+                var details = [
+                    "tokenHashPrefix": ResetToken.auditPrefix(ofHash: plan.tokenHash),
+                    "via": "backup_service", "lookupRowsRemoved": String(max(wipe.lookupRowsRemoved, lookupRows)),
+                    "subOrgsQueued": String(wipe.turnkeySubOrgIds.count),
+                ]
+                if let resolvedBy { details["resolvedBy"] = resolvedBy }
+                return session.audit("reset.complete", target: wipe.backupId, details: details)
+            })
+        checkpoint(.committed)
+        return ResetResult(
+            backupId: wipe.backupId, wiped: true, lookupRowsRemoved: max(wipe.lookupRowsRemoved, lookupRows),
+            turnkeySubOrgIds: wipe.turnkeySubOrgIds, resolvedBy: resolvedBy)
     }
 
-    /// Context (operation and backup), then the Backup Account ID, then the signature.
-    static func check(
-        _ challenge: ResetChallengeRecord, expected: BackupAccountID?, signature: String
-    ) throws(ConsoleError) {
-        guard challenge.context == context else {
-            throw contextMismatch("it was made for the \"\(challenge.context.prefix(32))\" operation, not reset")
+    /// The answer to `/v1/reset` never arrived: ask `/v1/backup/status`. `not_found` means the
+    /// reset happened (return, so the local part runs); the backup still there means it did not.
+    private func resolveLostAnswer(_ plan: ResetPlan, _ lost: BackupServiceError, _ session: Session)
+        async throws(ConsoleError)
+    {
+        do throws(BackupServiceError) {
+            _ = try await service.status(backupId: plan.backupId)
+        } catch  where error.serviceCode == "not_found" {
+            return
+        } catch {
+            try refuse(
+                plan,
+                ConsoleError(
+                    .remote, code: "reset_outcome_unknown",
+                    "The Backup Service's answer to the reset of \(plan.backupId) was lost (\(lost.message)) and /v1/backup/status failed too (\(error.message)). Nothing was changed here; run `reset complete` again with the same token once the service answers: it will say not_found if the reset went through."
+                ), session)
         }
-        if let expected, expected.rawValue != challenge.backupId {
-            throw contextMismatch("it was made for backup \(challenge.backupId), not \(expected)")
-        }
-        let id = try BackupAccountID(challenge.backupId)
-        try BackupAccountKey.validate(id)
-        try verify(signature: signature, challenge: challenge.challenge, publicKey: id.publicKey)
+        try refuse(
+            plan,
+            ConsoleError(
+                .remote, code: "reset_not_applied",
+                "The Backup Service's answer to the reset of \(plan.backupId) was lost (\(lost.message)); /v1/backup/status still finds the backup, so it was not reset. The token may be burned if the service failed after marking it used: run `reset complete` again with the same token, and if it answers already_used, begin a new reset."
+            ), session)
     }
 
-    /// The service's signature rules: standard base64, strict DER, valid low-S ECDSA over
-    /// SHA-256 of the raw challenge with the key inside the Backup Account ID.
+    /// Audits a refusal (its code, never as the reset) and throws it.
+    private func refuse(_ plan: ResetPlan, _ error: ConsoleError, _ session: Session) throws(ConsoleError) -> Never {
+        try store.appendAudit(
+            session.audit(
+                "reset.refused", target: plan.backupId,
+                details: ["code": error.code, "tokenHashPrefix": ResetToken.auditPrefix(ofHash: plan.tokenHash)]))
+        throw error
+    }
+
+    /// The service's rules for a signature, checked locally: standard base64, strict DER, valid
+    /// low-S ECDSA over SHA-256 of the raw challenge with the key inside the Backup Account ID.
+    /// The walkthrough uses it to refuse a mistyped signature before anything is sent.
     public static func verify(signature: String, challenge: [UInt8], publicKey: [UInt8]) throws(ConsoleError) {
         guard let der = Base64.decode(signature, alphabet: .standard, requirePadding: true), !der.isEmpty else {
             throw .invalid(
@@ -174,9 +218,5 @@ public struct ResetService: Sendable {
         ConsoleError(
             .verificationFailed, code: "invalid_challenge_context", "This reset token does not fit the request: \(why)."
         )
-    }
-
-    static func expired() -> ConsoleError {
-        ConsoleError(.verificationFailed, code: "token_expired", "This reset token has expired; begin the reset again.")
     }
 }

@@ -1,36 +1,31 @@
 import BackupCrypto
 import BackupModel
 
-/// The opaque reset challenge token: `rst_` + base64url (no padding) of 32 random bytes.
+/// The Backup Service's reset challenge token, opaque to the console.
 ///
-/// It is a bearer credential for 15 minutes, so it lives in ``SecretBytes``, is shown once (to
-/// the operator who began the reset) and is stored only as the lowercase hex SHA-256 of its text.
+/// The real service's token is an encrypted JWE; the sandbox's is an authenticated
+/// `sbx.…` string. Either way it is a bearer credential for 15 minutes, so it lives in
+/// ``SecretBytes``, is shown once (to the operator who began the reset) and is stored only as
+/// the lowercase hex SHA-256 of its text — the key the service itself tracks single use under.
 /// The audit log may carry a prefix of that hash, which identifies the token without revealing it.
 public enum ResetToken {
-    public static let prefix = "rst_"
-    static let encodedLength = 43
+    /// Longer than any token the service issues, short enough to bound what is hashed and stored.
+    public static let maxLength = 4096
 
-    /// A fresh token from `random`.
-    public static func generate(using random: some RandomSource) -> SecretBytes {
-        let raw = random.secretBytes(32)
-        let text = raw.withUnsafeBytes { Base64.encode($0, alphabet: .url, padding: false) }
-        return SecretBytes(Array((prefix + text).utf8))
-    }
-
-    /// The stored form (hex SHA-256 of the token text), after checking the token's shape.
-    /// - Throws: ``ConsoleError`` `invalid_reset_token` when it is not `rst_` + 43 base64url characters.
+    /// The stored form (hex SHA-256 of the token text), after checking the token is one printable word.
+    /// - Throws: ``ConsoleError`` `invalid_reset_token` when it is empty, too long, or holds
+    ///   whitespace or control characters.
     public static func hash(_ token: SecretBytes) throws(ConsoleError) -> String {
         let hash: String? = token.withUnsafeBytes { bytes in
-            let body = bytes.dropFirst(prefix.utf8.count)
-            guard bytes.starts(with: prefix.utf8), body.count == encodedLength,
-                Base64.decode(String(decoding: body, as: UTF8.self), alphabet: .url)?.count == 32
-            else { return nil }
+            guard (1...maxLength).contains(bytes.count), bytes.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+                return nil
+            }
             return SHA256.hex(bytes)
         }
         guard let hash else {
             throw .invalid(
                 "invalid_reset_token",
-                "Invalid reset token: expected \(prefix) followed by \(encodedLength) base64url characters, as printed by `reset begin`."
+                "Invalid reset token: expected the one printable word `reset begin` printed (at most \(maxLength) characters)."
             )
         }
         return hash

@@ -16,7 +16,7 @@ public struct ResetWalkthrough: Sendable {
     }
 
     public enum Input: Sendable {
-        /// At `find`: a Backup Account ID or a factor (see ``StoreBackupFinder``).
+        /// At `find`: a Backup Account ID or a factor (see ``BackupFinder``).
         case identify(String)
         /// At `review`: go on; a challenge is issued.
         case proceed
@@ -50,18 +50,21 @@ public struct ResetWalkthrough: Sendable {
     private var result: ResetResult?
     private var teardown: [TeardownItem] = []
 
+    /// - Parameters:
+    ///   - service: the reset service of the session's tenant (its Backup Service).
+    ///   - finder: how `find` resolves what the user knows (the lookup service's rules).
     /// - Throws: `permission_denied` unless the session may run a reset (support).
     public init(
-        store: any ConsoleStore, session: Session, clock: WallClock = .system,
-        random: any RandomSource = SystemRandom(), finder: (any BackupFinder)? = nil
+        store: any ConsoleStore, session: Session, service: ResetService, finder: any BackupFinder,
+        clock: WallClock = .system
     ) throws(ConsoleError) {
         try session.require(.resetBegin)
         try session.require(.resetComplete)
         self.store = store
         self.session = session
         self.clock = clock
-        service = ResetService(store: store, clock: clock, random: random)
-        self.finder = finder ?? StoreBackupFinder(store: store)
+        self.service = service
+        self.finder = finder
     }
 
     /// The first prompt.
@@ -70,7 +73,7 @@ public struct ResetWalkthrough: Sendable {
     /// Feeds one input; returns what to show next.
     /// - Throws: ``ConsoleError`` for a refused input (the step does not change), or
     ///   `usage` for an input that does not belong to the current step.
-    public mutating func handle(_ input: Input) throws(ConsoleError) -> WalkthroughPrompt {
+    public mutating func handle(_ input: Input) async throws(ConsoleError) -> WalkthroughPrompt {
         switch (step, input) {
         case (.find, .abort), (.review, .abort), (.proof, .abort), (.confirm, .abort), (.wipe, .abort):
             let was = step
@@ -84,7 +87,7 @@ public struct ResetWalkthrough: Sendable {
             return .review(try review(record))
         case (.review, .proceed):
             guard let backup else { throw Self.outOfOrder(step) }
-            let begun = try service.begin(backupAccountId: backup.backupId, session: session)
+            let begun = try await service.begin(backupAccountId: backup.backupId, session: session)
             challenge = begun
             step = .proof
             return .proof(
@@ -121,7 +124,9 @@ public struct ResetWalkthrough: Sendable {
             return .readyToWipe(backupId: backup.backupId)
         case (.wipe, .wipe):
             guard let challenge, let signature else { throw Self.outOfOrder(step) }
-            let done = try service.complete(token: challenge.token, signature: signature, session: session)
+            let done = try await service.complete(
+                token: challenge.token, signature: signature, backupAccountId: challenge.backupId.rawValue,
+                session: session)
             result = done
             teardown = try teardownItems(done.turnkeySubOrgIds)
             signer = nil
@@ -145,9 +150,12 @@ public struct ResetWalkthrough: Sendable {
         return .confirm(tenant: session.tenantName.rawValue, backupId: backup?.backupId ?? "")
     }
 
+    /// The service's signature rules, checked here so a mistyped signature is refused before
+    /// anything is sent (the service would refuse it too, without burning the token).
     private func preflight(signature: String) throws(ConsoleError) {
         guard let challenge else { throw Self.outOfOrder(step) }
-        _ = try service.preflight(token: challenge.token, signature: signature, session: session)
+        try ResetService.verify(
+            signature: signature, challenge: challenge.challenge, publicKey: challenge.backupId.publicKey)
     }
 
     private func review(_ record: BackupRecord) throws(ConsoleError) -> WalkthroughReview {

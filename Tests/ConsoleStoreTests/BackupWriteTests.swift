@@ -122,10 +122,11 @@ struct BackupWriteTests {
             later.firstSeenAt = 90
             #expect(try store.enqueueCleanup(tenant: alpha, [later], audit: draft("cleanup.scan")) == 0)
             #expect(try store.cleanupItem(tenant: alpha, subOrgId: "s1")?.firstSeenAt == 50)
-            var done = item
+            var done = try #require(try store.cleanupItem(tenant: alpha, subOrgId: "s1"))
+            #expect(done.version == 0)  // re-queueing that changed nothing did not bump it
             done.state = .deleted
             done.attempts = 1
-            try store.updateCleanupItem(tenant: alpha, done, audit: nil)
+            done = try store.updateCleanupItem(tenant: alpha, done, audit: nil)
             #expect(try store.cleanupItems(tenant: alpha, states: [.deleted]) == [done])
             #expect(try store.cleanupItems(tenant: alpha, states: [.pending]).isEmpty)
             #expect(try store.cleanupItem(tenant: beta, subOrgId: "s1") == nil)

@@ -78,7 +78,8 @@ struct DerivedIndexTests {
                     tokenHash: "t", tenant: alpha, backupId: id, context: "reset", challenge: [1], createdAt: 1,
                     expiresAt: 10),
                 audit: draft("r"))
-            _ = try store.completeReset(tokenHash: "t", now: 5, verify: { _ in }, audit: { _ in draft("r") })
+            _ = try store.recordServiceReset(
+                tenant: alpha, tokenHash: "t", backupId: id, subOrgIds: [], now: 5, audit: { _ in draft("r") })
             try expectConsistent(store, alpha)
             #expect(try store.resolveLookup(tenant: alpha, pk: passkeyPK(b)) == nil)
         }

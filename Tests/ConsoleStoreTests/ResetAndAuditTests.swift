@@ -36,7 +36,7 @@ struct ResetAndAuditTests {
             details: ["lookupRowsRemoved": "\(wipe.lookupRowsRemoved)"])
     }
 
-    @Test func completeResetWipesEverythingAtomically() throws {
+    @Test func recordServiceResetWipesEverythingAtomically() throws {
         try withStore { store, _ in
             let s = try scene(store)
             // An earlier sighting of one sub-org keeps its first-seen time.
@@ -44,11 +44,13 @@ struct ResetAndAuditTests {
                 tenant: alpha,
                 [CleanupItemRecord(subOrgId: s.subOrgs[0], reason: "unreferenced", firstSeenAt: 10, updatedAt: 10)],
                 audit: nil)
-            var verified: ResetChallengeRecord?
-            let wipe = try store.completeReset(
-                tokenHash: s.token, now: 500, verify: { verified = $0 }, audit: resetAudit)
-            #expect(verified?.backupId == s.id)
-            #expect(wipe == ResetWipe(backupId: s.id, lookupRowsRemoved: 2, turnkeySubOrgIds: s.subOrgs))
+            // The sub-orgs the console sent with the request count even if the copy lost them.
+            try store.markResetSent(tokenHash: s.token, subOrgIds: s.subOrgs + ["sent-only"], now: 450)
+            #expect(try store.resetChallenge(tokenHash: s.token)?.sentAt == 450)
+            let wipe = try store.recordServiceReset(
+                tenant: alpha, tokenHash: s.token, backupId: s.id, subOrgIds: [], now: 500, audit: resetAudit)
+            #expect(
+                wipe == ResetWipe(backupId: s.id, lookupRowsRemoved: 2, turnkeySubOrgIds: s.subOrgs + ["sent-only"]))
             #expect(try store.backup(tenant: alpha, id: s.id) == nil)
             #expect(try store.sealedBlob(tenant: alpha, backupId: s.id) == nil)
             #expect(try store.lookupRows(tenant: alpha, backupId: s.id).isEmpty)
@@ -56,62 +58,66 @@ struct ResetAndAuditTests {
             #expect(try store.resetChallenge(tokenHash: s.token)?.usedAt == 500)
             let first = try #require(try store.cleanupItem(tenant: alpha, subOrgId: s.subOrgs[0]))
             let second = try #require(try store.cleanupItem(tenant: alpha, subOrgId: s.subOrgs[1]))
-            #expect(first.firstSeenAt == 10)
+            // A reset proves the sub-org orphaned: the reason becomes reset, first-seen stays earliest.
+            #expect(first.firstSeenAt == 10 && first.reason == "reset" && first.lastBackupId == s.id)
             #expect(second.reason == "reset" && second.state == .pending && second.firstSeenAt == 500)
             let last = try #require(try store.latestAuditEntries(tenant: alpha, limit: 1).first)
             #expect(last.action == "reset.complete" && last.target == s.id && last.details["lookupRowsRemoved"] == "2")
+            // Recording it again (a resolved retry) changes nothing but the audit.
+            let again = try store.recordServiceReset(
+                tenant: alpha, tokenHash: s.token, backupId: s.id, subOrgIds: [], now: 600, audit: resetAudit)
+            #expect(again.lookupRowsRemoved == 0 && again.turnkeySubOrgIds == s.subOrgs + ["sent-only"])
+            #expect(try store.resetChallenge(tokenHash: s.token)?.usedAt == 500)
         }
     }
 
-    enum Failure: CaseIterable { case unknown, used, expired, refused, backupGone }
-
-    @Test(arguments: Failure.allCases)
-    func completeResetFailuresChangeNothing(_ failure: Failure) throws {
+    @Test func sandboxServiceResetIsSingleUseAndAtomic() throws {
         try withStore { store, _ in
             let s = try scene(store)
-            var token = s.token
-            var now: Int64 = 500
-            var verify: (ResetChallengeRecord) throws(ConsoleError) -> Void = { _ in }
-            var expected = ("", ConsoleError.Kind.internalError)
-            switch failure {
-            case .unknown:
-                token = "nope"
-                expected = ("not_found", .notFound)
-            case .used:
-                _ = try store.completeReset(tokenHash: token, now: 400, verify: { _ in }, audit: resetAudit)
-                expected = ("already_used", .verificationFailed)
-            case .expired:
-                now = 1001
-                expected = ("token_expired", .verificationFailed)
-            case .refused:
-                verify = { _ throws(ConsoleError) in
-                    throw ConsoleError(.verificationFailed, code: "signature_verification_error", "bad signature")
-                }
-                expected = ("signature_verification_error", .verificationFailed)
-            case .backupGone:
-                try store.insertResetChallenge(
-                    ResetChallengeRecord(
-                        tokenHash: "ghost", tenant: alpha, backupId: Fixtures(seed: 9).backupId(), context: "reset",
-                        challenge: [1], createdAt: 100, expiresAt: 1000),
-                    audit: draft("reset.begin"))
-                token = "ghost"
-                expected = ("not_found", .notFound)
-            }
-            let backupBefore = try store.backup(tenant: alpha, id: s.id)
-            let rowsBefore = try store.lookupRows(tenant: alpha, backupId: s.id)
-            let challengeBefore = try store.resetChallenge(tokenHash: token)
-            let auditBefore = try store.auditEntries(tenant: nil, afterSeq: 0, limit: 1000)
-            let cleanupBefore = try store.cleanupItems(tenant: alpha, states: nil)
+            let hash = String(repeating: "a", count: 64)
+            #expect(try store.sandboxServiceReset(tenant: alpha, tokenHash: hash, backupId: s.id, now: 1))
+            #expect(try store.backup(tenant: alpha, id: s.id) == nil)
+            #expect(try store.lookupRows(tenant: alpha, backupId: s.id).isEmpty)
+            // The service queues nothing and audits nothing: that is the console's part.
+            #expect(try store.cleanupItems(tenant: alpha, states: nil).isEmpty)
+            #expect(!(try store.sandboxServiceReset(tenant: alpha, tokenHash: hash, backupId: s.id, now: 2)))
+        }
+    }
 
+    @Test func staleJournalWritesAreRefused() throws {
+        try withStore { store, _ in
+            _ = try scene(store)
+            _ = try store.enqueueCleanup(
+                tenant: alpha, [CleanupItemRecord(subOrgId: "x", reason: "unreferenced", firstSeenAt: 1, updatedAt: 1)],
+                audit: nil)
+            let read = try #require(try store.cleanupItem(tenant: alpha, subOrgId: "x"))
+            var newer = read
+            newer.state = .deleted
+            let written = try store.updateCleanupItem(tenant: alpha, newer, audit: nil)
+            #expect(written.version == read.version + 1)
+            var stale = read
+            stale.state = .failed
             let error = #expect(throws: ConsoleError.self) {
-                try store.completeReset(tokenHash: token, now: now, verify: verify, audit: resetAudit)
+                try store.updateCleanupItem(tenant: alpha, stale, audit: nil)
             }
-            #expect(error?.code == expected.0 && error?.kind == expected.1)
-            #expect(try store.backup(tenant: alpha, id: s.id) == backupBefore)
-            #expect(try store.lookupRows(tenant: alpha, backupId: s.id) == rowsBefore)
-            #expect(try store.resetChallenge(tokenHash: token) == challengeBefore)
-            #expect(try store.auditEntries(tenant: nil, afterSeq: 0, limit: 1000) == auditBefore)
-            #expect(try store.cleanupItems(tenant: alpha, states: nil) == cleanupBefore)
+            #expect(error?.code == "stale_journal_item")
+            #expect(try store.cleanupItem(tenant: alpha, subOrgId: "x")?.state == .deleted)
+        }
+    }
+
+    @Test func cleanupLeaseIsExclusiveUntilItExpires() throws {
+        try withStore { store, _ in
+            _ = try scene(store)
+            #expect(try store.acquireCleanupLease(tenant: alpha, holder: "a", now: 100, expiresAt: 160) == nil)
+            let held = try store.acquireCleanupLease(tenant: alpha, holder: "b", now: 120, expiresAt: 180)
+            #expect(held?.holder == "a" && held?.expiresAt == 160)
+            #expect(try store.renewCleanupLease(tenant: alpha, holder: "a", expiresAt: 200))
+            #expect(!(try store.renewCleanupLease(tenant: alpha, holder: "b", expiresAt: 200)))
+            // A killed holder's lease expires and its successor takes it over.
+            #expect(try store.acquireCleanupLease(tenant: alpha, holder: "b", now: 201, expiresAt: 260) == nil)
+            #expect(!(try store.renewCleanupLease(tenant: alpha, holder: "a", expiresAt: 300)))
+            try store.releaseCleanupLease(tenant: alpha, holder: "b")
+            #expect(try store.acquireCleanupLease(tenant: alpha, holder: "c", now: 202, expiresAt: 260) == nil)
         }
     }
 

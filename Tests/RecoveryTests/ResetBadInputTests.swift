@@ -1,12 +1,14 @@
 import Access
 import BackupCrypto
 import BackupModel
+import BackupService
 import ConsoleStore
 import Foundation
 import Recovery
 import Testing
 
-/// Each bad input: the service's code, and nothing changed in the store.
+/// Each bad input: the Backup Service's code relayed, the refusal audited as one, and nothing
+/// else changed — in the service (the sandbox runs over the same store) or in the console.
 @Suite struct ResetBadInputTests {
     /// A backup `A` with a begun reset, a second backup `B` with its own, both in `sandbox`.
     final class Scene {
@@ -19,131 +21,173 @@ import Testing
         let a: ResetChallenge
         let b: ResetChallenge
 
-        init() throws {
+        init() async throws {
             f = try Fixture()
-            service = f.service()
+            service = try await f.service()
             idA = try f.addBackup(keyA)
             idB = try f.addBackup(keyB, subOrgs: ["suborg-c"])
-            a = try service.begin(backupAccountId: idA.rawValue, session: f.session)
-            b = try service.begin(backupAccountId: idB.rawValue, session: f.session)
+            a = try await service.begin(backupAccountId: idA.rawValue, session: f.session)
+            b = try await service.begin(backupAccountId: idB.rawValue, session: f.session)
         }
 
         func snapshot() throws -> Fixture.Snapshot {
             try f.snapshot(ids: [idA, idB], tokenHashes: [a.tokenHash, b.tokenHash])
         }
 
-        /// Runs `complete` and checks the code and that nothing changed.
+        /// Runs `complete` and checks the code, the audited refusal, and that nothing else changed.
         func expectRefused(
             _ code: String, token: SecretBytes? = nil, signature: String, backupAccountId: String? = nil,
-            session: Session? = nil, sourceLocation: SourceLocation = #_sourceLocation
-        ) throws {
+            session: Session? = nil, audited: Bool = true, sourceLocation: SourceLocation = #_sourceLocation
+        ) async throws {
             let before = try snapshot()
-            let error = consoleError {
-                _ = try service.complete(
+            let refusalsBefore = try refusals()
+            let error = await consoleError {
+                _ = try await service.complete(
                     token: token ?? a.token, signature: signature, backupAccountId: backupAccountId,
                     session: session ?? f.session)
             }
             #expect(error?.code == code, sourceLocation: sourceLocation)
-            #expect(error.map { $0.kind != .internalError } == true, sourceLocation: sourceLocation)
+            #expect(
+                error.map { $0.kind != .internalError && $0.kind != .remote } == true, sourceLocation: sourceLocation)
             #expect(try snapshot() == before, sourceLocation: sourceLocation)
+            let added = try refusals().dropFirst(refusalsBefore.count)
+            if audited {
+                #expect(added.map { $0.details["code"] } == [code], sourceLocation: sourceLocation)
+            } else {
+                #expect(added.isEmpty, sourceLocation: sourceLocation)
+            }
+        }
+
+        func refusals() throws -> [AuditEntry] {
+            try f.store.auditEntries(tenant: nil, afterSeq: 0, limit: 100_000).filter { $0.action == "reset.refused" }
         }
 
         var goodSignature: String { (try? UserRecovery.signChallenge(a.challenge, rootKey: keyA)) ?? "" }
     }
 
-    @Test func notBase64AndDERGarbageAreInvalidSignature() throws {
-        let s = try Scene()
-        try s.expectRefused("invalid_signature", signature: "not base64!")
-        try s.expectRefused("invalid_signature", signature: "")
-        try s.expectRefused("invalid_signature", signature: String(s.goodSignature.dropLast()))
-        try s.expectRefused("invalid_signature", signature: Base64.encode([0x30, 0x03, 0x02, 0x01, 0x01]))
-        try s.expectRefused("invalid_signature", signature: Base64.encode(Array(repeating: 0x41, count: 70)))
+    @Test func notBase64AndDERGarbageAreInvalidSignature() async throws {
+        let s = try await Scene()
+        try await s.expectRefused("invalid_signature", signature: "not base64!")
+        try await s.expectRefused("invalid_signature", signature: String(s.goodSignature.dropLast(2)) + "!")
+        try await s.expectRefused("invalid_signature", signature: Base64.encode([0x30, 0x03, 0x02, 0x01, 0x01]))
+        try await s.expectRefused("invalid_signature", signature: Base64.encode(Array(repeating: 0x41, count: 70)))
+        // Empty is refused before anything is sent.
+        try await s.expectRefused("invalid_signature", signature: "", audited: false)
+        await s.f.stop()
     }
 
-    @Test func wrongKeyWrongChallengeAndHighSFailVerification() throws {
-        let s = try Scene()
-        // A valid signature by another key (B's) over A's challenge.
-        try s.expectRefused(
+    @Test func wrongKeyWrongChallengeAndHighSFailVerification() async throws {
+        let s = try await Scene()
+        try await s.expectRefused(
             "signature_verification_error", signature: try UserRecovery.signChallenge(s.a.challenge, rootKey: s.keyB))
-        // A valid signature by A's key over another backup's challenge.
-        try s.expectRefused(
+        try await s.expectRefused(
             "signature_verification_error", signature: try UserRecovery.signChallenge(s.b.challenge, rootKey: s.keyA))
-        // B's own valid proof presented with A's token.
-        try s.expectRefused(
+        try await s.expectRefused(
             "signature_verification_error", signature: try UserRecovery.signChallenge(s.b.challenge, rootKey: s.keyB))
-        // The high-S twin of a valid signature: the service rejects it, so do we.
+        // The high-S twin of a valid signature: the service rejects it.
         let der = try #require(Base64.decode(s.goodSignature, alphabet: .standard))
-        try s.expectRefused("signature_verification_error", signature: Base64.encode(try highS(der)))
+        try await s.expectRefused("signature_verification_error", signature: Base64.encode(try highS(der)))
+        await s.f.stop()
     }
 
-    @Test func tokenProblems() throws {
-        let s = try Scene()
+    @Test func tokenProblems() async throws {
+        let s = try await Scene()
         let good = s.goodSignature
-        try s.expectRefused("invalid_reset_token", token: SecretBytes(Array("rst_short".utf8)), signature: good)
-        try s.expectRefused("invalid_reset_token", token: SecretBytes([]), signature: good)
-        try s.expectRefused(
-            "not_found", token: ResetToken.generate(using: SeededRandom(seed: 1234)), signature: good)
-        // Another backup named by the caller.
-        try s.expectRefused(
-            "invalid_challenge_context", signature: good, backupAccountId: s.idB.rawValue)
-        try s.expectRefused("invalid_backup_account_id", signature: good, backupAccountId: "backup_account_12")
+        // Not one printable word: refused before anything is sent.
+        try await s.expectRefused(
+            "invalid_reset_token", token: SecretBytes(Array("two words".utf8)), signature: good, audited: false)
+        try await s.expectRefused("invalid_reset_token", token: SecretBytes([]), signature: good, audited: false)
+        // A token this console never issued needs the backup named …
+        try await s.expectRefused(
+            "unknown_reset_token", token: SecretBytes(Array("sbx.forged.token".utf8)), signature: good,
+            audited: false)
+        // … and then the service refuses a forged or tampered one (jwt_error).
+        try await s.expectRefused(
+            "jwt_error", token: SecretBytes(Array("sbx.forged.token".utf8)), signature: good,
+            backupAccountId: s.idA.rawValue)
+        var tampered = Array(s.a.tokenText.utf8)
+        tampered[6] = tampered[6] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        try await s.expectRefused(
+            "jwt_error", token: SecretBytes(tampered), signature: good, backupAccountId: s.idA.rawValue)
+        // Another backup named for A's token: refused here, as the service would.
+        try await s.expectRefused(
+            "invalid_challenge_context", signature: good, backupAccountId: s.idB.rawValue, audited: false)
+        try await s.expectRefused(
+            "invalid_backup_account_id", signature: good, backupAccountId: "backup_account_12", audited: false)
+        await s.f.stop()
     }
 
-    @Test func tokenFromAnotherTenantIsAContextMismatch() throws {
-        let s = try Scene()
+    /// The service's own checks, reached with the client directly (as a console that did not
+    /// issue the token would): context, then the id's curve point.
+    @Test func serviceRelaysContextAndIdErrors() async throws {
+        let s = try await Scene()
+        let client = try #require(s.f.lastClient)
+        let context = await consoleError {
+            do throws(BackupServiceError) {
+                try await client.reset(backupAccountId: s.idB.rawValue, signature: s.goodSignature, token: s.a.token)
+            } catch {
+                throw error.consoleError
+            }
+        }
+        #expect(context?.code == "invalid_challenge_context")
+        // An off-curve id: the challenge route does not check points, /v1/reset does.
+        let offCurve = "backup_account_02" + String(repeating: "ff", count: 32)
+        let issued = try await client.resetChallenge(backupAccountId: offCurve)
+        let error = await consoleError {
+            do throws(BackupServiceError) {
+                try await client.reset(backupAccountId: offCurve, signature: s.goodSignature, token: issued.token)
+            } catch {
+                throw error.consoleError
+            }
+        }
+        #expect(error?.code == "invalid_backup_account_id" && error?.kind == .invalidInput)
+        #expect(try s.snapshot().backups.count == 2)
+        await s.f.stop()
+    }
+
+    @Test func tokenFromAnotherTenantIsAContextMismatch() async throws {
+        let s = try await Scene()
         let other = try s.f.otherTenant()
         let idC = try s.f.addBackup(rootKey("45"), tenant: other.tenantName)
-        let c = try s.service.begin(backupAccountId: idC.rawValue, session: other)
+        let otherService = try await s.f.service(tenant: other.tenantName)
+        let c = try await otherService.begin(backupAccountId: idC.rawValue, session: other)
         let signature = try UserRecovery.signChallenge(c.challenge, rootKey: rootKey("45"))
-        // Tenant B's token in tenant A, and tenant A's token in tenant B.
-        try s.expectRefused("invalid_challenge_context", token: c.token, signature: signature)
-        try s.expectRefused("invalid_challenge_context", signature: s.goodSignature, session: other)
+        try await s.expectRefused("invalid_challenge_context", token: c.token, signature: signature, audited: false)
+        try await s.expectRefused(
+            "invalid_challenge_context", signature: s.goodSignature, session: other, audited: false)
         let otherBefore = try s.f.snapshot(ids: [idC], tokenHashes: [c.tokenHash], tenant: other.tenantName)
         #expect(otherBefore.backups == [idC.rawValue])
+        await s.f.stop()
     }
 
-    @Test func tokenForAnotherOperationIsAContextMismatch() throws {
-        let s = try Scene()
-        let token = ResetToken.generate(using: SeededRandom(seed: 77))
-        let challenge = [UInt8](repeating: 7, count: 32)
-        try s.f.store.insertResetChallenge(
-            ResetChallengeRecord(
-                tokenHash: try ResetToken.hash(token), tenant: s.f.session.tenantName, backupId: s.idA.rawValue,
-                context: "delete_backup", challenge: challenge, createdAt: s.f.clock.seconds,
-                expiresAt: s.f.clock.seconds + 60),
-            audit: s.f.session.audit("test.insert"))
-        try s.expectRefused(
-            "invalid_challenge_context", token: token,
-            signature: try UserRecovery.signChallenge(challenge, rootKey: s.keyA))
+    @Test func expiredTokenIsTheServicesJwtError() async throws {
+        let s = try await Scene()
+        s.f.time.advance(byMillis: 901_000)
+        try await s.expectRefused("jwt_error", signature: s.goodSignature)
+        await s.f.stop()
     }
 
-    @Test func expiredToken() throws {
-        let s = try Scene()
-        s.f.time.advance(byMillis: 900_000)
-        // At exactly the expiry second it is still valid; one second later it is not.
-        _ = try s.service.preflight(token: s.a.token, signature: s.goodSignature, session: s.f.session)
-        s.f.time.advance(byMillis: 1000)
-        try s.expectRefused("token_expired", signature: s.goodSignature)
-    }
-
-    @Test func reusedToken() throws {
-        let s = try Scene()
+    @Test func reusedToken() async throws {
+        let s = try await Scene()
         let good = s.goodSignature
-        _ = try s.service.complete(token: s.a.token, signature: good, session: s.f.session)
+        _ = try await s.service.complete(token: s.a.token, signature: good, session: s.f.session)
         // As the service: with the backup gone the replay is not_found (existence is checked before use) …
-        try s.expectRefused("not_found", signature: good)
+        try await s.expectRefused("not_found", signature: good)
         // … and once the user re-creates the backup (same Root Key, same ID) it is already_used.
         try s.f.addBackup(s.keyA)
-        try s.expectRefused("already_used", signature: good)
+        try await s.expectRefused("already_used", signature: good)
         // A bad signature with a used token still reports the signature first.
-        try s.expectRefused(
+        try await s.expectRefused(
             "signature_verification_error", signature: try UserRecovery.signChallenge(s.a.challenge, rootKey: s.keyB))
+        await s.f.stop()
     }
 
-    @Test func viewerMayNotComplete() throws {
-        let s = try Scene()
-        try s.expectRefused(
-            "permission_denied", signature: s.goodSignature, session: try s.f.session(role: .viewer, name: "vic"))
+    @Test func viewerMayNotComplete() async throws {
+        let s = try await Scene()
+        try await s.expectRefused(
+            "permission_denied", signature: s.goodSignature, session: try s.f.session(role: .viewer, name: "vic"),
+            audited: false)
+        await s.f.stop()
     }
 
     @Test(arguments: [

@@ -1,6 +1,8 @@
 import Access
 import BackupCrypto
 import BackupModel
+import BackupService
+import BackupServiceSandbox
 import ConsoleStore
 import Foundation
 import Recovery
@@ -14,14 +16,14 @@ struct ResetCrashTests {
         var directory: URL
         var template: URL
         var adminToken: String
-        var resetToken: String
-        var signature: String
+        var tokenFile: String
+        var signatureFile: String
         var tokenHash: String
         var backupId: String
     }
 
     /// A store on the real clock (the child uses it) with one backup and a begun reset.
-    static func prepare() throws -> Prepared {
+    static func prepare() async throws -> Prepared {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("crash-\(UUID().uuidString)")
         let template = directory.appendingPathComponent("template.db")
         let key = rootKey("42")
@@ -34,12 +36,21 @@ struct ResetCrashTests {
             let session = try access.session(operator: op, tenant: try TenantName("sandbox"))
             let f = try FixtureWriter(store: store, tenant: session.tenantName)
             let id = try f.addBackup(key)
-            let begun = try ResetService(store: store).begin(backupAccountId: id.rawValue, session: session)
+            // The token comes from the tenant's sandbox Backup Service, as `reset begin` gets it.
+            let server = try await BackupServiceSandboxServer.start(
+                BackupServiceEmulator.sandbox(store: store, tenant: session.tenantName))
+            let service = ResetService(store: store, service: try BackupServiceClient(baseURL: server.baseURL))
+            let begun = try await service.begin(backupAccountId: id.rawValue, session: session)
+            await server.stop()
+            let tokenFile = directory.appendingPathComponent("token")
+            let signatureFile = directory.appendingPathComponent("signature")
+            try Data(begun.tokenText.utf8).write(to: tokenFile)
+            try Data(try UserRecovery.signChallenge(begun.challenge, rootKey: key).utf8).write(to: signatureFile)
             prepared = Prepared(
                 directory: directory, template: template,
                 adminToken: adminToken.withUnsafeBytes { String(decoding: $0, as: UTF8.self) },
-                resetToken: begun.tokenText, signature: try UserRecovery.signChallenge(begun.challenge, rootKey: key),
-                tokenHash: begun.tokenHash, backupId: id.rawValue)
+                tokenFile: tokenFile.path, signatureFile: signatureFile.path, tokenHash: begun.tokenHash,
+                backupId: id.rawValue)
         }
         // The store is closed here (WAL checkpointed), so the file alone is the template.
         return try #require(prepared)
@@ -57,11 +68,13 @@ struct ResetCrashTests {
     static func args(_ p: Prepared, db: String) -> [String] {
         [
             "--db", db, "--tenant", "sandbox", "--format", "json", "--yes",
-            "-c", "reset complete --token \(p.resetToken) --signature \(p.signature)",
+            "-c", "reset complete --token-file \(p.tokenFile) --signature-file \(p.signatureFile)",
         ]
     }
 
-    enum Outcome { case intact, wiped }
+    /// Intact: nothing sent, or sent and refused. Service done: the sandbox service reset the
+    /// backup but the console had not recorded it yet. Wiped: both parts done.
+    enum Outcome { case intact, serviceDone, wiped }
 
     /// The all-or-nothing invariant, and a valid audit chain, in the store at `path`.
     static func outcome(_ p: Prepared, _ path: String, sourceLocation: SourceLocation = #_sourceLocation) throws
@@ -81,6 +94,9 @@ struct ResetCrashTests {
         }
         #expect(try AuditLog.verify(store: store).ok, sourceLocation: sourceLocation)
         if backup != nil, blob != nil, rows.count == 3, refs != nil, queued.isEmpty, !used, !audited { return .intact }
+        if backup == nil, blob == nil, rows.isEmpty, refs == nil, queued.isEmpty, !used, !audited {
+            return .serviceDone
+        }
         if backup == nil, blob == nil, rows.isEmpty, refs == nil, queued == ["suborg-a", "suborg-b"], used, audited {
             return .wiped
         }
@@ -90,17 +106,23 @@ struct ResetCrashTests {
         return nil
     }
 
-    @Test func killedAtEveryNamedPointLeavesAllOrNothing() throws {
-        let p = try Self.prepare()
+    /// Killed at each named point, the console is intact, or the service has reset the backup
+    /// and the console not yet, or both are done — never torn; and running the same command
+    /// again always ends with the backup wiped, its sub-orgs queued and the reset audited once.
+    @Test func killedAtEveryNamedPointConvergesOnRerun() async throws {
+        let p = try await Self.prepare()
         defer { try? FileManager.default.removeItem(at: p.directory) }
+        let expected: [ResetCheckpoint: Outcome] = [
+            .checked: .intact, .verified: .serviceDone, .wiped: .serviceDone, .committed: .wiped,
+        ]
         for (n, point) in ResetCheckpoint.allCases.enumerated() {
             let db = try Self.copy(p, n)
             let env = Binary.cleanEnvironment(["BACKUPCTL_TOKEN": p.adminToken, "BACKUPCTL_CRASH_AT": point.rawValue])
             let run = try Binary.run(Self.args(p, db: db), environment: env)
             #expect(run.status == 137, "\(point): \(run.stderr)")
-            #expect(try Self.outcome(p, db) == (point == .committed ? .wiped : .intact), "\(point)")
+            #expect(try Self.outcome(p, db) == expected[point], "\(point)")
+            try Self.rerunConverges(p, db, after: "\(point)")
         }
-        // Unhindered, the same command wipes (so the invariant above is not vacuous).
         let db = try Self.copy(p, 99)
         let run = try Binary.run(
             Self.args(p, db: db), environment: Binary.cleanEnvironment(["BACKUPCTL_TOKEN": p.adminToken]))
@@ -109,13 +131,29 @@ struct ResetCrashTests {
         #expect(try Self.outcome(p, db) == .wiped)
     }
 
-    @Test func sigkillSweepLeavesAllOrNothing() throws {
-        let p = try Self.prepare()
+    /// The command run again on `db`: exit 0 and wiped (unless the first run already finished,
+    /// when the service answers not_found and nothing changes).
+    static func rerunConverges(_ p: Prepared, _ db: String, after: String) throws {
+        let before = try outcome(p, db)
+        let run = try Binary.run(
+            args(p, db: db), environment: Binary.cleanEnvironment(["BACKUPCTL_TOKEN": p.adminToken]))
+        if before == .wiped {
+            #expect(run.status == 1 && run.stderr.contains("not_found"), "rerun after \(after): \(run.stderr)")
+        } else {
+            #expect(run.status == 0, "rerun after \(after): \(run.stderr)")
+        }
+        #expect(try outcome(p, db) == .wiped, "rerun after \(after)")
+        let store = try SQLiteConsoleStore(path: db)
+        let completes = try store.auditEntries(tenant: try TenantName("sandbox"), afterSeq: 0, limit: 1000).filter {
+            $0.action == "reset.complete"
+        }
+        #expect(completes.count == 1, "rerun after \(after)")
+    }
+
+    @Test func sigkillSweepNeverTearsAndRerunsConverge() async throws {
+        let p = try await Self.prepare()
         defer { try? FileManager.default.removeItem(at: p.directory) }
         let env = Binary.cleanEnvironment(["BACKUPCTL_TOKEN": p.adminToken])
-        // Time a full run to place the sweep around it: the fastest of three, as the first run
-        // of a freshly built binary is slow (cold page cache) and would push every kill past
-        // the commit.
         var fastest = Double.infinity
         for attempt in 0..<3 {
             let probe = try Self.copy(p, 1000 + attempt)
@@ -125,10 +163,9 @@ struct ResetCrashTests {
         }
         let fullMicros = max(20_000, min(400_000, Int(fastest * 1_000_000)))
         var outcomes: [Outcome: Int] = [:]
-        let steps = 48
+        let steps = 32
         let started = Date()
         for n in 0..<steps where Date().timeIntervalSince(started) < 40 {
-            // Denser near the end of the run, where the transaction is.
             let fraction = Double(n) / Double(steps - 1)
             let delay = UInt32(Double(fullMicros) * (0.1 + 1.9 * fraction))
             let db = try Self.copy(p, n)
@@ -136,16 +173,15 @@ struct ResetCrashTests {
             if let outcome = try Self.outcome(p, db) {
                 outcomes[outcome, default: 0] += 1
                 if outcome == .wiped { #expect(run.status == 0 || run.signaled) }
+                try Self.rerunConverges(p, db, after: "a kill at \(delay) µs")
             }
             try? FileManager.default.removeItem(atPath: db)
         }
-        // Both ends of the sweep are reached: some runs die before the commit, some after.
         #expect(outcomes[.intact, default: 0] > 0)
         #expect(outcomes[.wiped, default: 0] > 0)
     }
 }
 
-/// Writes the crash fixture's backup (the same shape as ``Fixture/addBackup``).
 struct FixtureWriter {
     let store: SQLiteConsoleStore
     let tenant: TenantName

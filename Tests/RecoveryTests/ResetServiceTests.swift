@@ -1,6 +1,7 @@
 import Access
 import BackupCrypto
 import BackupModel
+import BackupService
 import ConsoleStore
 import Foundation
 import Recovery
@@ -17,22 +18,24 @@ import Testing
         try ResetService.verify(signature: v.signatureBase64, challenge: challenge, publicKey: id.publicKey)
     }
 
-    @Test func beginThenCompleteWipesAndQueues() throws {
+    /// The whole live-tenant path over loopback HTTP: status, challenge, /v1/reset, local part.
+    @Test func beginThenCompleteThroughTheService() async throws {
         let f = try Fixture()
         let key = rootKey("42")
         let id = try f.addBackup(key)
         let keep = try f.addBackup(rootKey("43"), subOrgs: ["suborg-c"])
-        let service = f.service()
-        let begun = try service.begin(backupAccountId: id.rawValue, session: f.session)
+        let service = try await f.service()
+        let begun = try await service.begin(backupAccountId: id.rawValue, session: f.session)
         #expect(begun.challenge.count == 32)
-        #expect(begun.tokenText.hasPrefix("rst_") && begun.tokenText.count == 47)
+        #expect(begun.tokenText.hasPrefix("sbx."))
         #expect(begun.expiresAt == f.clock.seconds + 900)
-        #expect(begun.expiresAtRFC3339.hasSuffix("Z"))
+        #expect(begun.factors.map(\.kind) == ["PASSKEY", "OIDC_ACCOUNT"])
+        #expect(begun.factors.map(\.accountKind) == [nil, "GOOGLE"])
         let stored = try #require(try f.store.resetChallenge(tokenHash: begun.tokenHash))
         #expect(stored.context == "reset" && stored.backupId == id.rawValue && stored.challenge == begun.challenge)
 
         let signature = try UserRecovery.signChallenge(begun.challenge, rootKey: key)
-        let result = try service.complete(token: begun.token, signature: signature, session: f.session)
+        let result = try await service.complete(token: begun.token, signature: signature, session: f.session)
         #expect(
             result
                 == ResetResult(
@@ -49,6 +52,7 @@ import Testing
         let entries = try f.store.auditEntries(tenant: f.session.tenantName, afterSeq: 0, limit: 1000)
         let resets = entries.filter { $0.action.hasPrefix("reset.") }
         #expect(resets.map(\.action) == ["reset.begin", "reset.complete"])
+        #expect(resets.last?.details["via"] == "backup_service")
         for entry in entries {
             let text = String(decoding: entry.canonicalBytes, as: UTF8.self)
             #expect(!text.contains(begun.tokenText) && !text.contains(String(begun.tokenText.dropFirst(4))))
@@ -56,11 +60,12 @@ import Testing
             #expect(!text.contains(begun.tokenHash))
         }
         #expect(resets.allSatisfy { $0.details["tokenHashPrefix"] == String(begun.tokenHash.prefix(12)) })
+        await f.stop()
     }
 
-    @Test func beginRefusals() throws {
+    @Test func beginRefusals() async throws {
         let f = try Fixture()
-        let service = f.service()
+        let service = try await f.service()
         let viewer = try f.session(role: .viewer, name: "vera")
         let id = try f.addBackup(rootKey("42"))
         let unknown = try BackupAccountKey.derive(rootKey: rootKey("44"))
@@ -69,23 +74,116 @@ import Testing
             ("backup_account_zz", f.session, "invalid_backup_account_id"),
             ("account_02", f.session, "invalid_backup_account_id"),
             (offCurve, f.session, "invalid_backup_account_id"),
-            (unknown.rawValue, f.session, "not_found"),
+            (unknown.rawValue, f.session, "not_found"),  // the service's status answer
             (id.rawValue, viewer, "permission_denied"),
         ]
         for (text, session, code) in cases {
             let before = try f.snapshot(ids: [id])
-            #expect(consoleError { _ = try service.begin(backupAccountId: text, session: session) }?.code == code)
+            #expect(
+                await consoleError { _ = try await service.begin(backupAccountId: text, session: session) }?.code
+                    == code)
             #expect(try f.snapshot(ids: [id]) == before)
         }
         // A support operator may.
-        _ = try service.begin(backupAccountId: id.rawValue, session: try f.session(role: .support, name: "sam"))
+        _ = try await service.begin(backupAccountId: id.rawValue, session: try f.session(role: .support, name: "sam"))
+        await f.stop()
     }
 
-    @Test func tenantPolicyShortensTheTokenLife() throws {
+    /// The answer to /v1/reset is lost after the service committed: status says not_found, so
+    /// the console finishes the local part and says how it knew.
+    @Test func droppedAnswerAfterCommitIsResolvedByStatus() async throws {
         let f = try Fixture()
-        let other = try f.otherTenant(policy: TenantPolicy(resetTokenTTLSeconds: 120))
-        let id = try f.addBackup(rootKey("42"), tenant: other.tenantName)
-        let begun = try f.service().begin(backupAccountId: id.rawValue, session: other)
-        #expect(begun.expiresAt == f.clock.seconds + 120)
+        let key = rootKey("42")
+        let id = try f.addBackup(key)
+        let service = try await f.service()
+        let begun = try await service.begin(backupAccountId: id.rawValue, session: f.session)
+        f.faults.dropAfterReset()
+        let result = try await service.complete(
+            token: begun.token, signature: try UserRecovery.signChallenge(begun.challenge, rootKey: key),
+            session: f.session)
+        #expect(result.resolvedBy == "status" && result.turnkeySubOrgIds == ["suborg-a", "suborg-b"])
+        let after = try f.snapshot(ids: [id], tokenHashes: [begun.tokenHash])
+        #expect(after.backups.isEmpty && after.cleanup == ["suborg-a:reset", "suborg-b:reset"])
+        let last = try #require(try f.store.latestAuditEntries(tenant: f.session.tenantName, limit: 1).first)
+        #expect(last.action == "reset.complete" && last.details["resolvedBy"] == "status")
+        await f.stop()
+    }
+
+    /// The answer is lost and nothing happened: status still finds the backup. Exit 2, the
+    /// console's copy untouched, and the same token still works afterwards.
+    @Test func droppedAnswerBeforeCommitSaysTheResetDidNotHappen() async throws {
+        let f = try Fixture()
+        let key = rootKey("42")
+        let id = try f.addBackup(key)
+        let service = try await f.service()
+        let begun = try await service.begin(backupAccountId: id.rawValue, session: f.session)
+        let signature = try UserRecovery.signChallenge(begun.challenge, rootKey: key)
+        let before = try f.snapshot(ids: [id])
+        f.faults.dropBeforeReset()
+        let error = await consoleError {
+            _ = try await service.complete(token: begun.token, signature: signature, session: f.session)
+        }
+        #expect(error?.code == "reset_not_applied" && error?.kind == .remote)
+        #expect(error?.message.contains("already_used") == true)
+        #expect(try f.snapshot(ids: [id]) == before)
+        let result = try await service.complete(token: begun.token, signature: signature, session: f.session)
+        #expect(result.wiped && result.resolvedBy == nil)
+        await f.stop()
+    }
+
+    /// A console killed after the service's 204 but before its own record: the rerun's
+    /// not_found from the service is recognised as that reset (the ledger says it was sent).
+    @Test func rerunAfterAnUnrecordedSendFinishesTheLocalPart() async throws {
+        let f = try Fixture()
+        let key = rootKey("42")
+        let id = try f.addBackup(key)
+        let service = try await f.service()
+        let begun = try await service.begin(backupAccountId: id.rawValue, session: f.session)
+        let signature = try UserRecovery.signChallenge(begun.challenge, rootKey: key)
+        // What the killed process did: marked the ledger sent; the service reset the backup.
+        try f.store.markResetSent(tokenHash: begun.tokenHash, subOrgIds: ["suborg-a", "suborg-b"], now: 1)
+        #expect(
+            try f.store.sandboxServiceReset(
+                tenant: f.session.tenantName, tokenHash: SHA256.hex(Array(begun.tokenText.utf8)), backupId: id.rawValue,
+                now: 1))
+        let result = try await service.complete(token: begun.token, signature: signature, session: f.session)
+        #expect(result.resolvedBy == "status" && result.turnkeySubOrgIds == ["suborg-a", "suborg-b"])
+        #expect(try f.snapshot(ids: [id]).cleanup == ["suborg-a:reset", "suborg-b:reset"])
+        await f.stop()
+    }
+
+    @Test func serviceFailuresAreExit2AndChangeNothing() async throws {
+        let f = try Fixture()
+        let key = rootKey("42")
+        let id = try f.addBackup(key)
+        let service = try await f.service()
+        f.faults.fail("/v1/backup/status", status: 503, count: 5)
+        let error = await consoleError { _ = try await service.begin(backupAccountId: id.rawValue, session: f.session) }
+        #expect(error?.kind == .remote && error?.code == "internal_server_error")
+        // One failure is retried away (status and challenge are safe to repeat).
+        f.faults.fail("/v1/backup/status", status: 503, count: 1)
+        let begun = try await service.begin(backupAccountId: id.rawValue, session: f.session)
+        // /v1/reset is never retried: a 500 is relayed, exit 2.
+        f.faults.fail("/v1/reset", status: 500, count: 1)
+        let before = try f.snapshot(ids: [id])
+        let failed = await consoleError {
+            _ = try await service.complete(
+                token: begun.token, signature: try UserRecovery.signChallenge(begun.challenge, rootKey: key),
+                session: f.session)
+        }
+        #expect(failed?.kind == .remote && failed?.code == "internal_server_error")
+        #expect(try f.snapshot(ids: [id]) == before)
+        await f.stop()
+    }
+
+    @Test func unreachableServiceIsExit2() async throws {
+        let f = try Fixture()
+        let id = try f.addBackup(rootKey("42"))
+        // A port nothing listens on: start a server, note its port, stop it.
+        _ = try await f.service()
+        let service = try await f.service()
+        await f.stop()
+        let error = await consoleError { _ = try await service.begin(backupAccountId: id.rawValue, session: f.session) }
+        #expect(error?.kind == .remote && error?.code == "backup_service_unavailable")
     }
 }

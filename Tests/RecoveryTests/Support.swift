@@ -1,6 +1,8 @@
 import Access
 import BackupCrypto
 import BackupModel
+import BackupService
+import BackupServiceSandbox
 import ConsoleStore
 import Foundation
 import Recovery
@@ -57,8 +59,28 @@ final class Fixture {
 
     var clock: WallClock { .manual(time) }
 
-    func service(seed: UInt64 = 11) -> ResetService {
-        ResetService(store: store, clock: clock, random: SeededRandom(seed: seed))
+    /// The sandbox Backup Service over this store, on a loopback port, with its faults.
+    let faults = ServiceFaults()
+    private var servers: [BackupServiceSandboxServer] = []
+    /// The client of the last service started.
+    private(set) var lastClient: BackupServiceClient?
+
+    /// The reset service of `tenant`, talking HTTP to a sandbox Backup Service this fixture
+    /// started (stopped by ``stop()``).
+    func service(tenant: TenantName? = nil) async throws -> ResetService {
+        let emulator = BackupServiceEmulator.sandbox(
+            store: store, tenant: tenant ?? session.tenantName, clock: clock, faults: faults)
+        let server = try await BackupServiceSandboxServer.start(emulator)
+        servers.append(server)
+        let client = try BackupServiceClient(
+            baseURL: server.baseURL, timeoutMillis: 5_000, attempts: 2, backoffCapMillis: 0)
+        lastClient = client
+        return ResetService(store: store, service: client, clock: clock)
+    }
+
+    func stop() async {
+        for server in servers { await server.stop() }
+        servers = []
     }
 
     private let accessRandom = SeededRandom(seed: 8)
@@ -144,7 +166,10 @@ final class Fixture {
         }
         s.cleanup = try store.cleanupItems(tenant: t, states: nil).map { "\($0.subOrgId):\($0.reason)" }.sorted()
         for hash in tokenHashes { s.challenges[hash] = try store.resetChallenge(tokenHash: hash)?.usedAt }
-        s.auditCount = try store.auditEntries(tenant: nil, afterSeq: 0, limit: 100_000).count
+        // Refusals are audited (reset.refused); everything else counts.
+        s.auditCount = try store.auditEntries(tenant: nil, afterSeq: 0, limit: 100_000).filter {
+            $0.action != "reset.refused"
+        }.count
         return s
     }
 }
@@ -158,6 +183,18 @@ extension ResetChallenge {
 func consoleError(_ body: () throws -> Void) -> ConsoleError? {
     do {
         try body()
+        return nil
+    } catch let error as ConsoleError {
+        return error
+    } catch {
+        return ConsoleError.internalError("\(error)")
+    }
+}
+
+/// The error an async throwing call produced, or `nil`.
+func consoleError(_ body: () async throws -> Void) async -> ConsoleError? {
+    do {
+        try await body()
         return nil
     } catch let error as ConsoleError {
         return error

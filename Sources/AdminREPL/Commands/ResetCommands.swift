@@ -14,7 +14,13 @@ struct ResetCommand: ParsableCommand {
 
     struct Begin: ConsoleCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Issue a reset challenge (32 random bytes) and a single-use token for a backup.")
+            abstract: "Ask the tenant's Backup Service for the live backup's factors and a reset challenge.",
+            discussion: """
+                Calls /v1/backup/status (a backup the service does not have stops here with not_found),
+                then /v1/reset/challenge/keypair. Prints the challenge for the user to sign and the
+                single-use token (15 minutes) that `reset complete` takes back.
+                Example: reset begin backup_account_02ab…
+                """)
 
         @Argument(help: "The Backup Account ID (backup_account_<66 hex>).") var backupAccountId: String
 
@@ -22,22 +28,26 @@ struct ResetCommand: ParsableCommand {
             var challenge: String
             var token: String
             var expiresAt: String
+            var liveFactors: [String]
         }
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
             let session = try ctx.session()
-            let service = ResetService(store: try ctx.existingStore(), clock: ctx.clock, random: ctx.random)
-            let begun = try service.begin(backupAccountId: backupAccountId, session: session)
+            let service = try await BackupServiceWiring.resetService(ctx, session)
+            let begun = try await service.begin(backupAccountId: backupAccountId, session: session)
             let token = begun.token.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
-            let result = Result(challenge: begun.challengeBase64, token: token, expiresAt: begun.expiresAtRFC3339)
+            let factors = begun.factors.map { f in f.accountKind.map { "\(f.kind) (\($0))" } ?? f.kind }
+            let result = Result(
+                challenge: begun.challengeBase64, token: token, expiresAt: begun.expiresAtRFC3339, liveFactors: factors)
             return CommandOutput(json: result) { style in
                 keyValueBlock(
                     [
-                        ("backup", begun.backupId.rawValue), ("challenge", result.challenge), ("token", token),
-                        ("expiresAt", result.expiresAt),
+                        ("backup", begun.backupId.rawValue),
+                        ("live main factors", factors.isEmpty ? "none" : factors.joined(separator: ", ")),
+                        ("challenge", result.challenge), ("token", token), ("expiresAt", result.expiresAt),
                     ], style) + "\n"
                     + style.dim(
-                        "The user runs `backupctl recovery sign --challenge \(result.challenge)` and reads you the signature; then run `reset complete --token … --signature …`. The token is single use."
+                        "If the user still has any listed factor, stop: no reset is needed. Otherwise the user runs `backupctl recovery sign --challenge \(result.challenge)` and reads you the signature; save the token to a file (umask 077) and run `reset complete --token-file FILE --signature-file FILE`. The token is single use."
                     )
             }
         }
@@ -45,11 +55,22 @@ struct ResetCommand: ParsableCommand {
 
     struct Complete: ConsoleCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Verify the user's signature and wipe the backup in one transaction (destructive).")
+            abstract:
+                "Send the user's signature to the Backup Service's /v1/reset; on success wipe the console's copy.",
+            discussion: """
+                The token and signature are read from files (--token-file, --signature-file; - is stdin)
+                or, on a terminal, from prompts (the token hidden), so they never appear in argv.
+                Only on the service's 204 does the console audit the reset, delete its copy and queue the
+                backup's Turnkey sub-orgs for cleanup. A lost answer is resolved with /v1/backup/status.
+                Example: reset complete --token-file token.txt --signature-file sig.txt
+                """)
 
-        @Option(help: "The token printed by `reset begin`.") var token: String
-        @Option(help: "The signature from `backupctl recovery sign` (standard base64 DER).") var signature: String
-        @Option(help: "Optional: the backup you mean to reset; refused unless the token was made for it.")
+        @Option(help: "The token printed by `reset begin` (prefer --token-file: argv is world-readable).")
+        var token: String?
+        @Option(help: "A file holding the token; - reads stdin.") var tokenFile: String?
+        @Option(help: "The signature from `backupctl recovery sign` (standard base64 DER).") var signature: String?
+        @Option(help: "A file holding the signature; - reads stdin.") var signatureFile: String?
+        @Option(help: "The backup you mean to reset; required for a token this console did not issue.")
         var backupAccountId: String?
 
         struct Result: Encodable {
@@ -57,39 +78,44 @@ struct ResetCommand: ParsableCommand {
             var wiped: Bool
             var lookupRowsRemoved: Int
             var turnkeySubOrgIds: [String]
+            var resolvedBy: String?
         }
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
             let session = try ctx.session()
-            let service = ResetService(
-                store: try ctx.existingStore(), clock: ctx.clock, random: ctx.random,
-                checkpoint: CrashHook.checkpoint(environment: ctx.environment))
-            let secret = SecretBytes(Array(token.utf8))
-            let plan = try service.preflight(
-                token: secret, signature: signature, backupAccountId: backupAccountId, session: session)
+            if tokenFile == "-" && signatureFile == "-" {
+                throw ConsoleError.usage("Only one of --token-file and --signature-file can be - (stdin).")
+            }
+            let secret = try SecretInput.read(
+                value: token, file: tokenFile, what: "reset token", flag: "token", hidden: true)
+            let service = try await BackupServiceWiring.resetService(ctx, session)
+            let plan = try service.plan(token: secret, backupAccountId: backupAccountId, session: session)
+            let sig = try SecretInput.read(
+                value: signature, file: signatureFile, what: "signature", flag: "signature", hidden: false)
+            let sigText = sig.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
             try ctx.confirmDestructive(
-                "Resetting \(plan.backupId) wipes its metadata, blob and lookup rows", tenant: session.tenantName)
-            let r = try service.complete(
-                token: secret, signature: signature, backupAccountId: backupAccountId, session: session)
+                "Resetting \(plan.backupId) through the Backup Service deletes the user's backup there and here",
+                tenant: session.tenantName)
+            let r = try await service.complete(
+                token: secret, signature: sigText, backupAccountId: backupAccountId, session: session)
             let result = Result(
                 backupId: r.backupId, wiped: r.wiped, lookupRowsRemoved: r.lookupRowsRemoved,
-                turnkeySubOrgIds: r.turnkeySubOrgIds)
+                turnkeySubOrgIds: r.turnkeySubOrgIds, resolvedBy: r.resolvedBy)
             return CommandOutput(json: result) { style in Self.render(result, style) }
         }
 
         static func render(_ r: Result, _ style: RenderStyle) -> String {
-            keyValueBlock(
-                [
-                    ("backup", r.backupId), ("wiped", style.green("metadata, sealed blob, lookup rows")),
-                    ("lookup rows removed", "\(r.lookupRowsRemoved)"),
-                    (
-                        "sub-orgs queued",
-                        r.turnkeySubOrgIds.isEmpty ? "none" : r.turnkeySubOrgIds.joined(separator: ", ")
-                    ),
-                ],
-                style) + "\n"
+            var rows = [
+                ("backup", r.backupId), ("wiped", style.green("by the Backup Service; the console's copy too")),
+                ("lookup rows removed", "\(r.lookupRowsRemoved)"),
+                ("sub-orgs queued", r.turnkeySubOrgIds.isEmpty ? "none" : r.turnkeySubOrgIds.joined(separator: ", ")),
+            ]
+            if r.resolvedBy != nil {
+                rows.append(("note", "the service's answer was lost; /v1/backup/status showed the backup gone"))
+            }
+            return keyValueBlock(rows, style) + "\n"
                 + style.dim(
-                    "The Turnkey sub-orgs stay queued for `cleanup` (reason reset); the user re-enrolls factors in the app."
+                    "The Turnkey sub-orgs stay queued for `cleanup` (reason reset, no snapshot needed); the user re-enrolls factors in the app."
                 )
         }
     }

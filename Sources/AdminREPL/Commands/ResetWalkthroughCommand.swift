@@ -18,8 +18,10 @@ struct ResetWalkthroughCommand: ConsoleCommand {
                 "reset walkthrough is interactive; in batch use `reset begin` and `reset complete --yes`.")
         }
         let session = try ctx.session()
+        let store = try ctx.existingStore()
         var walk = try ResetWalkthrough(
-            store: try ctx.existingStore(), session: session, clock: ctx.clock, random: ctx.random)
+            store: store, session: session, service: try await BackupServiceWiring.resetService(ctx, session),
+            finder: LookupFinder(store: store), clock: ctx.clock)
         let style = ctx.style
         var prompt = walk.firstPrompt
         while true {
@@ -33,7 +35,7 @@ struct ResetWalkthroughCommand: ConsoleCommand {
                 break
             }
             do {
-                prompt = try walk.handle(try nextInput(prompt, style))
+                prompt = try await walk.handle(try nextInput(prompt, style))
             } catch {
                 // A confirmation mismatch ends the walk, as every destructive confirmation does;
                 // so does the end of input. Anything else may be retried (or answered with abort).
@@ -51,13 +53,19 @@ struct ResetWalkthroughCommand: ConsoleCommand {
         case .askIdentity:
             say(
                 style.bold("1. Find the backup")
-                    + ": a Backup Account ID, or a factor: passkey ID | google SUB | apple SUB | keypair KEY | MAIN#..."
+                    + ": a Backup Account ID, or a factor: passkey ID | google SUB | apple SUB | oidc ISSUER SUB | keypair KEY [--sync]"
             )
             let answer = try ask("backup or factor")
             return answer == "abort" ? .abort : .identify(answer)
         case .review(let r):
             say(Self.render(r, style))
-            return try ask("Continue and issue a challenge? (yes/no)").lowercased().hasPrefix("y") ? .proceed : .abort
+            // The runbook's "no reset" test: a user who still has any listed factor recovers with it.
+            let still = try ask("Does the user still have ANY factor listed above? (yes/no)").lowercased()
+            if still.hasPrefix("y") {
+                say("No reset: the user restores with that factor in World App; nothing was changed.")
+                return .abort
+            }
+            return try ask("Issue a reset challenge? (yes/no)").lowercased().hasPrefix("y") ? .proceed : .abort
         case .proof(let id, let challenge, let expiresAt):
             say(style.bold("2. Proof") + " for \(id) (challenge valid until \(expiresAt))")
             say("  challenge: \(challenge)")

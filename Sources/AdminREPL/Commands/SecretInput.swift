@@ -1,0 +1,58 @@
+import BackupModel
+import Foundation
+
+/// Reads a credential-like value (a reset token, a signature) without putting it in argv:
+/// from a file (`-` is stdin), else a prompt on a terminal (hidden for secrets), else stdin.
+/// Command-line values are still accepted for scripts that already pass them, but process
+/// arguments are world-readable in /proc, so the runbooks use the file and prompt forms.
+enum SecretInput {
+    /// - Parameters:
+    ///   - value: the value given as an argument, if any.
+    ///   - file: `--…-file PATH`, `-` for stdin.
+    ///   - what: what it is, for prompts and errors ("reset token").
+    ///   - hidden: whether a prompt hides what is typed.
+    /// - Throws: `invalid_input_file` for an unreadable file; `usage` when two sources are given
+    ///   or none can be read; `missing_value` for an empty value.
+    static func read(value: String?, file: String?, what: String, flag: String, hidden: Bool) throws(ConsoleError)
+        -> SecretBytes
+    {
+        var bytes: [UInt8]
+        switch (value, file) {
+        case (.some, .some):
+            throw .usage("Give the \(what) once: --\(flag) or --\(flag)-file, not both.")
+        case (.some(let text), nil):
+            bytes = Array(text.utf8)
+        case (nil, .some("-")):
+            guard !Terminal.stdinCarriesCommands else {
+                throw .usage(
+                    "stdin carries the commands here, so it cannot carry the \(what) too; use --\(flag)-file PATH.")
+            }
+            bytes = Terminal.readAllOrLine(fd: STDIN_FILENO) ?? []
+        case (nil, .some(let path)):
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw .invalid(
+                    "invalid_input_file",
+                    "Cannot read the \(what) file given to --\(flag)-file (missing or unreadable).")
+            }
+            bytes = Array(data)
+        case (nil, nil):
+            guard Terminal.stdinIsTerminal else {
+                throw .usage("Give the \(what) with --\(flag)-file PATH (or - for stdin).")
+            }
+            if hidden {
+                bytes = Terminal.readSecret(prompt: "\(what) (input hidden): ") ?? []
+            } else {
+                FileHandle.standardError.write(Data("\(what): ".utf8))
+                bytes = Array((Terminal.readLine() ?? "").utf8)
+            }
+        }
+        defer { bytes.withUnsafeMutableBytes { for i in $0.indices { $0[i] = 0 } } }
+        // One word: surrounding whitespace and line ends (files end in a newline) are dropped.
+        let isSpace: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
+        guard let start = bytes.firstIndex(where: { !isSpace($0) }), let end = bytes.lastIndex(where: { !isSpace($0) })
+        else {
+            throw .invalid("missing_value", "The \(what) is empty.")
+        }
+        return SecretBytes(bytes[start...end])
+    }
+}

@@ -1,0 +1,82 @@
+import BackupModel
+import Foundation
+
+/// What acting on a live tenant needs of the store, beyond ``CleanupJournalStore``: the Backup
+/// Service URL, snapshots that know their age, the reset ledger, the sandbox service's state,
+/// and the one-run-per-tenant cleanup lease.
+public protocol LiveTenantStore: CleanupJournalStore {
+    /// Sets (or clears, with `nil`) the tenant's Backup Service URL.
+    func setBackupServiceURL(tenant: TenantName, url: String?, audit: AuditDraft) throws(ConsoleError)
+
+    // MARK: Snapshots
+
+    /// Records one import as a snapshot of the service; returns it with its sequence number.
+    @discardableResult
+    func recordSnapshot(tenant: TenantName, _ snapshot: SnapshotRecord, audit: AuditDraft?) throws(ConsoleError)
+        -> SnapshotRecord
+    /// The snapshot with the newest known `snapshotAt` (complete or not), if any has a known time.
+    func newestSnapshot(tenant: TenantName) throws(ConsoleError) -> SnapshotRecord?
+    /// The newest complete snapshot with a known time: the only kind whose silence about a
+    /// sub-org proves anything.
+    func newestCompleteSnapshot(tenant: TenantName) throws(ConsoleError) -> SnapshotRecord?
+    /// Every backup id of the tenant, in id order.
+    func backupIds(tenant: TenantName) throws(ConsoleError) -> [String]
+    /// Deletes backups a complete snapshot no longer holds (metadata, blob, lookup rows, sub-org
+    /// refs) and queues their sub-orgs with reason `retired`, naming the backup; one transaction.
+    func retireBackups(tenant: TenantName, ids: [String], now: Int64, audit: AuditDraft) throws(ConsoleError)
+        -> [ResetWipe]
+
+    // MARK: Resets through the Backup Service
+
+    /// Marks a ledger entry as sent to the service, with the sub-orgs its backup referenced.
+    func markResetSent(tokenHash: String, subOrgIds: [String], now: Int64) throws(ConsoleError)
+    /// The local part of a reset the service confirmed: in ONE transaction, mark the ledger
+    /// entry used, delete what the console still holds of the backup, queue `subOrgIds` plus
+    /// any the copy still references (reason `reset`, no snapshot needed), append the audit.
+    func recordServiceReset(
+        tenant: TenantName, tokenHash: String?, backupId: String, subOrgIds: [String], now: Int64,
+        audit: (ResetWipe) -> AuditDraft
+    ) throws(ConsoleError) -> ResetWipe
+
+    // MARK: The sandbox Backup Service's own state
+
+    /// The sandbox service's `/v1/reset` steps 6–7 in one transaction: mark the token used and
+    /// delete the backup (blob, metadata, lookup rows), without queueing or auditing — the
+    /// sandbox service is not the console. Returns `false`, changing nothing, when the token
+    /// was already used (`already_used`).
+    func sandboxServiceReset(tenant: TenantName, tokenHash: String, backupId: String, now: Int64)
+        throws(ConsoleError) -> Bool
+
+    // MARK: The cleanup run lease
+
+    /// Takes the tenant's run lease for `holder` until `expiresAt`, when it is free or expired.
+    /// - Returns: `nil` on success, else the current holder and its expiry.
+    func acquireCleanupLease(tenant: TenantName, holder: String, now: Int64, expiresAt: Int64) throws(ConsoleError)
+        -> (holder: String, expiresAt: Int64)?
+    /// Extends the lease; `false` when `holder` no longer holds it.
+    func renewCleanupLease(tenant: TenantName, holder: String, expiresAt: Int64) throws(ConsoleError) -> Bool
+    func releaseCleanupLease(tenant: TenantName, holder: String) throws(ConsoleError)
+}
+
+/// One import of a Backup Service export, as a snapshot of the live system.
+public struct SnapshotRecord: Sendable, Equatable, Codable {
+    public var seq: Int64
+    /// When the export's copy started (Unix seconds); `nil` when nobody said.
+    public var snapshotAt: Int64?
+    /// Whether the export holds every backup of the deployment (so absence means deleted).
+    public var complete: Bool
+    public var importedAt: Int64
+    public var backups: Int
+    public var retired: Int
+
+    public init(
+        seq: Int64 = 0, snapshotAt: Int64?, complete: Bool, importedAt: Int64, backups: Int, retired: Int = 0
+    ) {
+        self.seq = seq
+        self.snapshotAt = snapshotAt
+        self.complete = complete
+        self.importedAt = importedAt
+        self.backups = backups
+        self.retired = retired
+    }
+}
