@@ -104,6 +104,29 @@ public struct AccessService: Sendable {
                 target: op.name.rawValue, details: ["role": Role.admin.name]))
     }
 
+    /// `tenant update NAME --backup-service-url URL`: points a live tenant at its Backup Service
+    /// (admin of that tenant). `preflight` checks the URL answers before anything is saved.
+    /// - Throws: `permission_denied`; `invalid_tenant_kind` for a sandbox tenant, which always
+    ///   uses the emulator; the preflight's error.
+    public func setBackupServiceURL(
+        _ url: String?, session: Session, preflight: @Sendable (String) async throws(ConsoleError) -> Void
+    ) async throws(ConsoleError) {
+        try session.require(.updateTenant)
+        guard !session.tenant.isSandbox else {
+            throw .invalid(
+                "invalid_tenant_kind",
+                "Tenant \(session.tenantName) is a sandbox: it always uses the in-process Backup Service sandbox.")
+        }
+        guard let store = store as? any LiveTenantStore else {
+            throw .internalError("This store does not support live tenants.")
+        }
+        if let url { try await preflight(url) }
+        try store.setBackupServiceURL(
+            tenant: session.tenantName, url: url,
+            audit: session.audit(
+                "tenant.update", target: session.tenantName.rawValue, details: ["backupServiceURL": url ?? "none"]))
+    }
+
     private func checkCreate(_ tenant: TenantRecord, by op: OperatorRecord) throws(ConsoleError) {
         guard op.canCreateTenants else {
             throw ConsoleError(

@@ -14,20 +14,76 @@ public struct DataAdminService: Sendable {
         self.clock = clock
     }
 
-    /// Imports a backup-service export directory into the session's tenant.
+    /// Imports a backup-service export directory into the session's tenant, as a snapshot.
+    ///
+    /// The snapshot's time and completeness come from `snapshotAt`/`complete` (the command's
+    /// `--snapshot-at`/`--complete`) or else the export's `export.json`; without either the
+    /// snapshot's time is unknown, and such a snapshot never lets cleanup delete anything. A
+    /// complete snapshot retires the tenant's backups it no longer holds (their lookup rows and
+    /// sub-org references go with them; their sub-orgs are queued, naming the backup).
+    /// - Throws: `invalid_export_manifest`, `invalid_snapshot_time`, `retire_refused` (a complete
+    ///   export that holds no backup at all), and the importer's errors.
     public func importExport(
-        directory: String, dryRun: Bool, session: Session, progress: ((Int) throws(ConsoleError) -> Void)? = nil
+        directory: String, dryRun: Bool, session: Session, snapshotAt: String? = nil, complete: Bool = false,
+        progress: ((Int) throws(ConsoleError) -> Void)? = nil
     ) throws(ConsoleError) -> ImportReport {
         try session.require(.importBackups)
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw .invalid("invalid_directory", "Import needs an export directory; \(directory) is not one.")
         }
+        let root = URL(fileURLWithPath: directory)
+        let now = clock.seconds
+        let manifest = try SnapshotManifest.read(directory: root, now: now)
+        let snapshotTime =
+            try snapshotAt.map { (text) throws(ConsoleError) in
+                try SnapshotManifest.parseTime(text, now: now, what: "--snapshot-at")
+            } ?? manifest?.snapshotAt
+        let isComplete = complete || (snapshotAt == nil && manifest?.complete == true)
+        if complete && snapshotTime == nil {
+            throw .usage("--complete needs the snapshot's time: pass --snapshot-at T or ship export.json.")
+        }
+        let held = isComplete ? try SnapshotManifest.backupIds(in: root) : []
+        if isComplete && held.isEmpty {
+            throw ConsoleError(
+                .conflict, code: "retire_refused",
+                "A complete snapshot with no backup directories would retire every backup of \(session.tenantName); refusing. Check the export."
+            )
+        }
         let clock = self.clock
         let importer = BackupImporter(store: store, clock: { clock.seconds })
-        let report = try importer.run(
-            directory: URL(fileURLWithPath: directory), tenant: session.tenantName, dryRun: dryRun,
+        var report = try importer.run(
+            directory: root, tenant: session.tenantName, dryRun: dryRun,
             operatorName: session.operatorName.rawValue, progress: progress)
+        report.snapshotAt = snapshotTime.map(Timestamp.format)
+        report.complete = isComplete
+        if let live = store as? any LiveTenantStore {
+            if isComplete {
+                report.retired = try live.backupIds(tenant: session.tenantName).filter { !held.contains($0) }
+            }
+            if !dryRun {
+                if !report.retired.isEmpty {
+                    _ = try live.retireBackups(
+                        tenant: session.tenantName, ids: report.retired, now: now,
+                        audit: session.audit(
+                            "import.retire",
+                            details: [
+                                "retired": "\(report.retired.count)", "snapshotAt": report.snapshotAt ?? "unknown",
+                            ]))
+                }
+                try live.recordSnapshot(
+                    tenant: session.tenantName,
+                    SnapshotRecord(
+                        snapshotAt: snapshotTime, complete: isComplete, importedAt: now, backups: report.backupsSeen,
+                        retired: report.retired.count),
+                    audit: session.audit(
+                        "import.snapshot",
+                        details: [
+                            "snapshotAt": report.snapshotAt ?? "unknown", "complete": String(isComplete),
+                            "backups": "\(report.backupsSeen)", "retired": "\(report.retired.count)",
+                        ]))
+            }
+        }
         if session.tenant.isSandbox, !dryRun {
             // The sandbox Turnkey lists what its parent org holds: give it the sub-orgs that the
             // imported backups reference, so resets and cleanup can be rehearsed on this data.

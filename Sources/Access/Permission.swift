@@ -8,6 +8,7 @@ public enum Permission: String, Sendable, CaseIterable {
     case resetBegin, resetComplete
     case cleanupRun, cleanupTeardown, cleanupIngestLog
     case importBackups, seed, manageOperators, auditList, auditVerify
+    case updateTenant
 
     /// The command words an operator typed, for messages.
     public var commandName: String {
@@ -28,6 +29,7 @@ public enum Permission: String, Sendable, CaseIterable {
         case .manageOperators: "operator add/grant/revoke/list"
         case .auditList: "audit list"
         case .auditVerify: "audit verify"
+        case .updateTenant: "tenant update"
         }
     }
 
@@ -36,7 +38,7 @@ public enum Permission: String, Sendable, CaseIterable {
         case .lookup, .show, .check, .stats, .cleanupScan, .cleanupStatus: .viewer
         case .resetBegin, .resetComplete: .support
         case .cleanupRun, .cleanupTeardown, .cleanupIngestLog: .cleaner
-        case .importBackups, .seed, .manageOperators, .auditList, .auditVerify: .admin
+        case .importBackups, .seed, .manageOperators, .auditList, .auditVerify, .updateTenant: .admin
         }
     }
 }

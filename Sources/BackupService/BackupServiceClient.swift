@@ -227,6 +227,11 @@ public struct BackupServiceClient: Sendable {
         }
     }
 
+    /// ``unexpected(_:_:_:)`` for tests of the mapping without a server.
+    public func unexpectedForTests(_ route: String, _ status: Int, _ body: [UInt8]) -> BackupServiceError {
+        unexpected(route, status, body)
+    }
+
     func encode(_ value: some Encodable) throws(BackupServiceError) -> [UInt8] {
         do {
             let encoder = JSONEncoder()

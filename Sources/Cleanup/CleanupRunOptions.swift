@@ -12,10 +12,14 @@ public struct CleanupRunOptions: Sendable, Equatable {
     public var graceSeconds: Int?
     /// Bound on `get_activity` polls for a PENDING deletion.
     public var maxPolls: Int
+    /// How many passes one sub-org may take when its deletion keeps failing retryably.
+    public var maxPasses: Int
 
     public init(
-        execute: Bool = false, max: Int = 100, concurrency: Int = 4, graceSeconds: Int? = nil, maxPolls: Int = 5
+        execute: Bool = false, max: Int = 100, concurrency: Int = 4, graceSeconds: Int? = nil, maxPolls: Int = 5,
+        maxPasses: Int = 6
     ) {
+        self.maxPasses = Swift.max(1, maxPasses)
         self.execute = execute
         self.max = max
         self.concurrency = concurrency

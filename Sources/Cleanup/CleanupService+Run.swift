@@ -1,6 +1,8 @@
 import Access
+import BackupCrypto
 import BackupModel
 import ConsoleStore
+import Foundation
 import Turnkey
 
 extension CleanupService {
@@ -19,37 +21,63 @@ extension CleanupService {
         shouldStop: @escaping @Sendable () -> Bool = { false }
     ) async throws(ConsoleError) -> RunReport {
         try session.require(.cleanupRun)
-        let client = client(session)
+        // One executing run per tenant: the journal has one writer. A killed run's lease expires.
+        let lease = options.execute ? try RunLease.acquire(self, session) : nil
+        do {
+            let report = try await runLeased(
+                session: session, options: options, lease: lease, progress: progress, shouldStop: shouldStop)
+            try lease?.release()
+            return report
+        } catch {
+            try? lease?.release()
+            throw error
+        }
+    }
+
+    private func runLeased(
+        session: Session, options: CleanupRunOptions, lease: RunLease?,
+        progress: (@Sendable (RunReport, Int) -> Void)?, shouldStop: @escaping @Sendable () -> Bool
+    ) async throws(ConsoleError) -> RunReport {
+        let budget = TurnkeyRetryBudget(capacity: retryBudgetCapacity)
+        let client = client(session, budget: budget)
         let scan = try await scanCore(session: session, client: client, graceSeconds: options.graceSeconds)
         let candidates = scan.orphans.filter(\.eligible).map(\.subOrgId)
         var report = RunReport(dryRun: !options.execute)
-        guard options.execute else {
-            report.items = candidates.map {
-                RunReport.Item(subOrgId: $0, outcome: "wouldDelete", attempts: 0, error: nil)
-            }
-            return report
-        }
+        report.waitingForSnapshot = scan.waitingForSnapshot
         guard candidates.count <= options.max else {
             throw ConsoleError(
                 .conflict, code: "max_exceeded",
                 "\(candidates.count) sub-orgs of tenant \(session.tenantName) are eligible for deletion, more than --max \(options.max); nothing was deleted. Review `cleanup scan`, then pass --max \(candidates.count)."
             )
         }
+        guard options.execute else {
+            report.items = candidates.map {
+                RunReport.Item(subOrgId: $0, outcome: "wouldDelete", attempts: 0, error: nil)
+            }
+            return report
+        }
         let flags = RunFlags()
         let worker = CleanupWorker(
             service: self, session: session, client: client, flags: flags, maxPolls: options.maxPolls)
         let width = max(1, min(options.concurrency, 64))
+        // Retryable failures go back to the queue for a later pass, each paid for from the
+        // run-wide retry budget, until an item has had `maxPasses` or the budget is spent.
+        var queue = candidates.map { (id: $0, pass: 1) }
         var next = 0
         var failure: ConsoleError?
-        await withTaskGroup(of: Result<RunReport.Item, ConsoleError>.self) { group in
+        var outcomes: [String: RunReport.Item] = [:]
+        await withTaskGroup(of: Result<(RunReport.Item, Int), ConsoleError>.self) { group in
             func startNext() -> Bool {
-                guard next < candidates.count, failure == nil, flags.outageMessage == nil, !shouldStop() else {
+                guard next < queue.count, failure == nil, flags.outageMessage == nil, !shouldStop() else {
                     return false
                 }
-                let id = candidates[next]
+                let (id, pass) = queue[next]
                 next += 1
+                let last = pass >= options.maxPasses
                 group.addTask {
-                    do throws(ConsoleError) { return .success(try await worker.process(id)) } catch {
+                    do throws(ConsoleError) {
+                        return .success((try await worker.process(id, finalPass: last), pass))
+                    } catch {
                         return .failure(error)
                     }
                 }
@@ -58,17 +86,36 @@ extension CleanupService {
             for _ in 0..<width where startNext() {}
             while let result = await group.next() {
                 switch result {
-                case .success(let item):
-                    report.items.append(item)
-                    report.count(item.outcome)
+                case .success(let (item, pass)):
+                    if item.outcome == CleanupWorker.retryLater {
+                        if budget.withdraw() {
+                            queue.append((item.subOrgId, pass + 1))
+                        } else {
+                            // The budget is spent: this item is done for this run, as failed.
+                            do throws(ConsoleError) {
+                                outcomes[item.subOrgId] = try worker.giveUp(item.subOrgId, error: item.error)
+                            } catch {
+                                if failure == nil { failure = error }
+                            }
+                        }
+                    } else {
+                        outcomes[item.subOrgId] = item
+                    }
                 case .failure(let error):
                     if failure == nil { failure = error }
                 }
-                progress?(report, candidates.count)
+                var partial = RunReport(dryRun: false)
+                for item in outcomes.values { partial.count(item.outcome) }
+                partial.items = Array(outcomes.values)
+                progress?(partial, candidates.count)
+                if let lease, failure == nil {
+                    do throws(ConsoleError) { try lease.renewIfDue() } catch { failure = error }
+                }
                 _ = startNext()
             }
         }
-        report.items.sort { $0.subOrgId < $1.subOrgId }
+        report.items = outcomes.values.sorted { $0.subOrgId < $1.subOrgId }
+        for item in report.items { report.count(item.outcome) }
         if let failure { throw failure }
         if let outage = flags.outageMessage {
             throw ConsoleError(
@@ -76,9 +123,76 @@ extension CleanupService {
                 "Turnkey kept failing and the run's retry budget is spent (\(outage)); stopped after \(report.items.count) of \(candidates.count) sub-orgs: \(report.deleted) deleted, \(report.alreadyGone) already gone, \(candidates.count - report.items.count + report.pending) left pending. Run `cleanup run --execute` again when Turnkey recovers."
             )
         }
-        if next < candidates.count {
+        if report.items.count < candidates.count {
             report.stoppedReason = "interrupted after \(report.items.count) of \(candidates.count)"
         }
         return report
+    }
+}
+
+/// The tenant's cleanup-run lease, held while a run executes and renewed as it goes.
+final class RunLease: @unchecked Sendable {
+    static let ttlSeconds: Int64 = 120
+    let service: CleanupService
+    let tenant: TenantName
+    let holder: String
+    private var renewedAt: Int64
+
+    private init(service: CleanupService, tenant: TenantName, holder: String, at: Int64) {
+        self.service = service
+        self.tenant = tenant
+        self.holder = holder
+        renewedAt = at
+    }
+
+    /// - Throws: `cleanup_run_in_progress` while another run holds an unexpired lease.
+    static func acquire(_ service: CleanupService, _ session: Session) throws(ConsoleError) -> RunLease {
+        let now = service.nowSeconds
+        let host = ProcessInfo.processInfo.hostName
+        let holder = "\(session.operatorName)@\(host):\(getpid()):\(UUID().uuidString.prefix(8).lowercased())"
+        var held = try service.store.acquireCleanupLease(
+            tenant: session.tenantName, holder: holder, now: now, expiresAt: now + ttlSeconds, takeOver: nil)
+        // A run on this host whose process is gone (killed) is taken over at once; elsewhere
+        // its lease expires.
+        if let current = held, let pid = Self.deadLocalPid(current.holder, host: host) {
+            held = try service.store.acquireCleanupLease(
+                tenant: session.tenantName, holder: holder, now: now, expiresAt: now + ttlSeconds,
+                takeOver: current.holder)
+            service.logger.notice("took over the cleanup lease of a killed run (pid \(pid))")
+        }
+        if let held {
+            throw ConsoleError(
+                .conflict, code: "cleanup_run_in_progress",
+                "Another `cleanup run --execute` holds tenant \(session.tenantName)'s lease (\(held.holder.prefix(120)), until \(Timestamp.format(held.expiresAt))); one run at a time keeps the journal consistent. If that run was killed, its lease expires by then."
+            )
+        }
+        return RunLease(service: service, tenant: session.tenantName, holder: holder, at: now)
+    }
+
+    /// The pid in `holder` when it names this host and no such process is alive.
+    static func deadLocalPid(_ holder: String, host: String) -> Int32? {
+        let parts = holder.split(separator: "@", maxSplits: 1).last?.split(separator: ":") ?? []
+        guard parts.count == 3, parts[0] == host, let pid = Int32(parts[1]), pid > 0, pid != getpid() else {
+            return nil
+        }
+        return kill(pid, 0) != 0 && errno == ESRCH ? pid : nil
+    }
+
+    /// Extends the lease once a third of its life has passed.
+    /// - Throws: `cleanup_lease_lost` when another run took it over (this one must stop).
+    func renewIfDue() throws(ConsoleError) {
+        let now = service.nowSeconds
+        guard now - renewedAt >= Self.ttlSeconds / 3 else { return }
+        guard try service.store.renewCleanupLease(tenant: tenant, holder: holder, expiresAt: now + Self.ttlSeconds)
+        else {
+            throw ConsoleError(
+                .conflict, code: "cleanup_lease_lost",
+                "This run's lease on tenant \(tenant) expired and another run took it over; stopping.")
+        }
+        renewedAt = now
+    }
+
+    func release() throws(ConsoleError) {
+        try service.store.releaseCleanupLease(tenant: tenant, holder: holder)
     }
 }

@@ -36,8 +36,14 @@ extension CleanupService {
         }
         var seen: Set<String> = []
         var report = ScanReport()
-        func orphan(_ id: String, _ reason: String, _ firstSeen: Int64) -> ScanReport.Orphan {
-            ScanReport.Orphan(subOrgId: id, reason: reason, firstSeenAt: firstSeen, eligible: now - firstSeen >= grace)
+        let proof = try SnapshotProof(service: self, session: session, now: now, grace: grace)
+        report.snapshotAt = proof.snapshot.flatMap(\.snapshotAt).map(Timestamp.format)
+        report.snapshotAgeSeconds = proof.snapshot.flatMap(\.snapshotAt).map { now - $0 }
+        func orphan(_ id: String, _ item: CleanupItemRecord) async -> ScanReport.Orphan {
+            let verdict = await proof.verdict(item)
+            return ScanReport.Orphan(
+                subOrgId: id, reason: item.reason, firstSeenAt: item.firstSeenAt, eligible: verdict.waitingFor == nil,
+                waitingFor: verdict.waitingFor, provenBy: verdict.provenBy)
         }
         do {
             for try await page in client.subOrganizations(
@@ -58,13 +64,14 @@ extension CleanupService {
                             item.firstSeenAt = now
                             item.lastError = nil
                             item.updatedAt = now
-                            try store.updateCleanupItem(tenant: tenant, item, audit: nil)
+                            item = try store.updateCleanupItem(tenant: tenant, item, audit: nil)
                         }
-                        report.orphans.append(orphan(id, item.reason, item.firstSeenAt))
+                        report.orphans.append(await orphan(id, item))
                     } else {
-                        new.append(
-                            CleanupItemRecord(subOrgId: id, reason: "unreferenced", firstSeenAt: now, updatedAt: now))
-                        report.orphans.append(orphan(id, "unreferenced", now))
+                        let item = CleanupItemRecord(
+                            subOrgId: id, reason: "unreferenced", firstSeenAt: now, updatedAt: now)
+                        new.append(item)
+                        report.orphans.append(await orphan(id, item))
                     }
                 }
                 if !new.isEmpty { _ = try store.enqueueCleanup(tenant: tenant, new, audit: nil) }
@@ -87,6 +94,7 @@ extension CleanupService {
             report.vanished += 1
         }
         report.orphans.sort { $0.subOrgId < $1.subOrgId }
+        report.waitingForSnapshot = report.orphans.filter { $0.waitingFor == "snapshot" }.count
         return report
     }
 }

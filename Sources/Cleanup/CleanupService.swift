@@ -1,6 +1,7 @@
 import Access
 import BackupCrypto
 import BackupModel
+import BackupService
 import ConsoleStore
 import Foundation
 import Logging
@@ -13,8 +14,10 @@ import Turnkey
 /// (`cleanup_items`) is the source of truth between runs: first-seen times, the exact body of
 /// each deletion, attempts and outcomes.
 public struct CleanupService: Sendable {
-    public let store: any CleanupJournalStore
+    public let store: any LiveTenantStore
     public let connection: TurnkeyConnection
+    /// The tenant's Backup Service, for the `/v1/backup/status` proof; `nil` when it has none.
+    public let backupService: BackupServiceClient?
     public let timing: TurnkeyTiming
     public let random: any RandomSource
     public let logger: Logger
@@ -22,10 +25,12 @@ public struct CleanupService: Sendable {
     public var retryBudgetCapacity: Double = 20
 
     public init(
-        store: any CleanupJournalStore, connection: TurnkeyConnection, timing: TurnkeyTiming = .system,
-        random: any RandomSource = SystemRandom(), logger: Logger = Logger(label: "backupctl.cleanup")
+        store: any LiveTenantStore, connection: TurnkeyConnection, backupService: BackupServiceClient? = nil,
+        timing: TurnkeyTiming = .system, random: any RandomSource = SystemRandom(),
+        logger: Logger = Logger(label: "backupctl.cleanup")
     ) {
         self.store = store
+        self.backupService = backupService
         self.connection = connection
         self.timing = timing
         self.random = random
@@ -35,7 +40,7 @@ public struct CleanupService: Sendable {
     var nowSeconds: Int64 { timing.clock.millis() / 1000 }
 
     /// A client for one command: the tenant's retry policy and RPS, one fresh retry budget.
-    func client(_ session: Session) -> TurnkeyClient {
+    func client(_ session: Session, budget: TurnkeyRetryBudget? = nil) -> TurnkeyClient {
         let policy = session.tenant.policy
         var log = logger
         log[metadataKey: "tenant"] = "\(session.tenantName)"
@@ -43,24 +48,40 @@ public struct CleanupService: Sendable {
         return TurnkeyClient(
             baseURL: connection.baseURL, transport: connection.transport,
             policy: TurnkeyRetryPolicy(capMillis: Int64(policy.retryCapMillis), attempts: policy.retryAttempts),
-            rps: Double(max(1, policy.turnkeyRPS)), budget: TurnkeyRetryBudget(capacity: retryBudgetCapacity),
+            rps: Double(max(1, policy.turnkeyRPS)), budget: budget ?? TurnkeyRetryBudget(capacity: retryBudgetCapacity),
             timing: timing, random: random, logger: log)
     }
 
-    /// `cleanup status`: counts per journal state.
-    public func status(session: Session) throws(ConsoleError) -> StatusReport {
+    /// `cleanup status`: counts per journal state, and the items matching the filters.
+    /// - Parameters:
+    ///   - states: only items in these states (`nil`: every state).
+    ///   - reason: only items queued for this reason.
+    ///   - limit: at most this many items, oldest first-seen first.
+    public func status(
+        session: Session, states: Set<CleanupItemRecord.State>? = nil, reason: String? = nil, limit: Int = 50
+    ) throws(ConsoleError) -> StatusReport {
         try session.require(.cleanupStatus)
         let counts = try store.cleanupCounts(tenant: session.tenantName)
-        let pending = try store.cleanupItems(tenant: session.tenantName, states: [.pending])
+        let all = try store.cleanupItems(tenant: session.tenantName, states: nil)
         var stamped = 0
-        for item in try store.cleanupItems(tenant: session.tenantName, states: [.pending, .needsUser, .failed])
-        where try store.stampedTeardown(tenant: session.tenantName, subOrgId: item.subOrgId) != nil {
-            stamped += 1
+        let open: Set<CleanupItemRecord.State> = [.pending, .needsUser, .failed]
+        for item in all where open.contains(item.state) {
+            if try store.stampedTeardown(tenant: session.tenantName, subOrgId: item.subOrgId) != nil { stamped += 1 }
         }
+        let matching = all.filter { item in
+            (states?.contains(item.state) ?? true) && (reason.map { item.reason == $0 } ?? true)
+        }.sorted { ($0.firstSeenAt, $0.subOrgId) < ($1.firstSeenAt, $1.subOrgId) }
         return StatusReport(
             pending: counts[.pending] ?? 0, deleted: counts[.deleted] ?? 0, alreadyGone: counts[.alreadyGone] ?? 0,
             failed: counts[.failed] ?? 0, needsUser: counts[.needsUser] ?? 0, skipped: counts[.skipped] ?? 0,
-            stamped: stamped, oldestPendingFirstSeenAt: pending.map(\.firstSeenAt).min())
+            stamped: stamped,
+            oldestPendingFirstSeenAt: all.filter { $0.state == .pending }.map(\.firstSeenAt).min(),
+            matching: matching.count,
+            items: matching.prefix(max(0, limit)).map {
+                StatusReport.Item(
+                    subOrgId: $0.subOrgId, state: $0.state.rawValue, reason: $0.reason, firstSeenAt: $0.firstSeenAt,
+                    attempts: $0.attempts, lastError: $0.lastError, lastBackupId: $0.lastBackupId)
+            })
     }
 
     /// `cleanup ingest-log FILE`: queues every `remove_factor.turnkey_suborg_orphaned suborg_id=<uuid>`.

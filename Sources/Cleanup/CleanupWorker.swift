@@ -14,8 +14,13 @@ struct CleanupWorker: Sendable {
     var store: any CleanupJournalStore { service.store }
     var tenant: TenantName { session.tenantName }
 
+    /// The outcome of an attempt whose failure may pass on a later pass of the run.
+    static let retryLater = "retryLater"
+
     /// Processes `subOrgId` and returns its outcome; throws only for store failures.
-    func process(_ subOrgId: String) async throws(ConsoleError) -> RunReport.Item {
+    /// - Parameter finalPass: a retryable failure is `failed` on the final pass; before it the
+    ///   item stays pending and the outcome is ``retryLater`` (the run re-queues it).
+    func process(_ subOrgId: String, finalPass: Bool = true) async throws(ConsoleError) -> RunReport.Item {
         let now = service.nowSeconds
         guard var item = try store.cleanupItem(tenant: tenant, subOrgId: subOrgId) else {
             throw .notFound("Sub-org \(subOrgId) vanished from the cleanup journal of \(tenant) during the run.")
@@ -68,6 +73,11 @@ struct CleanupWorker: Sendable {
                 case .cancelled:
                     return try record(&item, .pending, error: error.description, audit: nil)
                 default:
+                    if error.isTransient && !finalPass {
+                        var pending = try record(&item, .pending, error: error.description, audit: nil)
+                        pending.outcome = Self.retryLater
+                        return pending
+                    }
                     return try record(&item, .failed, error: error.description, audit: nil)
                 }
             }
@@ -76,6 +86,14 @@ struct CleanupWorker: Sendable {
             &item, .needsUser,
             error: lastError + "; ask the user to stamp `cleanup teardown-request \(subOrgId)` and `cleanup submit` it",
             audit: nil)
+    }
+
+    /// Marks a re-queued item `failed` when the run's retry budget cannot pay for another pass.
+    func giveUp(_ subOrgId: String, error: String?) throws(ConsoleError) -> RunReport.Item {
+        guard var item = try store.cleanupItem(tenant: tenant, subOrgId: subOrgId) else {
+            throw .notFound("Sub-org \(subOrgId) vanished from the cleanup journal of \(tenant) during the run.")
+        }
+        return try record(&item, .failed, error: (error ?? "failed") + "; the run's retry budget is spent", audit: nil)
     }
 
     func record(_ item: inout CleanupItemRecord, outcome: TurnkeyDeleteOutcome, signer: String) throws(ConsoleError)

@@ -14,6 +14,13 @@ public struct ImportReport: Codable, Sendable, Equatable {
     public var problems: [ImportProblem] = []
     public var drift: [DriftFinding] = []
     public var conflicts: [ImportConflict] = []
+    /// When the export's copy of the service started (RFC 3339); `nil` when nobody said.
+    public var snapshotAt: String?
+    /// Whether the export is the whole deployment: backups it no longer holds are retired.
+    public var complete = false
+    /// Backups of the tenant a complete snapshot no longer holds, retired with it (or, in a dry
+    /// run, that would be).
+    public var retired: [String] = []
 
     public init(dryRun: Bool) {
         self.dryRun = dryRun

@@ -49,10 +49,11 @@ public protocol LiveTenantStore: CleanupJournalStore {
 
     // MARK: The cleanup run lease
 
-    /// Takes the tenant's run lease for `holder` until `expiresAt`, when it is free or expired.
+    /// Takes the tenant's run lease for `holder` until `expiresAt`, when it is free, expired, or
+    /// held by `takeOver` (a holder known to be dead).
     /// - Returns: `nil` on success, else the current holder and its expiry.
-    func acquireCleanupLease(tenant: TenantName, holder: String, now: Int64, expiresAt: Int64) throws(ConsoleError)
-        -> (holder: String, expiresAt: Int64)?
+    func acquireCleanupLease(tenant: TenantName, holder: String, now: Int64, expiresAt: Int64, takeOver: String?)
+        throws(ConsoleError) -> (holder: String, expiresAt: Int64)?
     /// Extends the lease; `false` when `holder` no longer holds it.
     func renewCleanupLease(tenant: TenantName, holder: String, expiresAt: Int64) throws(ConsoleError) -> Bool
     func releaseCleanupLease(tenant: TenantName, holder: String) throws(ConsoleError)

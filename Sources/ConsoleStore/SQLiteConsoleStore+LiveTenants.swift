@@ -186,13 +186,13 @@ extension SQLiteConsoleStore: LiveTenantStore {
 
     // MARK: The cleanup run lease
 
-    public func acquireCleanupLease(tenant: TenantName, holder: String, now: Int64, expiresAt: Int64)
-        throws(ConsoleError) -> (holder: String, expiresAt: Int64)?
-    {
+    public func acquireCleanupLease(
+        tenant: TenantName, holder: String, now: Int64, expiresAt: Int64, takeOver: String?
+    ) throws(ConsoleError) -> (holder: String, expiresAt: Int64)? {
         try write("taking the cleanup lease of \(tenant)") { db in
             if let row = try Row.fetchOne(
                 db, sql: "SELECT holder, expires_at FROM cleanup_leases WHERE tenant = ?", arguments: [tenant.rawValue]),
-                (row[0] as String) != holder, (row[1] as Int64) >= now
+                (row[0] as String) != holder, (row[0] as String) != takeOver, (row[1] as Int64) >= now
             {
                 return (row[0], row[1])
             }

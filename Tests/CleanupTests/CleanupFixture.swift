@@ -1,6 +1,7 @@
 import Access
 import BackupCrypto
 import BackupModel
+import BackupService
 import ConsoleStore
 import Foundation
 import Turnkey
@@ -22,7 +23,10 @@ final class CleanupFixture: @unchecked Sendable {
     let connection: TurnkeyConnection
     let sleeps = SleepLog()
 
-    init(backups: Int = 12, orphanCount: Int = 10, faults: SandboxFaults = .none, attempts: Int = 3) async throws {
+    /// - Parameter live: a live tenant (its store is a snapshot) instead of a sandbox one.
+    init(
+        backups: Int = 12, orphanCount: Int = 10, faults: SandboxFaults = .none, attempts: Int = 3, live: Bool = false
+    ) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("cleanup-\(UUID().uuidString)")
         let time = self.time
         store = try SQLiteConsoleStore(path: directory.appendingPathComponent("c.db").path, clock: { time.now })
@@ -32,12 +36,15 @@ final class CleanupFixture: @unchecked Sendable {
         let name = try TenantName("drill")
         try access.createTenant(
             TenantRecord(
-                name: name, isSandbox: true,
+                name: name, isSandbox: !live,
                 policy: TenantPolicy(retryCapMillis: 2000, retryAttempts: attempts, turnkeyRPS: 1000),
                 createdAt: time.now / 1000), by: op)
         session = try access.session(operator: op, tenant: name)
+        // The seeder writes only into sandboxes; a live tenant's backups stand for an import.
+        var seedAs = session.tenant
+        seedAs.isSandbox = true
         _ = try SandboxSeeder(store: store, clock: { time.now / 1000 }).run(
-            tenant: session.tenant, backups: backups, orphans: 0, seed: 11, operatorName: "root")
+            tenant: seedAs, backups: backups, orphans: 0, seed: 11, operatorName: "root")
         var refs: [String] = []
         try store.forEachReferencedSubOrg(tenant: name, batchSize: 100) { refs += $0 }
         referenced = refs
@@ -56,12 +63,15 @@ final class CleanupFixture: @unchecked Sendable {
             cleanupKey: cleanupKey, transport: HTTPClientTransport())
     }
 
-    func service(transport: (any TurnkeyTransport)? = nil, budget: Double = 20) -> CleanupService {
+    func service(
+        transport: (any TurnkeyTransport)? = nil, budget: Double = 20, backupService: BackupServiceClient? = nil
+    ) -> CleanupService {
         var connection = connection
         if let transport { connection.transport = transport }
         let sleeps = sleeps
         var service = CleanupService(
-            store: store, connection: connection, timing: .virtual(time) { sleeps.add($0) },
+            store: store, connection: connection, backupService: backupService,
+            timing: .virtual(time) { sleeps.add($0) },
             random: SeededRandom(seed: 17))
         service.retryBudgetCapacity = budget
         return service

@@ -18,6 +18,20 @@ struct CrashResumeProcessTests {
         "--concurrency", "4",
     ]
 
+    /// The live tenant's proof: a scan records when the orphans were first seen unreferenced,
+    /// then a complete snapshot taken no earlier says they still are (what importing a fresh
+    /// export with `--complete` records).
+    static func freshSnapshot(_ drill: ProcessDrill) async throws {
+        let scan = try await drill.run(["--tenant", "drill", "--format", "json", "cleanup", "scan", "--grace", "0"])
+        #expect(scan.status == 0, "\(scan.stderr)")
+        let store = try SQLiteConsoleStore(path: drill.dbPath)
+        let now = Int64(Date().timeIntervalSince1970)
+        try store.recordSnapshot(
+            tenant: try TenantName("drill"),
+            SnapshotRecord(snapshotAt: now, complete: true, importedAt: now, backups: 4),
+            audit: nil)
+    }
+
     @Test("killed at many points mid-run, then run again: nothing lost, one body per sub-org, journal consistent")
     func killedMidRunThenResumed() async throws {
         try #require(BackupctlProcess.binaryExists, "build the backupctl binary first (swift build --build-tests)")
@@ -42,6 +56,8 @@ struct CrashResumeProcessTests {
                 tenant: try TenantName("drill"), backups,
                 audit: AuditDraft(operatorName: "root", tenant: "drill", action: "test.import"))
         }
+
+        try await Self.freshSnapshot(drill)
 
         var killedMidRun = 0
         var progressAtKill: [Int] = []
@@ -112,6 +128,7 @@ struct CrashResumeProcessTests {
         try state.save(to: drill.statePath)
         try await drill.startServer()
         try await drill.createLiveTenant(state)
+        try await Self.freshSnapshot(drill)
 
         let run = try await drill.run(Self.runCommand)
         #expect(run.status == 0, "\(run.stderr)")

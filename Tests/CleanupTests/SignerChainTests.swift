@@ -204,9 +204,15 @@ struct SignerChainTests {
             #expect(error.message.contains("nothing was deleted"))
         }
         #expect(await fixture.sandbox.deleteBodies.isEmpty)
-        // A dry run is not limited; exactly --max eligible is allowed.
+        // A dry run honours --max too, so it predicts what --execute will do.
+        let dryError = await #expect(throws: ConsoleError.self) {
+            _ = try await service.run(
+                session: fixture.session, options: CleanupRunOptions(execute: false, max: 3, graceSeconds: 0))
+        }
+        #expect(dryError?.code == "max_exceeded")
+        // Exactly --max eligible is allowed.
         let dry = try await service.run(
-            session: fixture.session, options: CleanupRunOptions(execute: false, max: 3, graceSeconds: 0))
+            session: fixture.session, options: CleanupRunOptions(execute: false, max: 7, graceSeconds: 0))
         #expect(dry.items.count == 7)
         let report = try await service.run(
             session: fixture.session, options: CleanupRunOptions(execute: true, max: 7, graceSeconds: 0))

@@ -108,16 +108,27 @@ struct ResetAndAuditTests {
     @Test func cleanupLeaseIsExclusiveUntilItExpires() throws {
         try withStore { store, _ in
             _ = try scene(store)
-            #expect(try store.acquireCleanupLease(tenant: alpha, holder: "a", now: 100, expiresAt: 160) == nil)
-            let held = try store.acquireCleanupLease(tenant: alpha, holder: "b", now: 120, expiresAt: 180)
+            #expect(
+                try store.acquireCleanupLease(tenant: alpha, holder: "a", now: 100, expiresAt: 160, takeOver: nil)
+                    == nil)
+            let held = try store.acquireCleanupLease(
+                tenant: alpha, holder: "b", now: 120, expiresAt: 180, takeOver: nil)
             #expect(held?.holder == "a" && held?.expiresAt == 160)
             #expect(try store.renewCleanupLease(tenant: alpha, holder: "a", expiresAt: 200))
             #expect(!(try store.renewCleanupLease(tenant: alpha, holder: "b", expiresAt: 200)))
             // A killed holder's lease expires and its successor takes it over.
-            #expect(try store.acquireCleanupLease(tenant: alpha, holder: "b", now: 201, expiresAt: 260) == nil)
+            #expect(
+                try store.acquireCleanupLease(tenant: alpha, holder: "b", now: 201, expiresAt: 260, takeOver: nil)
+                    == nil)
             #expect(!(try store.renewCleanupLease(tenant: alpha, holder: "a", expiresAt: 300)))
-            try store.releaseCleanupLease(tenant: alpha, holder: "b")
-            #expect(try store.acquireCleanupLease(tenant: alpha, holder: "c", now: 202, expiresAt: 260) == nil)
+            // A holder known to be dead is taken over before its expiry.
+            #expect(
+                try store.acquireCleanupLease(tenant: alpha, holder: "d", now: 202, expiresAt: 260, takeOver: "b")
+                    == nil)
+            try store.releaseCleanupLease(tenant: alpha, holder: "d")
+            #expect(
+                try store.acquireCleanupLease(tenant: alpha, holder: "c", now: 202, expiresAt: 260, takeOver: nil)
+                    == nil)
         }
     }
 

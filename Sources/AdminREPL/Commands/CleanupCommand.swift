@@ -24,13 +24,22 @@ struct CleanupCommand: ParsableCommand {
             let report = try await CleanupWiring.service(ctx, session).scan(
                 session: session, graceSeconds: try grace.map(CleanupWiring.parseDuration))
             return CommandOutput(json: report) { style in
-                let head =
-                    "listed \(report.listed), referenced \(report.referenced), orphans \(report.orphans.count) (\(report.orphans.filter(\.eligible).count) eligible)"
+                var head =
+                    "listed \(report.listed), referenced \(report.referenced), orphans \(report.orphans.count) (\(report.orphans.filter(\.eligible).count) eligible, \(report.waitingForSnapshot) waiting for a snapshot)"
+                if let at = report.snapshotAt, let age = report.snapshotAgeSeconds {
+                    head += "\nnewest complete snapshot: \(at) (\(age / 3600)h \(age % 3600 / 60)m old)"
+                } else if !session.tenant.isSandbox {
+                    head += "\nno complete snapshot with a known time: nothing unreferenced can be proven orphaned yet"
+                }
                 return head + "\n"
                     + TextTable(
                         ["SUB-ORG", "REASON", "FIRST SEEN", "ELIGIBLE"],
                         report.orphans.map {
-                            [$0.subOrgId, $0.reason, Timestamp.format($0.firstSeenAt), $0.eligible ? "yes" : "no"]
+                            [
+                                $0.subOrgId, $0.reason, Timestamp.format($0.firstSeenAt),
+                                $0.eligible
+                                    ? "yes (\($0.provenBy ?? "grace"))" : "no, waiting for \($0.waitingFor ?? "grace")",
+                            ]
                         }
                     ).render(style)
             }
@@ -55,11 +64,15 @@ struct CleanupCommand: ParsableCommand {
                 try ctx.confirmDestructive(
                     "Deleting orphaned Turnkey sub-orgs of \(session.tenantName)", tenant: session.tenantName)
             }
-            let service = try CleanupWiring.service(ctx, session)
+            let service = try await CleanupWiring.service(ctx, session)
             let progress = CleanupProgressLine(terminal: Terminal.stdoutIsTerminal || isatty(STDERR_FILENO) == 1)
             SignalFlag.drain()
             SignalFlag.install()
-            defer { SignalFlag.drain() }
+            TermSignal.install()  // SIGTERM stops a run like Ctrl-C: in-flight calls finish and are recorded
+            defer {
+                TermSignal.restore()
+                SignalFlag.drain()
+            }
             let options = CleanupRunOptions(
                 execute: execute, max: max, concurrency: concurrency,
                 graceSeconds: try grace.map(CleanupWiring.parseDuration))
@@ -68,12 +81,17 @@ struct CleanupCommand: ParsableCommand {
             let report = try await service.run(
                 session: session, options: options, progress: onProgress, shouldStop: { SignalFlag.isRaised })
             progress.finish()
-            return CommandOutput(json: report) { style in
+            TermSignal.restore()
+            var output = CommandOutput(json: report) { style in
+                let waiting =
+                    report.waitingForSnapshot > 0
+                    ? "\n\(report.waitingForSnapshot) orphan(s) left alone: they wait for a complete snapshot taken at least the grace period after they were first seen (see runbooks/refreshing-a-snapshot.md)."
+                    : ""
                 let head =
                     report.dryRun
-                    ? "dry run: \(report.items.count) sub-orgs would be deleted (pass --execute)"
+                    ? "dry run: \(report.items.count) sub-orgs would be deleted (pass --execute)\(waiting)"
                     : "deleted \(report.deleted), already gone \(report.alreadyGone), failed \(report.failed), needs user \(report.needsUser), skipped \(report.skipped)"
-                        + (report.stoppedReason.map { " — \($0)" } ?? "")
+                        + (report.stoppedReason.map { " — \($0)" } ?? "") + waiting
                 return head + "\n"
                     + TextTable(
                         ["SUB-ORG", "OUTCOME", "ATTEMPTS", "ERROR"],
@@ -82,17 +100,51 @@ struct CleanupCommand: ParsableCommand {
                         }
                     ).render(style)
             }
+            // A cron job must learn that eligible sub-orgs are left failed: exit 2, items listed above.
+            if report.failed > 0 {
+                let failed = report.items.filter { $0.outcome == "failed" }.map(\.subOrgId)
+                output.failure = ConsoleError(
+                    .remote, code: "cleanup_incomplete",
+                    "\(report.failed) eligible sub-org(s) of \(session.tenantName) are left failed after the run's retries (\(failed.prefix(5).joined(separator: ", "))\(failed.count > 5 ? ", …" : "")); run `cleanup run --execute` again, and see `cleanup status --state failed`."
+                )
+            }
+            return output
         }
     }
 
     struct Status: ConsoleCommand {
-        static let configuration = CommandConfiguration(abstract: "Summarise the cleanup journal (viewer).")
+        static let configuration = CommandConfiguration(
+            abstract: "Summarise the cleanup journal and list its items (viewer).",
+            discussion: "Example: cleanup status --state failed --limit 20")
+
+        @Option(help: "Only items in this state: pending, deleted, alreadyGone, failed, needsUser, skipped.")
+        var state: [String] = []
+        @Option(help: "Only items queued for this reason: unreferenced, reset, retired, service_log.")
+        var reason: String?
+        @Option(help: "List at most this many items (oldest first seen first).") var limit: Int = 50
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
             let session = try ctx.session()
-            let report = try CleanupWiring.service(ctx, session).status(session: session)
+            var states: Set<CleanupItemRecord.State>?
+            if !state.isEmpty {
+                states = []
+                for name in state {
+                    guard let parsed = CleanupItemRecord.State(rawValue: name) else {
+                        throw ConsoleError.invalid(
+                            "invalid_state",
+                            "--state must be pending, deleted, alreadyGone, failed, needsUser or skipped, got \(name.prefix(32))."
+                        )
+                    }
+                    states?.insert(parsed)
+                }
+            }
+            guard (0...100_000).contains(limit) else {
+                throw ConsoleError.usage("--limit must be between 0 and 100000.")
+            }
+            let report = try await CleanupWiring.service(ctx, session).status(
+                session: session, states: states, reason: reason, limit: limit)
             return CommandOutput(json: report) { style in
-                TextTable(
+                var out = TextTable(
                     [
                         "PENDING", "DELETED", "ALREADY GONE", "FAILED", "NEEDS USER", "SKIPPED", "STAMPED",
                         "OLDEST PENDING",
@@ -106,6 +158,22 @@ struct CleanupCommand: ParsableCommand {
                         ]
                     ]
                 ).render(style)
+                guard !report.items.isEmpty else { return out }
+                out +=
+                    "\n\n"
+                    + TextTable(
+                        ["SUB-ORG", "STATE", "REASON", "FIRST SEEN", "ATTEMPTS", "LAST ERROR"],
+                        report.items.map {
+                            [
+                                $0.subOrgId, style.status($0.state), $0.reason, Timestamp.format($0.firstSeenAt),
+                                String($0.attempts), $0.lastError ?? "",
+                            ]
+                        }
+                    ).render(style)
+                if report.matching > report.items.count {
+                    out += "\n\(report.items.count) of \(report.matching) items shown; raise --limit for more."
+                }
+                return out
             }
         }
     }
@@ -123,7 +191,7 @@ struct CleanupCommand: ParsableCommand {
                 file == "-"
                 ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: file)
             guard let data else { throw ConsoleError.invalid("invalid_file", "Cannot read the log file \(file).") }
-            let report = try CleanupWiring.service(ctx, session).ingestLog(
+            let report = try await CleanupWiring.service(ctx, session).ingestLog(
                 session: session, text: String(decoding: data, as: UTF8.self))
             return .message(
                 "read \(report.lines) lines: \(report.found) sub-org ids, \(report.new) new in the journal",
@@ -142,7 +210,8 @@ struct CleanupCommand: ParsableCommand {
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
             let session = try ctx.session()
-            let body = try CleanupWiring.service(ctx, session).teardownRequest(session: session, subOrgId: subOrgId)
+            let body = try await CleanupWiring.service(ctx, session).teardownRequest(
+                session: session, subOrgId: subOrgId)
             guard let out else {
                 return CommandOutput(json: ["subOrgId": subOrgId.lowercased(), "body": body]) { _ in body }
             }
@@ -172,5 +241,17 @@ struct CleanupCommand: ParsableCommand {
                 session: session, body: Array(body), stamp: stamp.trimmingCharacters(in: .whitespacesAndNewlines))
             return .message("\(item.subOrgId): \(item.outcome)" + (item.error.map { " (\($0))" } ?? ""), json: item)
         }
+    }
+}
+
+/// SIGTERM during `cleanup run`: raises the same flag as Ctrl-C, then the default comes back.
+enum TermSignal {
+    static func install() { SandboxCommand.Turnkey.stopOnSIGTERM() }
+
+    static func restore() {
+        var action = sigaction()
+        action.__sigaction_handler.sa_handler = SIG_DFL
+        sigemptyset(&action.sa_mask)
+        sigaction(SIGTERM, &action, nil)
     }
 }

@@ -10,10 +10,8 @@ import TurnkeySandbox
 /// tenants, AsyncHTTPClient and the tenant's key files for live ones.
 @MainActor
 enum CleanupWiring {
-    static func service(_ ctx: CommandContext, _ session: Session) throws(ConsoleError) -> CleanupService {
-        guard let store = try ctx.existingStore() as? any CleanupJournalStore else {
-            throw .internalError("This store does not support the cleanup journal.")
-        }
+    static func service(_ ctx: CommandContext, _ session: Session) async throws(ConsoleError) -> CleanupService {
+        let store = try BackupServiceWiring.liveStore(ctx)
         let tenant = session.tenant
         let connection: TurnkeyConnection
         if tenant.isSandbox {
@@ -23,8 +21,12 @@ enum CleanupWiring {
                 url: tenant.turnkeyURL, organizationId: tenant.turnkeyOrgId, apiKeyFile: tenant.turnkeyAPIKeyFile,
                 cleanupKeyFile: tenant.cleanupKeyFile)
         }
+        // The status proof needs the service; a live tenant without one waits for snapshots.
+        let backupService =
+            tenant.isSandbox || tenant.backupServiceURL != nil
+            ? try await BackupServiceWiring.client(ctx, session) : nil
         return CleanupService(
-            store: store, connection: connection,
+            store: store, connection: connection, backupService: backupService,
             timing: TurnkeyTiming(clock: ctx.clock, sleep: TurnkeyTiming.system.sleep), random: ctx.random)
     }
 

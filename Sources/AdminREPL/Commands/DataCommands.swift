@@ -11,13 +11,17 @@ struct ImportCommand: ConsoleCommand {
 
     @Argument(help: "The export directory.") var directory: String
     @Flag(help: "Report what would be imported; write nothing.") var dryRun = false
+    @Option(help: "When the export's copy of the service started (RFC 3339); else DIR/export.json says.")
+    var snapshotAt: String?
+    @Flag(help: "The export holds every backup: backups it no longer holds are retired.") var complete = false
 
     func execute(_ ctx: CommandContext) async throws -> CommandOutput {
         let session = try ctx.session()
         let service = DataAdminService(store: try ctx.existingStore(), clock: ctx.clock)
         let progress = Progress(label: "import")
         let report = try service.importExport(
-            directory: directory, dryRun: dryRun, session: session, progress: progress.update)
+            directory: directory, dryRun: dryRun, session: session, snapshotAt: snapshotAt, complete: complete,
+            progress: progress.update)
         progress.finish()
         return CommandOutput(json: report) { style in Self.render(report, style) }
     }
@@ -29,6 +33,15 @@ struct ImportCommand: ConsoleCommand {
                 ("backups seen", "\(r.backupsSeen)"), ("imported", "\(r.imported)"),
                 ("unchanged", "\(r.unchanged)"), ("failed", r.failed > 0 ? style.red("\(r.failed)") : "0"),
                 ("lookup rows", "\(r.lookupRowsImported)"),
+                (
+                    "snapshot",
+                    r.snapshotAt.map { "\($0)\(r.complete ? ", complete" : ", partial")" }
+                        ?? style.yellow("time unknown (cleanup will not trust it)")
+                ),
+                (
+                    "retired",
+                    r.retired.isEmpty ? "0" : style.yellow("\(r.retired.count)") + (r.dryRun ? " (would be)" : "")
+                ),
             ], style)
         if !r.problems.isEmpty {
             out += "\n\n" + style.bold("Problems") + "\n"
@@ -40,6 +53,11 @@ struct ImportCommand: ConsoleCommand {
                 ["LOOKUP KEY", "BACKUPS"], r.conflicts.map { [$0.pk, $0.backupIds.joined(separator: ", ")] }
             )
             .render(style)
+        }
+        if !r.retired.isEmpty {
+            out += "\n\n" + style.bold("Retired: no longer in the complete snapshot") + "\n"
+            out += r.retired.prefix(50).map { "  \($0)" }.joined(separator: "\n")
+            if r.retired.count > 50 { out += "\n  … and \(r.retired.count - 50) more (--format json lists all)" }
         }
         if !r.drift.isEmpty {
             out += "\n\n" + style.bold("Index drift (imported as the service has it)") + "\n"

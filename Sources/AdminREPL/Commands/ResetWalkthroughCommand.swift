@@ -129,7 +129,7 @@ struct ResetWalkthroughCommand: ConsoleCommand {
         }
         var outcomes: [String] = []
         do {
-            let service = try CleanupWiring.service(ctx, session)
+            let service = try await CleanupWiring.service(ctx, session)
             for (item, stamp) in stamped {
                 do {
                     let result = try await service.submit(session: session, body: item.body.bytes, stamp: stamp)

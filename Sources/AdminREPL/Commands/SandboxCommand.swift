@@ -1,12 +1,14 @@
 import ArgumentParser
 import BackupModel
+import BackupServiceSandbox
 import Foundation
 import TurnkeySandbox
 
 /// `sandbox turnkey --listen 127.0.0.1:PORT --state FILE`: the standalone Turnkey emulator (token-free).
 struct SandboxCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "sandbox", abstract: "Run emulators for drills and tests.", subcommands: [Turnkey.self])
+        commandName: "sandbox", abstract: "Run emulators for drills and tests.",
+        subcommands: [Turnkey.self, BackupService.self])
 
     struct Turnkey: ConsoleCommand {
         static let configuration = CommandConfiguration(
@@ -65,6 +67,42 @@ struct SandboxCommand: ParsableCommand {
             sigemptyset(&action.sa_mask)
             action.sa_flags = SA_RESTART
             sigaction(SIGTERM, &action, nil)
+        }
+    }
+
+    struct BackupService: ConsoleCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "backup-service",
+            abstract:
+                "Serve the Backup Service sandbox (/health, /v1/backup/status, /v1/reset/challenge/keypair, /v1/reset) over an export directory until Ctrl-C or SIGTERM.",
+            discussion: """
+                A reset deletes DIR/<id>/backup, DIR/<id>/metadata and the backup's rows of
+                DIR/factor_lookup.jsonl, as the service deletes its objects. Tokens live 15 minutes and
+                are single use for as long as the process runs.
+                Example: backupctl sandbox backup-service --listen 127.0.0.1:8788 --export runbooks/fixtures/export
+                """)
+
+        @Option(help: "host:port to listen on (port 0 picks one).") var listen: String = "127.0.0.1:0"
+        @Option(help: "The export directory the service serves and resets in.") var export: String
+
+        func execute(_ ctx: CommandContext) async throws -> CommandOutput {
+            let parts = listen.split(separator: ":")
+            guard parts.count == 2, let port = Int(parts[1]), (0...65535).contains(port),
+                ["127.0.0.1", "localhost", "::1"].contains(String(parts[0]))
+            else { throw ConsoleError.usage("--listen must be a loopback host:port, e.g. 127.0.0.1:8788.") }
+            let backend = try ExportBackend(directory: export)
+            let emulator = BackupServiceEmulator(backend: backend, key: ctx.random.bytes(32), clock: ctx.clock)
+            SignalFlag.drain()
+            SignalFlag.install()
+            Turnkey.stopOnSIGTERM()
+            defer { SignalFlag.drain() }
+            let server = try await BackupServiceSandboxServer.start(emulator, host: String(parts[0]), port: port)
+            Terminal.writeErr("Backup Service sandbox on \(server.baseURL) over \(export). Ctrl-C stops.")
+            while !SignalFlag.isRaised {
+                try? await Task.sleep(nanoseconds: 100_000_000)
+            }
+            await server.stop()
+            return .message("backup service sandbox stopped", json: ["url": server.baseURL])
         }
     }
 }

@@ -1,0 +1,72 @@
+import Access
+import BackupModel
+import BackupService
+import ConsoleStore
+
+/// Decides whether an orphan's being unreferenced is proven well enough to delete it.
+///
+/// A sandbox tenant's store is its Backup Service, so the store's word is live. A live
+/// tenant's store is a snapshot, which cannot know about backups created after it: a sub-org
+/// first seen unreferenced at T may be deleted only when a complete snapshot taken at or after
+/// T + grace still does not reference it and is younger than the tenant's maximum snapshot age.
+/// Two proofs need no snapshot: the Backup Service's reset of the backup (its 204), and
+/// `/v1/backup/status` answering `not_found` for the last backup known to reference it.
+struct SnapshotProof: Sendable {
+    struct Verdict: Sendable, Equatable {
+        var waitingFor: String?
+        var provenBy: String?
+    }
+
+    let sandbox: Bool
+    let snapshot: SnapshotRecord?
+    let now: Int64
+    let grace: Int64
+    let maxAge: Int64
+    let statusCache: StatusCache?
+
+    init(service: CleanupService, session: Session, now: Int64, grace: Int64) throws(ConsoleError) {
+        sandbox = session.tenant.isSandbox
+        snapshot = sandbox ? nil : try service.store.newestCompleteSnapshot(tenant: session.tenantName)
+        self.now = now
+        self.grace = grace
+        maxAge = Int64(max(0, session.tenant.policy.maxSnapshotAgeSeconds))
+        statusCache = service.backupService.map { StatusCache(client: $0) }
+    }
+
+    func verdict(_ item: CleanupItemRecord) async -> Verdict {
+        // Saturating: a first-seen time from a damaged journal must not trap.
+        let (eligibleAt, overflow) = item.firstSeenAt.addingReportingOverflow(grace)
+        guard !overflow, now >= eligibleAt else { return Verdict(waitingFor: "grace") }
+        if sandbox { return Verdict(provenBy: "live_store") }
+        if item.reason == "reset" { return Verdict(provenBy: "reset") }
+        if let taken = snapshot?.snapshotAt, taken >= eligibleAt, now - taken <= maxAge {
+            return Verdict(provenBy: "snapshot")
+        }
+        if let backupId = item.lastBackupId, let statusCache, await statusCache.isGone(backupId) {
+            return Verdict(provenBy: "status")
+        }
+        return Verdict(waitingFor: "snapshot")
+    }
+}
+
+/// `/v1/backup/status` answers for one scan, asked once per backup.
+actor StatusCache {
+    let client: BackupServiceClient
+    private var answers: [String: Bool] = [:]
+
+    init(client: BackupServiceClient) { self.client = client }
+
+    /// True only when the service answers `not_found`; any other answer or failure is "not proven".
+    func isGone(_ backupId: String) async -> Bool {
+        if let known = answers[backupId] { return known }
+        let gone: Bool
+        do throws(BackupServiceError) {
+            _ = try await client.status(backupId: backupId)
+            gone = false
+        } catch {
+            gone = error.serviceCode == "not_found"
+        }
+        answers[backupId] = gone
+        return gone
+    }
+}

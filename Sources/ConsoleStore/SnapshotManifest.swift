@@ -1,0 +1,68 @@
+import BackupModel
+import Foundation
+
+/// `DIR/export.json`: when the export's copy of the Backup Service started, and whether it holds
+/// every backup. `{"snapshotAt": "<RFC 3339>", "complete": true|false}`, nothing else.
+public struct SnapshotManifest: Sendable, Equatable {
+    /// Unix seconds.
+    public var snapshotAt: Int64
+    public var complete: Bool
+
+    public init(snapshotAt: Int64, complete: Bool) {
+        self.snapshotAt = snapshotAt
+        self.complete = complete
+    }
+
+    public static let fileName = "export.json"
+
+    /// Reads `DIR/export.json`; `nil` when there is none.
+    /// - Throws: `invalid_export_manifest` naming what is wrong (not JSON, unknown or missing
+    ///   fields, a time that is not RFC 3339 or lies in the future beyond clock skew).
+    public static func read(directory: URL, now: Int64) throws(ConsoleError) -> SnapshotManifest? {
+        let url = directory.appendingPathComponent(fileName)
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else { return nil }
+        guard !isDirectory.boolValue, let data = FileManager.default.contents(atPath: url.path), data.count <= 4096
+        else {
+            throw invalid("it is not a readable file of at most 4 KiB")
+        }
+        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+            throw invalid("it is not a JSON object")
+        }
+        let unknown = Set(object.keys).subtracting(["snapshotAt", "complete"])
+        guard unknown.isEmpty else {
+            throw invalid("unknown field \(unknown.sorted().first.map { "\"\($0.prefix(32))\"" } ?? "")")
+        }
+        struct Raw: Decodable {
+            var snapshotAt: String
+            var complete: Bool
+        }
+        guard let raw = try? JSONDecoder().decode(Raw.self, from: data) else {
+            throw invalid("it needs \"snapshotAt\" (an RFC 3339 string) and \"complete\" (true or false)")
+        }
+        return SnapshotManifest(
+            snapshotAt: try parseTime(raw.snapshotAt, now: now, what: "\"snapshotAt\""), complete: raw.complete)
+    }
+
+    /// An RFC 3339 time no later than `now` plus five minutes of clock skew.
+    /// - Throws: `invalid_snapshot_time`.
+    public static func parseTime(_ text: String, now: Int64, what: String) throws(ConsoleError) -> Int64 {
+        guard text.utf8.count <= 64, let time = Timestamp(rfc3339: text) else {
+            throw .invalid(
+                "invalid_snapshot_time", "\(what) must be an RFC 3339 time like 2026-11-22T06:00:00Z.")
+        }
+        guard time.seconds <= now + 300 else {
+            throw .invalid("invalid_snapshot_time", "\(what) \(Timestamp.format(time.seconds)) lies in the future.")
+        }
+        return time.seconds
+    }
+
+    /// The backup directories an export holds: what a complete snapshot says exists.
+    public static func backupIds(in directory: URL) throws(ConsoleError) -> Set<String> {
+        Set(try ExportDirectory(root: directory).backupDirectories())
+    }
+
+    static func invalid(_ why: String) -> ConsoleError {
+        .invalid("invalid_export_manifest", "The export's \(fileName) is not usable: \(why).")
+    }
+}
