@@ -5,8 +5,12 @@ import ConsoleStore
 /// `show BACKUP_ID` and `check BACKUP_ID`: one backup, its index rows and its health.
 public struct BackupInspector: Sendable {
     let store: any ConsoleStore
+    let clock: WallClock
 
-    public init(store: any ConsoleStore) { self.store = store }
+    public init(store: any ConsoleStore, clock: WallClock = .system) {
+        self.store = store
+        self.clock = clock
+    }
 
     /// The full report of one backup; audited as `backup.show`.
     /// - Throws: ``ConsoleError`` `invalid_backup_account_id`, `not_found`, `permission_denied`.
@@ -15,7 +19,8 @@ public struct BackupInspector: Sendable {
         let record = try record(backupId, tenant: session.tenantName)
         let rows = try store.lookupRows(tenant: session.tenantName, backupId: record.backupId).map(\.pk)
         let input = try healthInput(record, tenant: session.tenantName, rows: rows)
-        let report = BackupReport(record: record, indexRows: rows, input: input)
+        var report = BackupReport(record: record, indexRows: rows, input: input)
+        report.snapshot = try SnapshotAge.of(store: store, tenant: session.tenant, now: clock.seconds)
         try store.appendReadAudit(
             session.audit("backup.show", target: record.backupId, details: ["health": report.overall.rawValue]))
         return report

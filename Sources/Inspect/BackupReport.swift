@@ -58,6 +58,8 @@ public struct BackupReport: Sendable, Equatable, Codable {
     /// Index rows of this backup that no factor of the metadata accounts for.
     public var unauthorizedLookupKeys: [String]
     public var health: [HealthResult]
+    /// How old the console's copy of this backup may be (the tenant's newest snapshot).
+    public var snapshot: SnapshotAge?
 
     /// Builds the report from what the store holds for one backup.
     /// - Parameters:

@@ -24,6 +24,8 @@ public struct TenantStats: Sendable, Equatable, Codable {
     public var subOrgsReferenced: Int
     /// Backups with at least one TURNKEY key.
     public var backupsWithSubOrg: Int
+    /// How old the data is: the newest snapshot of the Backup Service (live tenants).
+    public var snapshot: SnapshotAge?
 
     static let deviceLabels = ["0", "1", "2", "3", "4", "5+"]
     static let blobLabels = ["none", "< 4 KiB", "4-64 KiB", "64 KiB-1 MiB", "1-15 MiB", "> 15 MiB"]
@@ -54,7 +56,12 @@ public struct StatsService: Sendable {
     let store: any ConsoleStore
     public var batchSize = 1000
 
-    public init(store: any ConsoleStore) { self.store = store }
+    let clock: WallClock
+
+    public init(store: any ConsoleStore, clock: WallClock = .system) {
+        self.store = store
+        self.clock = clock
+    }
 
     /// `stats`; audited as `backup.stats`.
     public func stats(session: Session) throws(ConsoleError) -> TenantStats {
@@ -92,6 +99,7 @@ public struct StatsService: Sendable {
                 TenantStats.Bucket(label: $0.key, backups: $0.value)
             },
             devices: buckets(TenantStats.deviceLabels, devices), blobSizes: buckets(TenantStats.blobLabels, blobs),
-            blobBytesTotal: blobBytes, subOrgsReferenced: subOrgs, backupsWithSubOrg: withSubOrg)
+            blobBytesTotal: blobBytes, subOrgsReferenced: subOrgs, backupsWithSubOrg: withSubOrg,
+            snapshot: try SnapshotAge.of(store: store, tenant: session.tenant, now: clock.seconds))
     }
 }

@@ -9,11 +9,12 @@ import Turnkey
 /// deterministically from the tenant name (`SHA-256("backupctl-sandbox-…|" + name)`), so every
 /// `backupctl` process sees the same sandbox. They are **not secrets** — anyone can derive them —
 /// which is fine because they only ever unlock this emulator. Every sandbox sub-org has
-/// `auth_user_main` and `sync_factor_user_cleanup` (the cleanup key, deletion-only).
+/// `auth_user_main`, `sync_factor_user_cleanup` (the cleanup key, deletion-only) and, when its
+/// backup is known, a break-glass user holding that backup's Backup Account Key.
 public enum SandboxTenant {
     /// The sandbox and the connection that reaches it without a socket.
     public static func open(store: any CleanupJournalStore, tenant: TenantName, faults: SandboxFaults = .none)
-        throws(ConsoleError) -> (sandbox: TurnkeySandbox, connection: TurnkeyConnection)
+        async throws(ConsoleError) -> (sandbox: TurnkeySandbox, connection: TurnkeyConnection)
     {
         let org = parentOrgId(tenant)
         let apiKey = derivedKey("api-key", tenant)
@@ -22,6 +23,15 @@ public enum SandboxTenant {
             parentOrgId: org, directory: StoreDirectory(store: store, tenant: tenant),
             parentUsers: [try user("sandbox_api_key", apiKey, canDelete: false)],
             defaultSubOrgUsers: [try user("sync_factor_user_cleanup", cleanupKey, canDelete: true)], faults: faults)
+        // Like production accounts made since the break-glass user was introduced: every sub-org
+        // has its backup's Backup Account Key as a deletion-capable secp256k1 user.
+        await sandbox.setBreakGlassUsers { subOrgId in
+            let backupId =
+                (try? store.subOrgReference(tenant: tenant, subOrgId: subOrgId))
+                ?? (try? store.cleanupItem(tenant: tenant, subOrgId: subOrgId))?.lastBackupId
+            guard let backupId, let id = try? BackupAccountID(backupId) else { return [] }
+            return [SandboxUser.breakGlass(publicKeyHex: Hex.encode(id.publicKey))]
+        }
         let connection = TurnkeyConnection(
             baseURL: "sandbox://\(tenant)", parentOrgId: org, apiKey: apiKey, cleanupKey: cleanupKey,
             transport: SandboxTransport(sandbox: sandbox))

@@ -68,6 +68,14 @@ public actor TurnkeySandbox {
 
     public func setFaults(_ faults: SandboxFaults) { self.faults = faults }
 
+    /// Break-glass users found at request time (a store-backed sandbox: the Backup Account Key of
+    /// the backup that references the sub-org, or last did).
+    var breakGlassUsers: (@Sendable (String) -> [SandboxUser])?
+
+    public func setBreakGlassUsers(_ resolve: @escaping @Sendable (String) -> [SandboxUser]) {
+        breakGlassUsers = resolve
+    }
+
     /// Replaces the users of one sub-org (e.g. one with a break-glass user and no cleanup key).
     public func setUsers(_ users: [SandboxUser], of subOrgId: String) { overrides[subOrgId] = users }
 
@@ -91,6 +99,7 @@ public actor TurnkeySandbox {
             canDelete: false)
         let bucket = (Int(digest[0]) << 8 | Int(digest[1])) % 1000
         return [main] + (bucket < missingDefaultUsersPerMille ? [] : defaultSubOrgUsers)
+            + (breakGlassUsers?(subOrgId) ?? [])
     }
 
     /// Answers one request: `path`, the `X-Stamp` header (if any) and the exact body bytes.

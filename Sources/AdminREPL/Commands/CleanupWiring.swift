@@ -15,7 +15,7 @@ enum CleanupWiring {
         let tenant = session.tenant
         let connection: TurnkeyConnection
         if tenant.isSandbox {
-            connection = try SandboxTenant.open(store: store, tenant: tenant.name).connection
+            connection = try await SandboxTenant.open(store: store, tenant: tenant.name).connection
         } else {
             connection = try TurnkeyConnection.live(
                 url: tenant.turnkeyURL, organizationId: tenant.turnkeyOrgId, apiKeyFile: tenant.turnkeyAPIKeyFile,

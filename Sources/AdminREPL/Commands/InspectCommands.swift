@@ -68,7 +68,7 @@ struct ShowCommand: ConsoleCommand {
     @Argument(help: "The backup id (its Backup Account ID).") var backupId: String
 
     func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-        let report = try BackupInspector(store: try ctx.existingStore()).show(
+        let report = try BackupInspector(store: try ctx.existingStore(), clock: ctx.clock).show(
             backupId: backupId, session: try ctx.session())
         return CommandOutput(json: report) { style in InspectRender.show(report, style) }
     }
@@ -102,7 +102,7 @@ struct StatsCommand: ConsoleCommand {
         commandName: "stats", abstract: "Counts by factor mix, devices per backup, blob sizes and sub-orgs (viewer).")
 
     func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-        let stats = try StatsService(store: try ctx.existingStore()).stats(session: try ctx.session())
+        let stats = try StatsService(store: try ctx.existingStore(), clock: ctx.clock).stats(session: try ctx.session())
         return CommandOutput(json: stats) { style in InspectRender.stats(stats, style) }
     }
 }

@@ -14,6 +14,7 @@ enum InspectRender {
                 ),
                 ("sub-orgs", r.turnkeySubOrgIds.isEmpty ? "-" : r.turnkeySubOrgIds.joined(separator: ", ")),
                 ("health", style.status(r.overall.rawValue)),
+                ("data as of", r.snapshot?.summary ?? "-"),
             ], style)
         out += "\n\n" + style.bold("Factors") + "\n" + factorTable(r.factors, style)
         out += "\n\n" + style.bold("Devices (sync factors)") + "\n" + factorTable(r.syncFactors, style)
@@ -87,6 +88,7 @@ enum InspectRender {
             [
                 ("tenant", s.tenant), ("backups", "\(s.backups)"), ("blob bytes", "\(s.blobBytesTotal)"),
                 ("sub-orgs referenced", "\(s.subOrgsReferenced)"), ("backups with a sub-org", "\(s.backupsWithSubOrg)"),
+                ("data as of", s.snapshot?.summary ?? "-"),
             ], style)
         out += "\n\n" + table("FACTOR MIX", s.factorMix)
         out += "\n\n" + table("DEVICES", s.devices)

@@ -23,31 +23,46 @@ struct ResetCommand: ParsableCommand {
                 """)
 
         @Argument(help: "The Backup Account ID (backup_account_<66 hex>).") var backupAccountId: String
+        @Option(help: "Write the token to this new file (mode 0600) instead of printing it.") var tokenOut: String?
 
         struct Result: Encodable {
             var challenge: String
-            var token: String
+            /// Absent when the token went to `--token-out`.
+            var token: String?
+            var tokenFile: String?
             var expiresAt: String
             var liveFactors: [String]
         }
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
             let session = try ctx.session()
+            // Refuse an unusable --token-out before a challenge (and its token) is issued.
+            let out = try tokenOut.map { (path) throws(ConsoleError) in try SecretFile.create(path, what: "--token-out")
+            }
             let service = try await BackupServiceWiring.resetService(ctx, session)
-            let begun = try await service.begin(backupAccountId: backupAccountId, session: session)
+            let begun: ResetChallenge
+            do { begun = try await service.begin(backupAccountId: backupAccountId, session: session) } catch {
+                out?.discard()
+                throw error
+            }
             let token = begun.token.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+            try out?.write(Array(token.utf8) + [0x0A])
             let factors = begun.factors.map { f in f.accountKind.map { "\(f.kind) (\($0))" } ?? f.kind }
             let result = Result(
-                challenge: begun.challengeBase64, token: token, expiresAt: begun.expiresAtRFC3339, liveFactors: factors)
+                challenge: begun.challengeBase64, token: out == nil ? token : nil, tokenFile: out?.path,
+                expiresAt: begun.expiresAtRFC3339, liveFactors: factors)
+            let tokenFlag = out.map { "--token-file \($0.path)" } ?? "--token-file FILE"
             return CommandOutput(json: result) { style in
                 keyValueBlock(
                     [
                         ("backup", begun.backupId.rawValue),
                         ("live main factors", factors.isEmpty ? "none" : factors.joined(separator: ", ")),
-                        ("challenge", result.challenge), ("token", token), ("expiresAt", result.expiresAt),
+                        ("challenge", result.challenge),
+                        ("token", out.map { "written to \($0.path) (mode 0600)" } ?? token),
+                        ("expiresAt", result.expiresAt),
                     ], style) + "\n"
                     + style.dim(
-                        "If the user still has any listed factor, stop: no reset is needed. Otherwise the user runs `backupctl recovery sign --challenge \(result.challenge)` and reads you the signature; save the token to a file (umask 077) and run `reset complete --token-file FILE --signature-file FILE`. The token is single use."
+                        "If the user still has any listed factor, stop: no reset is needed. Otherwise the user runs `backupctl recovery sign --challenge \(result.challenge)` and reads you the signature; then run `reset complete \(tokenFlag) --signature-file FILE`. The token is single use."
                     )
             }
         }

@@ -56,3 +56,35 @@ enum SecretInput {
         return SecretBytes(bytes[start...end])
     }
 }
+
+/// A new file for a secret: created exclusively with mode 0600 before the secret exists, so
+/// an unusable path is refused before anything is issued, and nobody else can read it.
+struct SecretFile {
+    let path: String
+    let fd: Int32
+
+    /// - Throws: `invalid_output_file` when the file exists or cannot be created.
+    static func create(_ path: String, what: String) throws(ConsoleError) -> SecretFile {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            let reason = errno == EEXIST ? "it already exists" : String(cString: strerror(errno))
+            throw .invalid("invalid_output_file", "Cannot create the \(what) file \(path): \(reason).")
+        }
+        return SecretFile(path: path, fd: fd)
+    }
+
+    func write(_ bytes: [UInt8]) throws(ConsoleError) {
+        defer { close(fd) }
+        let written = bytes.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
+        guard written == bytes.count else {
+            unlink(path)
+            throw .internalError("Writing \(path) failed: \(String(cString: strerror(errno))).")
+        }
+    }
+
+    /// Closes and removes the file (nothing was issued).
+    func discard() {
+        close(fd)
+        unlink(path)
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+import Testing
+
+/// The reset and cleanup commands through the real binary, on a sandbox tenant whose Backup
+/// Service is the in-process emulator on a loopback port (the same HTTP path as a live tenant).
+@Suite(.serialized) struct LiveTenantCommandTests {
+    static let backupId = "backup_account_030b2e4ce2de76318c0ef50964d225910b64019d8e43620d6d166b6bd100ad26e8"
+    static let subOrg = "7d3e0a52-2f7e-4c1e-9a36-0c4f6f0b8a11"
+    static var fixtures: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("runbooks/fixtures")
+    }
+
+    func path(_ cli: CLI, _ name: String) -> String { cli.directory.appendingPathComponent(name).path }
+
+    @Test func resetWithFilesThenBreakGlassTeardownOnASandboxTenant() throws {
+        var cli = try CLI()
+        defer { cli.cleanUp() }
+        _ = try cli.bootstrap()
+        let imported = try cli.run(["import", Self.fixtures.appendingPathComponent("export").path])
+        #expect(imported.status == 0, "\(imported.stderr)")
+        // The token goes to a 0600 file, never to stdout or argv.
+        let tokenFile = path(cli, "token")
+        let begin = try cli.run(["--format", "json", "reset", "begin", Self.backupId, "--token-out", tokenFile])
+        #expect(begin.status == 0, "\(begin.stderr)")
+        let begun = try #require(CLI.json(begin.stdout))
+        #expect(begun["token"] == nil && begun["tokenFile"] as? String == tokenFile)
+        #expect(begun["liveFactors"] as? [String] == ["PASSKEY", "OIDC_ACCOUNT (GOOGLE)"])
+        let attributes = try FileManager.default.attributesOfItem(atPath: tokenFile)
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        // An existing --token-out file is refused before any challenge is issued.
+        let again = try cli.run(["reset", "begin", Self.backupId, "--token-out", tokenFile])
+        #expect(again.status == 1 && again.stderr.contains("invalid_output_file"))
+        let challenge = try #require(begun["challenge"] as? String)
+        let rootKey = Self.fixtures.appendingPathComponent("root-key.json").path
+        let sign = try cli.run([
+            "--format", "json", "recovery", "sign", "--challenge", challenge, "--root-key-file", rootKey,
+        ])
+        let signature = try #require(CLI.json(sign.stdout)?["signature"] as? String)
+        let signatureFile = path(cli, "signature")
+        try Data((signature + "\n").utf8).write(to: URL(fileURLWithPath: signatureFile))
+        // Batch without --yes refuses and changes nothing; with it, the service resets.
+        let refused = try cli.run(["reset", "complete", "--token-file", tokenFile, "--signature-file", signatureFile])
+        #expect(refused.status == 64)
+        let complete = try cli.run(
+            [
+                "--yes", "--format", "json", "reset", "complete", "--token-file", tokenFile, "--signature-file", "-",
+            ], stdin: signature + "\n")
+        #expect(complete.status == 0, "\(complete.stderr)")
+        let done = try #require(CLI.json(complete.stdout))
+        #expect(done["wiped"] as? Bool == true && done["turnkeySubOrgIds"] as? [String] == [Self.subOrg])
+        #expect(done["lookupRowsRemoved"] as? Int == 3)
+        // Replaying the token: the service says not_found (exit 1), audited as a refusal.
+        let replay = try cli.run([
+            "--yes", "--format", "json", "reset", "complete", "--token-file", tokenFile, "--signature-file",
+            signatureFile,
+        ])
+        #expect(replay.status == 1 && replay.stderr.contains("\"not_found\""))
+        // The sub-org is queued (reset: no snapshot needed); the user's break-glass key deletes it.
+        let status = try cli.run(["--format", "json", "cleanup", "status", "--reason", "reset"])
+        #expect(status.stdout.contains(Self.subOrg))
+        let body = path(cli, "body.json")
+        let request = try cli.run(["cleanup", "teardown-request", Self.subOrg, "--out", body])
+        #expect(request.status == 0, "\(request.stderr)")
+        let stamp = try cli.run([
+            "--format", "json", "recovery", "stamp", "--body-file", body, "--root-key-file", rootKey,
+        ])
+        let stampValue = try #require(CLI.json(stamp.stdout)?["stamp"] as? String)
+        let submit = try cli.run(["--format", "json", "cleanup", "submit", "--body-file", body, "--stamp", stampValue])
+        #expect(submit.status == 0, "\(submit.stderr)")
+        #expect(submit.stdout.contains("deleted"))
+        let audit = try cli.run(["--format", "json", "audit", "list", "--limit", "50"])
+        #expect(audit.stdout.contains("reset.complete") && audit.stdout.contains("reset.refused"))
+        let secret = try String(contentsOfFile: tokenFile, encoding: .utf8).trimmingCharacters(
+            in: .whitespacesAndNewlines)
+        #expect(
+            !audit.stdout.contains(secret) && !complete.stdout.contains(secret) && !complete.stderr.contains(secret))
+    }
+
+    @Test func tenantBackupServiceURLIsCheckedBeforeItIsSaved() throws {
+        var cli = try CLI()
+        defer { cli.cleanUp() }
+        _ = try cli.bootstrap()
+        // A sandbox tenant always uses the emulator.
+        let sandbox = try cli.run(["tenant", "update", "sandbox", "--backup-service-url", "https://example.invalid"])
+        #expect(sandbox.status == 1 && sandbox.stderr.contains("invalid_tenant_kind"))
+        let bad = try cli.run(["tenant", "create", "x", "--sandbox", "--backup-service-url", "ftp://nope"])
+        #expect(bad.status == 64)
+        let plain = try cli.run(["tenant", "update", "sandbox", "--backup-service-url", "http://10.0.0.1"])
+        #expect(plain.status == 1 && plain.stderr.contains("invalid_url"))
+    }
+}
