@@ -207,6 +207,14 @@ public final class BackupServiceEmulator: Sendable {
             + Base64.encode(HMAC.sha256(key: key, Array(body.utf8)), alphabet: .url, padding: false)
     }
 
+    /// A token of any type, for tests of the type check.
+    public func sealForTests(type: String, backupAccountId: String, expires: Int64) -> String {
+        seal(
+            TokenPayload(
+                typ: type, ctx: .init(kind: "RESET", backupAccountId: backupAccountId),
+                challenge: Base64.encode([UInt8](repeating: 0, count: 32)), exp: expires, nonce: "t"))
+    }
+
     func open(_ token: String) -> TokenPayload? {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard token.utf8.count <= 4096, parts.count == 3, parts[0] == "sbx",

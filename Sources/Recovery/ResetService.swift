@@ -125,12 +125,13 @@ public struct ResetService: Sendable {
         do throws(BackupServiceError) {
             try await service.reset(backupAccountId: plan.backupId, signature: signature, token: token)
         } catch  where error.outcomeUnknown {
-            try await resolveLostAnswer(plan, error, session)
+            try await resolveLostAnswer(plan, lost: "its answer was lost (\(error.message))", session)
             resolvedBy = "status"
         } catch  where error.serviceCode == "not_found" && plan.sentBefore {
             // An earlier send of this token was never recorded (its answer lost, or this console
             // killed after it): the backup being gone now is that reset. Confirm with status.
-            try await resolveLostAnswer(plan, error, session)
+            try await resolveLostAnswer(
+                plan, lost: "the service answered not_found to a token this console had sent before", session)
             resolvedBy = "status"
         } catch {
             try refuse(plan, error.consoleError, session)
@@ -158,9 +159,7 @@ public struct ResetService: Sendable {
 
     /// The answer to `/v1/reset` never arrived: ask `/v1/backup/status`. `not_found` means the
     /// reset happened (return, so the local part runs); the backup still there means it did not.
-    private func resolveLostAnswer(_ plan: ResetPlan, _ lost: BackupServiceError, _ session: Session)
-        async throws(ConsoleError)
-    {
+    private func resolveLostAnswer(_ plan: ResetPlan, lost: String, _ session: Session) async throws(ConsoleError) {
         do throws(BackupServiceError) {
             _ = try await service.status(backupId: plan.backupId)
         } catch  where error.serviceCode == "not_found" {
@@ -170,14 +169,14 @@ public struct ResetService: Sendable {
                 plan,
                 ConsoleError(
                     .remote, code: "reset_outcome_unknown",
-                    "The Backup Service's answer to the reset of \(plan.backupId) was lost (\(lost.message)) and /v1/backup/status failed too (\(error.message)). Nothing was changed here; run `reset complete` again with the same token once the service answers: it will say not_found if the reset went through."
+                    "The outcome of the reset of \(plan.backupId) is unknown: \(lost), and /v1/backup/status failed too (\(error.message)). Nothing was changed here; run `reset complete` again with the same token once the service answers: it will say not_found if the reset went through."
                 ), session)
         }
         try refuse(
             plan,
             ConsoleError(
                 .remote, code: "reset_not_applied",
-                "The Backup Service's answer to the reset of \(plan.backupId) was lost (\(lost.message)); /v1/backup/status still finds the backup, so it was not reset. The token may be burned if the service failed after marking it used: run `reset complete` again with the same token, and if it answers already_used, begin a new reset."
+                "The reset of \(plan.backupId) did not happen: \(lost), and /v1/backup/status still finds the backup's metadata. The token may be burned if the service failed after marking it used: run `reset complete` again with the same token, and if it answers already_used, begin a new reset. A backup whose sealed blob is missing cannot be reset by the service (it answers not_found): escalate to the Backup Service team."
             ), session)
     }
 

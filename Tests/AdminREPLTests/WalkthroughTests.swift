@@ -20,6 +20,8 @@ import Testing
                "turnkeyUserId":"u1","turnkeyPrivateKeyId":"k1"}]}
             """
         try metadata.write(to: dir.appendingPathComponent("metadata"), atomically: true, encoding: .utf8)
+        // The service resets only a backup whose sealed blob exists (its HEAD of {id}/backup).
+        try Data([1, 2, 3]).write(to: dir.appendingPathComponent("backup"))
         let result = try cli.run(["import", cli.directory.appendingPathComponent("export").path])
         #expect(result.status == 0, "\(result.stderr)")
     }

@@ -71,8 +71,10 @@ import Testing
         try await client.reset(
             backupAccountId: export.id.rawValue, signature: try export.sign(issued.challenge), token: issued.token)
         // Blob, metadata and the backup's index rows are gone; other rows stay.
-        #expect(!FileManager.default.fileExists(atPath: export.directory.appendingPathComponent(export.id.rawValue).path))
-        let index = try String(contentsOf: export.directory.appendingPathComponent("factor_lookup.jsonl"), encoding: .utf8)
+        #expect(
+            !FileManager.default.fileExists(atPath: export.directory.appendingPathComponent(export.id.rawValue).path))
+        let index = try String(
+            contentsOf: export.directory.appendingPathComponent("factor_lookup.jsonl"), encoding: .utf8)
         #expect(!index.contains(export.id.rawValue) && index.contains("\"other\""))
         await #expect(throws: BackupServiceError.self) { try await client.status(backupId: export.id.rawValue) }
         // Replaying the token: the backup is gone, so not_found (existence before single use).
@@ -94,15 +96,26 @@ import Testing
         let good = try export.sign(issued.challenge)
         let other = "backup_account_02" + String(repeating: "ff", count: 32)
         // Context before the id's point: the token was made for `id`.
-        #expect(await code { try await client.reset(backupAccountId: other, signature: good, token: issued.token) } == "invalid_challenge_context")
-        #expect(await code { try await client.reset(backupAccountId: id, signature: "%%%", token: issued.token) } == "invalid_signature")
+        #expect(
+            await code { try await client.reset(backupAccountId: other, signature: good, token: issued.token) }
+                == "invalid_challenge_context")
+        #expect(
+            await code { try await client.reset(backupAccountId: id, signature: "%%%", token: issued.token) }
+                == "invalid_signature")
         let wrong = try export.sign(Array(repeating: 0, count: 32))
-        #expect(await code { try await client.reset(backupAccountId: id, signature: wrong, token: issued.token) } == "signature_verification_error")
-        #expect(await code { try await client.reset(backupAccountId: id, signature: good, token: SecretBytes(Array("sbx.a.b".utf8))) } == "jwt_error")
+        #expect(
+            await code { try await client.reset(backupAccountId: id, signature: wrong, token: issued.token) }
+                == "signature_verification_error")
+        #expect(
+            await code {
+                try await client.reset(backupAccountId: id, signature: good, token: SecretBytes(Array("sbx.a.b".utf8)))
+            } == "jwt_error")
         // None of these burned the token or touched the backup.
         #expect(try await client.status(backupId: id).backupId == id)
         time.advance(byMillis: 901_000)
-        #expect(await code { try await client.reset(backupAccountId: id, signature: good, token: issued.token) } == "jwt_error")
+        #expect(
+            await code { try await client.reset(backupAccountId: id, signature: good, token: issued.token) }
+                == "jwt_error")
         await server.stop()
     }
 
@@ -126,14 +139,17 @@ import Testing
         // The client maps those plain-text answers to console codes with exit-1 kinds.
         let client = try BackupServiceClient(baseURL: "http://127.0.0.1:1")
         let mapped = [415, 400, 422, 413, 408].map { client.unexpectedForTests("/v1/reset", $0, Array("text".utf8)) }
-        #expect(mapped.map(\.consoleError.code) == [
-            "backup_service_unsupported_media_type", "backup_service_bad_request", "backup_service_unprocessable",
-            "backup_service_body_too_large", "backup_service_timeout",
-        ])
-        #expect(mapped.map(\.consoleError.kind) == [.invalidInput, .invalidInput, .invalidInput, .invalidInput, .remote])
+        #expect(
+            mapped.map(\.consoleError.code) == [
+                "backup_service_unsupported_media_type", "backup_service_bad_request", "backup_service_unprocessable",
+                "backup_service_body_too_large", "backup_service_timeout",
+            ])
+        #expect(
+            mapped.map(\.consoleError.kind) == [.invalidInput, .invalidInput, .invalidInput, .invalidInput, .remote])
         // An envelope keeps the service's code; its text is escaped, never raw.
         let envelope = client.unexpectedForTests(
-            "/v1/reset", 400, Array(#"{"allowRetry":false,"error":{"code":"already_used","message":"x\u001b[2Jy"}}"#.utf8))
+            "/v1/reset", 400,
+            Array(#"{"allowRetry":false,"error":{"code":"already_used","message":"x\u001b[2Jy"}}"#.utf8))
         #expect(envelope.serviceCode == "already_used" && !envelope.message.contains("\u{1B}"))
     }
 
@@ -199,5 +215,23 @@ import Testing
 
     func code(_ body: () async throws -> Void) async -> String? {
         await error(body)?.serviceCode
+    }
+}
+
+/// A token of another challenge type, sealed with the emulator's key: the service's step 2.
+@Suite struct EmulatorTokenTests {
+    @Test func aTokenOfAnotherTypeIsUnexpectedChallengeType() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("bstoken-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let emulator = BackupServiceEmulator(
+            backend: try ExportBackend(directory: directory.path), key: Array(repeating: 9, count: 32))
+        let id = "backup_account_02" + String(repeating: "ab", count: 32)
+        let token = emulator.sealForTests(type: "OIDC", backupAccountId: id, expires: Int64.max / 2)
+        let body = #"{"backupAccountId":"\#(id)","signature":"AA==","challengeToken":"\#(token)"}"#
+        let answer = await emulator.handle(
+            method: "POST", path: "/v1/reset", contentType: "application/json", body: Array(body.utf8))
+        #expect(answer.status == 400)
+        #expect(String(decoding: answer.body, as: UTF8.self).contains("unexpected_challenge_type"))
     }
 }

@@ -152,6 +152,28 @@ import Testing
         await f.stop()
     }
 
+    /// The service checks the sealed blob (HEAD of `{id}/backup`), not the metadata: a backup
+    /// without a blob cannot be reset, and a second try says so instead of guessing.
+    @Test func aBackupWithoutABlobIsNotFoundForTheService() async throws {
+        let f = try Fixture()
+        let key = rootKey("42")
+        let id = try f.addBackup(key, withBlob: false)
+        let service = try await f.service()
+        let begun = try await service.begin(backupAccountId: id.rawValue, session: f.session)
+        let signature = try UserRecovery.signChallenge(begun.challenge, rootKey: key)
+        let before = try f.snapshot(ids: [id])
+        let first = await consoleError {
+            _ = try await service.complete(token: begun.token, signature: signature, session: f.session)
+        }
+        #expect(first?.code == "not_found")
+        let second = await consoleError {
+            _ = try await service.complete(token: begun.token, signature: signature, session: f.session)
+        }
+        #expect(second?.code == "reset_not_applied" && second?.message.contains("sealed blob") == true)
+        #expect(try f.snapshot(ids: [id]) == before)
+        await f.stop()
+    }
+
     @Test func serviceFailuresAreExit2AndChangeNothing() async throws {
         let f = try Fixture()
         let key = rootKey("42")

@@ -102,9 +102,9 @@ final class Fixture {
 
     /// Writes a backup owned by `key` with a passkey, a Google account, a device and sub-orgs.
     @discardableResult
-    func addBackup(_ key: RootKey, tenant: TenantName? = nil, subOrgs: [String] = ["suborg-a", "suborg-b"]) throws
-        -> BackupAccountID
-    {
+    func addBackup(
+        _ key: RootKey, tenant: TenantName? = nil, subOrgs: [String] = ["suborg-a", "suborg-b"], withBlob: Bool = true
+    ) throws -> BackupAccountID {
         let id = try BackupAccountKey.derive(rootKey: key)
         let at = Timestamp(seconds: 1_770_000_000)
         let credential = Base64.encode(rng.bytes(24), alphabet: .url, padding: false)
@@ -132,9 +132,9 @@ final class Fixture {
                             encryptedKey: "cd34", turnkeyAccountId: $0, turnkeyUserId: rng.uuid(),
                             turnkeyPrivateKeyId: rng.uuid()))
                 })
-        let blob = Data(rng.bytes(64))
+        let blob = withBlob ? Data(rng.bytes(64)) : nil
         let record = BackupRecord(
-            backupId: id.rawValue, metadata: metadata, blobSize: blob.count, blobSHA256: SHA256.hex(blob),
+            backupId: id.rawValue, metadata: metadata, blobSize: blob?.count, blobSHA256: blob.map { SHA256.hex($0) },
             importedAt: 1, updatedAt: 1)
         try store.writeBackup(
             tenant: tenant ?? session.tenantName,

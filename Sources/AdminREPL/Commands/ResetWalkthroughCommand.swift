@@ -39,7 +39,8 @@ struct ResetWalkthroughCommand: ConsoleCommand {
             } catch {
                 // A confirmation mismatch ends the walk, as every destructive confirmation does;
                 // so does the end of input. Anything else may be retried (or answered with abort).
-                if error.code == "not_confirmed" || error.kind == .usage { throw error }
+                // A refused reset ends it too: the wipe step has no input to correct.
+                if error.code == "not_confirmed" || error.kind == .usage || walk.step == .wipe { throw error }
                 Terminal.writeErr(style.red("error:") + " " + error.message + " Try again, or type abort.")
             }
         }
