@@ -18,6 +18,13 @@ extension CleanupService {
         }
         let tenant = session.tenantName
         let now = nowSeconds
+        // A stamped delete of a sub-org a backup still uses would destroy that user's keys.
+        if let backup = try store.subOrgReference(tenant: tenant, subOrgId: id) {
+            throw ConsoleError(
+                .conflict, code: "suborg_referenced",
+                "Sub-org \(id) is referenced by backup \(backup) in tenant \(tenant); deleting it would break that backup. Nothing was journaled."
+            )
+        }
         if try store.cleanupItem(tenant: tenant, subOrgId: id) == nil {
             _ = try store.enqueueCleanup(
                 tenant: tenant,

@@ -90,3 +90,30 @@ import Testing
         #expect(plain.status == 1 && plain.stderr.contains("invalid_url"))
     }
 }
+
+/// Destructive prompts say what they will do: `cleanup run --execute` on a terminal shows the
+/// plan (how many, which) before it asks for the tenant name, and deletes no more than that.
+@Suite(.serialized) struct CleanupPlanPromptTests {
+    @Test func executeShowsThePlanThenAsksThenApplies() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        _ = try cli.bootstrap()
+        #expect(try cli.run(["seed", "--backups", "5", "--orphans", "3", "--seed", "4"]).status == 0)
+        let pty = try PTY(
+            arguments: ["cleanup", "run", "--execute", "--grace", "0"],
+            environment: cli.environment.merging(["TERM": "xterm"]) { $1 })
+        #expect(pty.expect("Plan: delete 3 Turnkey sub-org(s) of sandbox"), "\(pty.transcript)")
+        #expect(pty.expect("Type the tenant name (sandbox) to confirm"))
+        pty.send("sandbox\r")
+        #expect(pty.expect("deleted 3"), "\(pty.transcript)")
+        #expect(pty.waitForExit())
+        #expect(pty.process.terminationStatus == 0)
+        // Nothing eligible now: it says so and asks nothing.
+        let again = try PTY(
+            arguments: ["cleanup", "run", "--execute", "--grace", "0"],
+            environment: cli.environment.merging(["TERM": "xterm"]) { $1 })
+        #expect(again.expect("Nothing to delete"), "\(again.transcript)")
+        #expect(again.waitForExit())
+        #expect(!again.transcript.contains("Type the tenant name"))
+    }
+}

@@ -49,6 +49,20 @@ import Turnkey
         await f.stop()
     }
 
+    @Test("teardown-request for a sub-org a backup still references is refused; nothing is journaled")
+    func teardownOfAReferencedSubOrg() async throws {
+        let f = try await CleanupFixture(orphanCount: 1)
+        let service = f.service()
+        let referenced = try #require(f.referenced.first)
+        let before = try f.store.cleanupItems(tenant: f.session.tenantName, states: nil)
+        let error = #expect(throws: ConsoleError.self) {
+            _ = try service.teardownRequest(session: f.session, subOrgId: referenced)
+        }
+        #expect(error?.code == "suborg_referenced")
+        #expect(try f.store.cleanupItems(tenant: f.session.tenantName, states: nil) == before)
+        await f.stop()
+    }
+
     @Test("a complete snapshot older than the tenant's maximum age is not trusted")
     func tooOldSnapshot() async throws {
         let f = try await CleanupFixture(orphanCount: 2, live: true)

@@ -60,11 +60,34 @@ struct CleanupCommand: ParsableCommand {
             guard max >= 0, (1...64).contains(concurrency) else {
                 throw ConsoleError.usage("--max must be ≥ 0 and --concurrency between 1 and 64.")
             }
-            if execute {
+            let service = try await CleanupWiring.service(ctx, session)
+            let graceSeconds = try grace.map(CleanupWiring.parseDuration)
+            // Plan, then apply: on a terminal the operator confirms the count the dry run found,
+            // and the run may delete no more than that (--max lowered to it).
+            var approvedMax = max
+            if execute && !ctx.settings.yes && ctx.interactive {
+                let plan = try await service.run(
+                    session: session,
+                    options: CleanupRunOptions(execute: false, max: max, graceSeconds: graceSeconds))
+                guard !plan.items.isEmpty else {
+                    return .message(
+                        "Nothing to delete: no orphan of \(session.tenantName) is eligible"
+                            + (plan.waitingForSnapshot > 0
+                                ? " (\(plan.waitingForSnapshot) wait for a fresh snapshot)." : "."),
+                        json: plan)
+                }
+                let shown = plan.items.prefix(10).map { "  \($0.subOrgId)" }.joined(separator: "\n")
+                Terminal.writeErr(
+                    "Plan: delete \(plan.items.count) Turnkey sub-org(s) of \(session.tenantName) (deleteWithoutExport):\n"
+                        + shown + (plan.items.count > 10 ? "\n  … and \(plan.items.count - 10) more" : ""))
+                try ctx.confirmDestructive(
+                    "Deleting these \(plan.items.count) sub-orgs destroys the keys inside them",
+                    tenant: session.tenantName)
+                approvedMax = plan.items.count
+            } else if execute {
                 try ctx.confirmDestructive(
                     "Deleting orphaned Turnkey sub-orgs of \(session.tenantName)", tenant: session.tenantName)
             }
-            let service = try await CleanupWiring.service(ctx, session)
             let progress = CleanupProgressLine(terminal: Terminal.stdoutIsTerminal || isatty(STDERR_FILENO) == 1)
             SignalFlag.drain()
             SignalFlag.install()
@@ -74,8 +97,7 @@ struct CleanupCommand: ParsableCommand {
                 SignalFlag.drain()
             }
             let options = CleanupRunOptions(
-                execute: execute, max: max, concurrency: concurrency,
-                graceSeconds: try grace.map(CleanupWiring.parseDuration))
+                execute: execute, max: approvedMax, concurrency: concurrency, graceSeconds: graceSeconds)
             let onProgress: (@Sendable (RunReport, Int) -> Void)? =
                 execute ? { @Sendable report, total in progress.update(report, total: total) } : nil
             let report = try await service.run(
