@@ -50,7 +50,7 @@ struct Backupctl: AsyncParsableCommand {
         do {
             settings = try self.settings(environment: environment)
         } catch {
-            Terminal.writeErr("error: \(error.message)")
+            Terminal.writeErr("error: \(SafeText.message(error.message))")
             throw ExitCode(ExitStatus.usage)
         }
         let status = await Launcher(options: self, settings: settings, environment: environment).run()
