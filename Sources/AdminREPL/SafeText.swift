@@ -76,9 +76,10 @@ enum SecretShape {
         !secretRanges(line).isEmpty
     }
 
-    /// `line` with each key- or token-shaped stretch replaced by `<withheld>`.
+    /// `line` with each key- or token-shaped stretch replaced by `<withheld>`. Messages are
+    /// stricter than history: a single hex run of 32 to 64 digits (half a key) goes too.
     static func redact(_ line: String) -> String {
-        let ranges = secretRanges(line)
+        let ranges = secretRanges(line, halfKeys: true)
         guard !ranges.isEmpty else { return line }
         var out = line
         for range in ranges.reversed() { out.replaceSubrange(range, with: "<withheld>") }
@@ -87,30 +88,37 @@ enum SecretShape {
 
     /// Chains of hex-only words (joined by separators) whose digits add up to 64 or more, unless
     /// the chain is one word of a length other than 64; and `bctl_` words.
-    static func secretRanges(_ line: String) -> [Range<String.Index>] {
+    static func secretRanges(_ line: String, halfKeys: Bool = false) -> [Range<String.Index>] {
         var ranges: [Range<String.Index>] = []
-        var words: [(range: Range<String.Index>, hex: Bool, digits: Int)] = []
+        // Each word, whether it is all hex, its digits, and whether only spaces or colons
+        // separate it from the word before (how a key is split; a UUID's dashes or a list's
+        // commas do not join).
+        var words: [(range: Range<String.Index>, hex: Bool, digits: Int, joined: Bool)] = []
         var i = line.startIndex
+        var gapIsJoin = true
         while i < line.endIndex {
             if isSeparator(line[i]) {
+                if !(line[i].isWhitespace || line[i] == ":") { gapIsJoin = false }
                 i = line.index(after: i)
                 continue
             }
+            let joined = gapIsJoin
+            gapIsJoin = true
             var j = i
             while j < line.endIndex, !isSeparator(line[j]) { j = line.index(after: j) }
             if line[i..<j].lowercased().hasPrefix("bctl_") {
                 // A token runs to the next space, whatever punctuation its alphabet has.
                 while j < line.endIndex, !line[j].isWhitespace { j = line.index(after: j) }
                 ranges.append(i..<j)
-                words.append((i..<j, false, 0))
+                words.append((i..<j, false, 0, joined))
                 i = j
                 continue
             }
             var word = line[i..<j]
             if word.hasPrefix("0x") || word.hasPrefix("0X") { word = word.dropFirst(2) }
             let hex = !word.isEmpty && word.allSatisfy(\.isHexDigit)
-            words.append((i..<j, hex, hex ? word.count : 0))
-            if !hex { ranges += exactRuns(line[i..<j]) }
+            words.append((i..<j, hex, hex ? word.count : 0, joined))
+            if !hex { ranges += exactRuns(line[i..<j], halfKeys: halfKeys) }
             i = j
         }
         var k = 0
@@ -119,14 +127,15 @@ enum SecretShape {
                 k += 1
                 continue
             }
-            var end = k
-            var digits = 0
-            while end < words.count, words[end].hex {
+            var end = k + 1
+            var digits = words[k].digits
+            while end < words.count, words[end].hex, words[end].joined {
                 digits += words[end].digits
                 end += 1
             }
             let single = end - k == 1
-            if (single && digits == 64) || (!single && digits >= 64) {
+            let keyRun = digits == 64 || (halfKeys && (32...64).contains(digits))
+            if (single && keyRun) || (!single && digits >= 64) {
                 ranges.append(words[k].range.lowerBound..<words[end - 1].range.upperBound)
             }
             k = end
@@ -134,8 +143,8 @@ enum SecretShape {
         return ranges.sorted { $0.lowerBound < $1.lowerBound }
     }
 
-    /// Runs of exactly 64 hex digits inside a word that is not all hex (`k<key>`, `key_<key>`).
-    private static func exactRuns(_ word: Substring) -> [Range<String.Index>] {
+    /// Runs of exactly 64 hex digits (32 to 64 with `halfKeys`) inside a word that is not all hex (`k<key>`, `key_<key>`).
+    private static func exactRuns(_ word: Substring, halfKeys: Bool) -> [Range<String.Index>] {
         var out: [Range<String.Index>] = []
         var start: String.Index?
         var count = 0
@@ -146,7 +155,7 @@ enum SecretShape {
                 if start == nil { start = i }
                 count += 1
             } else {
-                if let s = start, count == 64 { out.append(s..<i) }
+                if let s = start, count == 64 || (halfKeys && (32...64).contains(count)) { out.append(s..<i) }
                 start = nil
                 count = 0
             }

@@ -1,3 +1,5 @@
+import BackupModel
+import Foundation
 import Testing
 
 @testable import AdminREPL
@@ -72,6 +74,16 @@ struct SafeTextTests {
         ])
     func secretFlags(line: String) {
         #expect(History.carriesSecret(line))
+    }
+
+    @Test("JSON output stays the same JSON value with every control character escaped")
+    func jsonLines() throws {
+        let value = "a\u{2028}\u{9B}\u{7F}\u{202E}\u{1B}[2J\n\u{0}b"
+        let line = JSONLine.encode(["m": value])
+        #expect(!line.unicodeScalars.contains(where: UntrustedText.isControl))
+        #expect(line.contains(#"\u2028"#) && line.contains(#"\u009b"#))
+        let decoded = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String]
+        #expect(decoded == ["m": value])
     }
 
     @Test("the pager gets the environment without the console's secrets")

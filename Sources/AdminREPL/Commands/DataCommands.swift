@@ -95,7 +95,9 @@ final class Progress {
     private let label: String
     private let isTerminal = isatty(STDERR_FILENO) == 1
     private let start = Date()
-    private var last = Date.distantPast
+    /// On a terminal the line is drawn at once; otherwise the first plain line waits five
+    /// seconds, so a short command's stderr holds nothing but its result or its one error.
+    private lazy var last = isTerminal ? Date.distantPast : start
     private var latest = 0
     private var printedAny = false
 
