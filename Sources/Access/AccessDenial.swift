@@ -16,6 +16,8 @@ enum AccessDenial {
         all["code"] = error.code
         all["command"] = command
         all["outcome"] = "failure"
+        // Held read audits of earlier commands go first, so the log keeps the order of events.
+        try? store.flushAudit()
         _ = try? store.appendAudit(
             AuditDraft(operatorName: operatorName, tenant: tenant, action: action, target: command, details: all))
     }

@@ -45,30 +45,28 @@ struct Backupctl: AsyncParsableCommand {
 
     /// Parses the global options itself so that a bad one is the same one-line error, with its
     /// code, as any other (ArgumentParser's own report is several lines of help).
-    @MainActor
     static func main() async {
         let arguments = Array(CommandLine.arguments.dropFirst())
-        let command: Backupctl
         do {
-            command = try parse(arguments)
+            // As ArgumentParser's own `main()` (its async parse included: the REPL's Ctrl-C
+            // handling depends on how the main task starts); only the error report differs.
+            var command = try await asyncParseAsRoot(arguments)
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
         } catch {
-            if exitCode(for: error) == .success {
-                Terminal.writeOut(fullMessage(for: error))
-                Foundation.exit(0)
+            if error is ExitCode || exitCode(for: error) == .success {
+                exit(withError: error)
             }
             let first = message(for: error).split(separator: "\n").first.map(String.init) ?? "invalid options"
             reportUsage(first.hasPrefix("Error: ") ? String(first.dropFirst(7)) : first, arguments: arguments)
             Foundation.exit(ExitStatus.usage)
         }
-        do {
-            try await command.run()
-        } catch {
-            exit(withError: error)
-        }
     }
 
     /// A usage error before the settings exist: JSON when the words or the environment ask for it.
-    @MainActor
     static func reportUsage(_ message: String, arguments: [String]) {
         let environment = ProcessInfo.processInfo.environment
         let json =
