@@ -35,9 +35,10 @@ final class Fixtures {
 
     /// A real secp256k1 point, as the importer requires.
     func backupId() -> String {
-        BackupAccountID(
-            compressedPublicKey: try! Secp256k1.publicKey(secretKey: Secp256k1.generateSecretKey(using: rng))
-        ).rawValue
+        guard let key = try? Secp256k1.publicKey(secretKey: Secp256k1.generateSecretKey(using: rng)) else {
+            preconditionFailure("a generated secret key is always valid")
+        }
+        return BackupAccountID(compressedPublicKey: key).rawValue
     }
     func credential() -> String { Base64.encode(rng.bytes(24), alphabet: .url, padding: false) }
     func uuid() -> String { rng.uuid() }
