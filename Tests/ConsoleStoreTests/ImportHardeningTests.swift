@@ -226,6 +226,22 @@ struct ImportHardeningTests {
         }
     }
 
+    @Test("an index that is a FIFO is refused without blocking; the backups still import")
+    func indexThatIsAFIFO() throws {
+        try withStore { store, dir in
+            let f = Fixtures()
+            let export = try ExportBuilder(in: dir)
+            let good = f.metadata(id: f.backupId(), passkeys: [f.credential()])
+            try export.add(good)
+            #expect(mkfifo(export.root.appendingPathComponent("factor_lookup.jsonl").path, 0o600) == 0)
+            let report = try importer(store).run(
+                directory: export.root, tenant: alpha, dryRun: false, operatorName: "tester")
+            #expect(report.imported == 1)
+            #expect(report.problems.map(\.code) == ["not_a_regular_file"])
+            #expect(report.problems.first?.reason.contains("FIFO") == true)
+        }
+    }
+
     @Test("an export where every backup fails imports nothing and says so per backup")
     func everyBackupFails() throws {
         try withStore { store, dir in
