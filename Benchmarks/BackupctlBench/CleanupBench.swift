@@ -146,6 +146,14 @@ struct CleanupBench: BenchSuite {
         defer { Task { await server.stop() } }
         var service = CleanupService(store: setup.store, connection: connection)
         service.retryBudgetCapacity = 1000
+        // A live tenant deletes only on fresh proof: a scan marks the orphans first seen, then a
+        // complete snapshot taken no earlier says they are still unreferenced (untimed).
+        _ = try await service.scan(session: setup.session, graceSeconds: 0)
+        let taken = Int64(Date().timeIntervalSince1970)
+        try setup.store.recordSnapshot(
+            tenant: setup.session.tenantName,
+            SnapshotRecord(snapshotAt: taken, complete: true, importedAt: taken, backups: 0), audit: nil)
+        await sandbox.resetRecording()
         let marks = DeletionMarks()
         let start = nowNanos()
         let report = try await service.run(
@@ -164,7 +172,7 @@ struct CleanupBench: BenchSuite {
             "requests": .integer(stats.requests), "injectedFaults": .integer(stats.injectedFaults),
             "serverRateLimited": .integer(stats.rateLimited),
             "target": .text(
-                (faults > 0 ? "fractionOfLimitSustained >= 0.75" : "fractionOfLimitSustained >= 0.90")
+                (faults > 0 ? "failed = 0, fractionOfLimitSustained >= 0.75" : "failed = 0, fractionOfLimitSustained >= 0.90")
                     + "; sustained = deletions between the 10th and 90th percentile of completions, overall includes the scan and the retry tail"
             ),
         ]

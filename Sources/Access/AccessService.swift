@@ -56,14 +56,20 @@ public struct AccessService: Sendable {
     public func session(operator op: OperatorRecord, tenant name: TenantName) throws(ConsoleError) -> Session {
         let grant = try store.grants(operator: op.name).first { $0.tenant == name }
         guard let grant else {
-            throw ConsoleError(
+            let error = ConsoleError(
                 .permissionDenied, code: "permission_denied",
                 "Operator \(op.name) has no role in tenant \(name).")
+            // Recorded under the tenant when it exists, so its admins see the attempt.
+            let exists = try store.tenant(name) != nil
+            AccessDenial.record(
+                error, operatorName: op.name.rawValue, tenant: exists ? name.rawValue : nil, command: "use tenant",
+                details: ["tenant": name.rawValue], store: store)
+            throw error
         }
         guard let tenant = try store.tenant(name) else {
             throw ConsoleError.notFound("Tenant \(name) does not exist.")
         }
-        return Session(operatorName: op.name, tenant: tenant, role: grant.role)
+        return Session(operatorName: op.name, tenant: tenant, role: grant.role, auditStore: store)
     }
 
     /// The tenants `op` holds a role in, with that role.
@@ -129,9 +135,13 @@ public struct AccessService: Sendable {
 
     private func checkCreate(_ tenant: TenantRecord, by op: OperatorRecord) throws(ConsoleError) {
         guard op.canCreateTenants else {
-            throw ConsoleError(
+            let error = ConsoleError(
                 .permissionDenied, code: "permission_denied",
                 "Operator \(op.name) may not create tenants; the operator made by init can.")
+            AccessDenial.record(
+                error, operatorName: op.name.rawValue, tenant: nil, command: "tenant create",
+                details: ["tenant": tenant.name.rawValue], store: store)
+            throw error
         }
         if try store.tenant(tenant.name) != nil {
             throw ConsoleError(.conflict, code: "tenant_exists", "Tenant \(tenant.name) already exists.")

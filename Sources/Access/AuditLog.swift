@@ -12,8 +12,10 @@ public struct AuditVerification: Sendable, Equatable, Codable {
     public var problem: String?
     /// The hash of the last entry: record it elsewhere to detect a truncated tail later.
     public var headHash: String
+    /// `all` for the whole chain, else the tenant whose entries `entries` and `headHash` cover.
+    public var scope: String = "all"
 
-    private enum CodingKeys: String, CodingKey { case ok, entries, firstBadSeq, problem, headHash }
+    private enum CodingKeys: String, CodingKey { case ok, entries, firstBadSeq, problem, headHash, scope }
 
     /// `firstBadSeq` is always present (null when ok): it is part of the command contract.
     public func encode(to encoder: any Encoder) throws {
@@ -23,6 +25,7 @@ public struct AuditVerification: Sendable, Equatable, Codable {
         try c.encode(firstBadSeq, forKey: .firstBadSeq)
         try c.encodeIfPresent(problem, forKey: .problem)
         try c.encode(headHash, forKey: .headHash)
+        try c.encode(scope, forKey: .scope)
     }
 
     public init(ok: Bool, entries: Int, firstBadSeq: Int64?, problem: String?, headHash: String) {
@@ -47,33 +50,57 @@ public struct AuditLog: Sendable {
         return try store.latestAuditEntries(tenant: session.tenantName, limit: limit)
     }
 
-    /// Walks the whole chain (all tenants: it is one chain) and reports the first bad entry.
+    /// Walks the whole chain (it is one chain) and reports what the operator may see.
+    ///
+    /// An operator who may create tenants (a global role) gets the whole chain: its entry count,
+    /// head hash and first bad entry. A tenant admin gets the same walk scoped to the tenant:
+    /// the count and head hash of that tenant's entries, and a break located only when it is at
+    /// one of them; a break elsewhere still makes the answer `ok: false`, without saying where.
     public func verify(session: Session) throws(ConsoleError) -> AuditVerification {
         try session.require(.auditVerify)
-        return try Self.verify(store: store)
+        let global = try store.operatorRecord(named: session.operatorName)?.canCreateTenants == true
+        return try Self.verify(store: store, scope: global ? nil : session.tenantName)
     }
 
     /// The chain check itself, for callers that are not an operator (tests, benchmarks).
-    public static func verify(store: any ConsoleStore, pageSize: Int = 1000) throws(ConsoleError) -> AuditVerification {
+    /// - Parameter scope: report counts, head and bad entry of this tenant only (`nil`: all).
+    public static func verify(store: any ConsoleStore, scope: TenantName? = nil, pageSize: Int = 1000)
+        throws(ConsoleError) -> AuditVerification
+    {
         var expectedSeq: Int64 = 1
         var prevHash = AuditEntry.genesisHash
         var count = 0
+        var scopedHead = AuditEntry.genesisHash
         var afterSeq: Int64 = 0
+        let label = scope?.rawValue ?? "all"
+        func visible(_ entry: AuditEntry) -> Bool { scope == nil || entry.tenant == scope?.rawValue }
         while true {
             let page = try store.auditEntries(tenant: nil, afterSeq: afterSeq, limit: pageSize)
             if page.isEmpty { break }
             for entry in page {
-                count += 1
+                if visible(entry) { count += 1 }
                 if let problem = check(entry, expectedSeq: expectedSeq, prevHash: prevHash) {
-                    return AuditVerification(
-                        ok: false, entries: count, firstBadSeq: entry.seq, problem: problem, headHash: prevHash)
+                    var result = AuditVerification(
+                        ok: false, entries: count, firstBadSeq: entry.seq, problem: problem,
+                        headHash: scope == nil ? prevHash : scopedHead)
+                    result.scope = label
+                    if !visible(entry) {
+                        result.firstBadSeq = nil
+                        result.problem =
+                            "the chain is broken at an entry outside tenant \(label); an operator who may create tenants can run audit verify to locate it"
+                    }
+                    return result
                 }
                 prevHash = entry.hash
+                if visible(entry) { scopedHead = entry.hash }
                 expectedSeq = entry.seq + 1
                 afterSeq = entry.seq
             }
         }
-        return AuditVerification(ok: true, entries: count, firstBadSeq: nil, problem: nil, headHash: prevHash)
+        var result = AuditVerification(
+            ok: true, entries: count, firstBadSeq: nil, problem: nil, headHash: scope == nil ? prevHash : scopedHead)
+        result.scope = label
+        return result
     }
 
     static func check(_ entry: AuditEntry, expectedSeq: Int64, prevHash: String) -> String? {

@@ -9,22 +9,36 @@ public struct Session: Sendable, Equatable {
     public let operatorName: OperatorName
     public let tenant: TenantRecord
     public let role: Role
+    /// Where a refused command is audited (set by ``AccessService``; `nil` in bare test sessions).
+    let auditStore: (any ConsoleStore)?
 
-    init(operatorName: OperatorName, tenant: TenantRecord, role: Role) {
+    init(operatorName: OperatorName, tenant: TenantRecord, role: Role, auditStore: (any ConsoleStore)? = nil) {
         self.operatorName = operatorName
         self.tenant = tenant
         self.role = role
+        self.auditStore = auditStore
+    }
+
+    public static func == (a: Session, b: Session) -> Bool {
+        a.operatorName == b.operatorName && a.tenant == b.tenant && a.role == b.role
     }
 
     public var tenantName: TenantName { tenant.name }
 
-    /// Throws `permission_denied` (exit 77) unless the role allows `permission`.
+    /// Throws `permission_denied` (exit 77) unless the role allows `permission`; the refusal is
+    /// audited first, as a failure (``AccessDenial``), never as the action.
     public func require(_ permission: Permission) throws(ConsoleError) {
         guard role >= permission.minimumRole else {
-            throw ConsoleError(
+            let error = ConsoleError(
                 .permissionDenied, code: "permission_denied",
                 "Operator \(operatorName) has role \(role) in tenant \(tenant.name); `\(permission.commandName)` needs \(permission.minimumRole) or above."
             )
+            if let auditStore {
+                AccessDenial.record(
+                    error, operatorName: operatorName.rawValue, tenant: tenant.name.rawValue,
+                    command: permission.commandName, details: ["role": role.name], store: auditStore)
+            }
+            throw error
         }
     }
 

@@ -43,6 +43,42 @@ struct Backupctl: AsyncParsableCommand {
             tokenFile: tokenFile, continueOnError: continueOnError, yes: yes, color: color)
     }
 
+    /// Parses the global options itself so that a bad one is the same one-line error, with its
+    /// code, as any other (ArgumentParser's own report is several lines of help).
+    static func main() async {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        do {
+            // As ArgumentParser's own `main()` (its async parse included: the REPL's Ctrl-C
+            // handling depends on how the main task starts); only the error report differs.
+            var command = try await asyncParseAsRoot(arguments)
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            if error is ExitCode || exitCode(for: error) == .success {
+                exit(withError: error)
+            }
+            let first = message(for: error).split(separator: "\n").first.map(String.init) ?? "invalid options"
+            reportUsage(first.hasPrefix("Error: ") ? String(first.dropFirst(7)) : first, arguments: arguments)
+            Foundation.exit(ExitStatus.usage)
+        }
+    }
+
+    /// A usage error before the settings exist: JSON when the words or the environment ask for it.
+    static func reportUsage(_ message: String, arguments: [String]) {
+        let environment = ProcessInfo.processInfo.environment
+        let json =
+            zip(arguments, arguments.dropFirst()).contains { $0 == "--format" && $1 == "json" }
+            || arguments.contains("--format=json") || environment["BACKUPCTL_FORMAT"] == "json"
+        if json {
+            Terminal.writeErr(JSONLine.encode(["error": ["code": "usage", "message": SecretShape.redact(message)]]))
+        } else {
+            Terminal.writeErr("error[usage]: \(SafeText.message(message))")
+        }
+    }
+
     @MainActor
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
@@ -50,7 +86,7 @@ struct Backupctl: AsyncParsableCommand {
         do {
             settings = try self.settings(environment: environment)
         } catch {
-            Terminal.writeErr("error: \(error.message)")
+            Self.reportUsage(error.message, arguments: Array(CommandLine.arguments.dropFirst()))
             throw ExitCode(ExitStatus.usage)
         }
         let status = await Launcher(options: self, settings: settings, environment: environment).run()

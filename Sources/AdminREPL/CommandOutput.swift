@@ -56,10 +56,29 @@ enum JSONLine {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         do {
-            return String(decoding: try encoder.encode(AnyEncodable(value)), as: UTF8.self)
+            return terminalSafe(String(decoding: try encoder.encode(AnyEncodable(value)), as: UTF8.self))
         } catch {
             return #"{"error":{"code":"internal_error","message":"could not encode output"}}"#
         }
+    }
+}
+
+extension JSONLine {
+    /// The encoder escapes C0 controls but writes DEL, C1 controls and the Unicode line and
+    /// direction controls raw; they can only stand inside strings, so writing them as `\uXXXX`
+    /// keeps the same JSON value and keeps a terminal showing it safe.
+    static func terminalSafe(_ json: String) -> String {
+        guard json.unicodeScalars.contains(where: UntrustedText.isControl) else { return json }
+        var out = String.UnicodeScalarView()
+        for scalar in json.unicodeScalars {
+            if UntrustedText.isControl(scalar) {
+                let hex = String(scalar.value, radix: 16, uppercase: false)
+                out.append(contentsOf: ("\\u" + String(repeating: "0", count: 4 - hex.count) + hex).unicodeScalars)
+            } else {
+                out.append(scalar)
+            }
+        }
+        return String(out)
     }
 }
 

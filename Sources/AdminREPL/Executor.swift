@@ -108,7 +108,8 @@ struct Executor {
         if ctx.settings.format == .json {
             if let json = output.json { Terminal.writeOut(JSONLine.encode(json)) }
         } else {
-            let text = output.text(ctx.style)
+            let style = ctx.style
+            let text = SafeText.output(output.text(style), keepStyle: style.color)
             // Held output waits for its audit: a pager would show it at once.
             if !text.isEmpty { Terminal.holding ? Terminal.writeOut(text) : Pager.show(text, ctx: ctx) }
         }
@@ -116,12 +117,13 @@ struct Executor {
 
     func report(_ error: ConsoleError) {
         if ctx.settings.format == .json {
-            Terminal.writeErr(JSONLine.encode(["error": ["code": error.code, "message": error.message]]))
+            Terminal.writeErr(
+                JSONLine.encode(["error": ["code": error.code, "message": SecretShape.redact(error.message)]]))
         } else {
             let style = RenderStyle(
                 color: ctx.settings.useColor(isTerminal: isatty(STDERR_FILENO) == 1, environment: ctx.environment),
                 width: nil)
-            Terminal.writeErr(style.red("error[\(error.code)]:") + " " + error.message)
+            Terminal.writeErr(style.red("error[\(error.code)]:") + " " + SafeText.message(error.message))
         }
     }
 

@@ -30,22 +30,14 @@ struct History {
         _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
     }
 
-    /// A line is kept out of history if it holds an operator or reset token, or anything shaped
-    /// like a root or private key (a JSON key object, a run of exactly 64 hex digits — Backup
-    /// Account IDs have 66 and stay).
+    /// A line is kept out of history if it holds an operator or reset token, a signature, or
+    /// anything shaped like a root or private key: a JSON key object, or 64 hex digits however
+    /// they are split (``SecretShape``; a Backup Account ID's single run of 66 stays). Whatever
+    /// follows `--root-key…`, `--token…` or `--signature` never reaches the file: the line goes.
     static func carriesSecret(_ line: String) -> Bool {
         let lower = line.lowercased()
-        if lower.contains("--token") || lower.contains("bctl_") { return true }
+        for flag in ["--token", "--root-key", "--signature", "bctl_"] where lower.contains(flag) { return true }
         if lower.contains("\"key\"") || lower.contains("private") || lower.contains("secret") { return true }
-        var run = 0
-        for ch in lower.unicodeScalars {
-            if ("0"..."9").contains(ch) || ("a"..."f").contains(ch) {
-                run += 1
-            } else {
-                if run == 64 { return true }
-                run = 0
-            }
-        }
-        return run == 64
+        return SecretShape.appears(in: line)
     }
 }

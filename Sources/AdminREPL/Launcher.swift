@@ -17,7 +17,7 @@ struct Launcher {
         }
         let hasBatch = !options.command.isEmpty || options.file != nil
         if hasBatch, !options.words.isEmpty {
-            Terminal.writeErr("error: give either a command or -c/-f, not both.")
+            executorless(.usage("Give either a command or -c/-f, not both."))
             return ExitStatus.usage
         }
         let interactive = Terminal.stdinIsTerminal
@@ -49,6 +49,11 @@ struct Launcher {
         Terminal.stdinCarriesCommands = true
         return await BatchRunner(executor: executor, continueOnError: settings.continueOnError)
             .runStream(source: "stdin")
+    }
+
+    /// An error before there is an executor, in the same form as the executor's.
+    private func executorless(_ error: ConsoleError) {
+        Executor(ctx: CommandContext(settings: settings, environment: environment, interactive: false)).report(error)
     }
 
     /// `-f -`: the script is stdin, read to the end.

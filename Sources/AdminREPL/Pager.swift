@@ -15,6 +15,7 @@ enum Pager {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         process.arguments = ["-c", pager]
+        process.environment = pagerEnvironment(ctx.environment)
         let pipe = Pipe()
         process.standardInput = pipe
         do {
@@ -24,6 +25,18 @@ enum Pager {
             process.waitUntilExit()
         } catch {
             Terminal.writeOut(text)
+        }
+    }
+
+    /// The pager's environment: the console's, without its secrets (`BACKUPCTL_TOKEN` and any
+    /// variable named like a token, key, secret or password).
+    nonisolated static func pagerEnvironment(_ environment: [String: String]) -> [String: String] {
+        environment.filter { name, _ in
+            let upper = name.uppercased()
+            return upper != "BACKUPCTL_TOKEN"
+                && !["TOKEN", "SECRET", "PASSWORD", "PASSWD", "PRIVATE", "API_KEY", "ROOT_KEY", "CREDENTIAL"].contains {
+                    upper.contains($0)
+                }
         }
     }
 

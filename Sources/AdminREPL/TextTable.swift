@@ -9,8 +9,11 @@ struct TextTable {
         self.rows = rows
     }
 
+    /// Cells are escaped (``SafeText/cell(_:)``): a value from outside cannot break a row or
+    /// drive the terminal.
     func render(_ style: RenderStyle) -> String {
         guard !headers.isEmpty else { return "" }
+        let rows = self.rows.map { $0.map(SafeText.cell) }
         var widths = headers.map(\.count)
         for row in rows {
             for (i, cell) in row.enumerated() where i < widths.count {
@@ -71,6 +74,6 @@ func visibleWidth(_ s: String) -> Int {
 func keyValueBlock(_ pairs: [(String, String)], _ style: RenderStyle) -> String {
     let width = pairs.map(\.0.count).max() ?? 0
     return pairs.map { key, value in
-        style.bold(key + ":") + String(repeating: " ", count: width - key.count + 1) + value
+        style.bold(key + ":") + String(repeating: " ", count: width - key.count + 1) + SafeText.cell(value)
     }.joined(separator: "\n")
 }

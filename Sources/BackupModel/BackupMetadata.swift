@@ -69,7 +69,7 @@ public struct BackupMetadata: Sendable, Equatable, Codable {
         case .typeMismatch(_, let context), .valueNotFound(_, let context):
             return "wrong type \(path(context))"
         case .dataCorrupted(let context):
-            return "\(context.debugDescription) \(path(context))"
+            return "\(UntrustedText.escaped(String(context.debugDescription.prefix(200)))) \(path(context))"
         @unknown default:
             return "\(error)"
         }

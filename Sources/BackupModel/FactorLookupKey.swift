@@ -43,6 +43,17 @@ public struct FactorLookupKey: Sendable, Hashable, Comparable, CustomStringConve
 
     /// - Throws: ``ConsoleError`` `invalid_lookup_key`.
     public init(parsing text: String) throws(ConsoleError) {
+        guard text.utf8.count <= Self.maxBytes else {
+            throw .invalid(
+                "invalid_lookup_key",
+                "Invalid FactorLookup key: it has \(text.utf8.count) bytes, at most \(Self.maxBytes).")
+        }
+        guard !text.unicodeScalars.contains(where: UntrustedText.isControl) else {
+            throw .invalid(
+                "invalid_lookup_key",
+                "Invalid FactorLookup key \"\(UntrustedText.escaped(String(text.prefix(80))))\": it holds a control character."
+            )
+        }
         guard let hash = text.firstIndex(of: "#") else {
             throw Self.invalid(text, "expected SCOPE#KIND|…")
         }
@@ -70,6 +81,9 @@ public struct FactorLookupKey: Sendable, Hashable, Comparable, CustomStringConve
         }
         self.scope = scope
     }
+
+    /// Far above any real key (a 1023-byte credential id in base64url, an OIDC issuer and sub).
+    public static let maxBytes = 4096
 
     public static func < (a: FactorLookupKey, b: FactorLookupKey) -> Bool { a.rawValue < b.rawValue }
 

@@ -2,6 +2,11 @@
 /// exported form. The stored text is kept as it came so a stored-form round trip is exact
 /// (chrono writes up to nine fractional digits, more than a `Double` keeps).
 public struct Timestamp: Sendable, Equatable, Comparable, Codable, CustomStringConvertible {
+    /// The instants a metadata timestamp may name: years 0001 to 9999, the range RFC 3339 text
+    /// can write with four year digits. Numbers outside it are refused when decoding, so no
+    /// arithmetic on an imported `createdAt` can overflow and every stored form re-parses.
+    public static let validSeconds: ClosedRange<Int64> = -62_135_596_800...253_402_300_799
+
     public let seconds: Int64
     /// The RFC 3339 text this came from, if it came from one.
     public let rfc3339: String
@@ -50,19 +55,30 @@ public struct Timestamp: Sendable, Equatable, Comparable, Codable, CustomStringC
         }
         guard i == b.count else { return nil }
         let days = Self.daysFromCivil(year: year, month: month, day: day)
-        seconds = Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + second) - Int64(offset)
+        let value = Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + second) - Int64(offset)
+        guard Self.validSeconds.contains(value) else { return nil }
+        seconds = value
         rfc3339 = text
     }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.singleValueContainer()
         if let n = try? c.decode(Int64.self) {
+            guard Self.validSeconds.contains(n) else {
+                throw DecodingError.dataCorruptedError(
+                    in: c,
+                    debugDescription:
+                        "createdAt must be unix seconds between \(Self.validSeconds.lowerBound) and \(Self.validSeconds.upperBound) (years 0001-9999), got \(n)"
+                )
+            }
             self.init(seconds: n)
         } else {
             let text = try c.decode(String.self)
             guard let t = Timestamp(rfc3339: text) else {
                 throw DecodingError.dataCorruptedError(
-                    in: c, debugDescription: "createdAt must be RFC 3339 or unix seconds, got \"\(text)\"")
+                    in: c,
+                    debugDescription:
+                        "createdAt must be RFC 3339 (years 0001-9999) or unix seconds, got \"\(text.prefix(40))\"")
             }
             self = t
         }
@@ -82,10 +98,12 @@ public struct Timestamp: Sendable, Equatable, Comparable, Codable, CustomStringC
     public static func < (a: Timestamp, b: Timestamp) -> Bool { a.seconds < b.seconds }
     public static func == (a: Timestamp, b: Timestamp) -> Bool { a.seconds == b.seconds }
 
-    /// `YYYY-MM-DDTHH:MM:SSZ` in UTC.
+    /// `YYYY-MM-DDTHH:MM:SSZ` in UTC. Total over `Int64`: floor division without the
+    /// `seconds - 86_399` that overflowed near `Int64.min` (years past 9999 print as they are).
     public static func format(_ seconds: Int64) -> String {
-        let days = Int(seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400)
-        let rem = Int(seconds - Int64(days) * 86_400)
+        let (quotient, remainder) = seconds.quotientAndRemainder(dividingBy: 86_400)
+        let days = Int(remainder < 0 ? quotient - 1 : quotient)
+        let rem = Int(remainder < 0 ? remainder + 86_400 : remainder)
         let (y, m, d) = civilFromDays(days)
         func two(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
         let year = String(y)

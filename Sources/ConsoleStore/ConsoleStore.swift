@@ -28,7 +28,7 @@ public protocol ConsoleStore: Sendable {
     func operators() throws(ConsoleError) -> [OperatorRecord]
     /// Sets the role (insert or replace).
     func grant(_ grant: GrantRecord, audit: AuditDraft) throws(ConsoleError)
-    /// Removes the grant; returns whether there was one.
+    /// Removes the grant; returns whether there was one. The audit entry is written only then.
     func revoke(operator: OperatorName, tenant: TenantName, audit: AuditDraft) throws(ConsoleError) -> Bool
     func grants(operator: OperatorName) throws(ConsoleError) -> [GrantRecord]
     func grants(tenant: TenantName) throws(ConsoleError) -> [GrantRecord]

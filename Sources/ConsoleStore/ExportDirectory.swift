@@ -41,22 +41,29 @@ struct ExportDirectory {
         } catch {
             throw .invalid("import_directory", "Cannot list the import directory \(root.path).")
         }
+        // A symlink named like a backup is listed so that it is refused with a reason, not followed.
         return names.filter { name in
-            var isDir: ObjCBool = false
-            return !name.hasPrefix(".")
-                && fm.fileExists(atPath: root.appendingPathComponent(name).path, isDirectory: &isDir)
-                && isDir.boolValue
+            guard !name.hasPrefix(".") else { return false }
+            var info = stat()
+            guard lstat(root.appendingPathComponent(name).path, &info) == 0 else { return false }
+            let type = info.st_mode & S_IFMT
+            return type == S_IFDIR || (type == S_IFLNK && name.hasPrefix(BackupAccountID.prefix))
         }.sorted()
     }
 
     /// Parses `factor_lookup.jsonl` if present (`nil` if not); bad lines become problems.
+    ///
+    /// A row is kept only if its key parses (no control characters, bounded) and its backup id
+    /// has the id format; a line over ``maxIndexLineBytes`` is refused unread.
     func readIndex(problems: inout [ImportProblem]) -> Index? {
         let url = root.appendingPathComponent(Self.indexFile)
-        guard FileManager.default.fileExists(atPath: url.path) else { return nil }
-        guard let data = try? Data(contentsOf: url) else {
-            problems.append(
-                .init(path: Self.indexFile, code: "unreadable_file", reason: "The index file cannot be read."))
+        let data: Data
+        switch Self.readRegularFile(url, maxBytes: Int.max) {
+        case .missing: return nil
+        case .failed(let code, let reason):
+            problems.append(.init(path: Self.indexFile, code: code, reason: "The index file \(reason)"))
             return Index()
+        case .ok(let bytes): data = bytes
         }
         struct Line: Decodable {
             var PK: String
@@ -70,6 +77,13 @@ struct ExportDirectory {
             let trimmed = line.last == UInt8(ascii: "\r") ? line.dropLast() : line
             if trimmed.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
             let path = "\(Self.indexFile):\(lineNumber)"
+            guard trimmed.count <= Self.maxIndexLineBytes else {
+                problems.append(
+                    .init(
+                        path: path, code: "invalid_lookup_row",
+                        reason: "The line has \(trimmed.count) bytes; a row has at most \(Self.maxIndexLineBytes)."))
+                continue
+            }
             guard let row = try? decoder.decode(Line.self, from: Data(trimmed)) else {
                 problems.append(
                     .init(
@@ -79,6 +93,7 @@ struct ExportDirectory {
             }
             do {
                 _ = try FactorLookupKey(parsing: row.PK)
+                _ = try BackupAccountID(row.BackupId)
             } catch {
                 problems.append(.init(path: path, code: error.code, reason: error.message))
                 continue
@@ -98,56 +113,117 @@ struct ExportDirectory {
     }
 
     /// Reads and checks one backup directory; `nil` after appending the problem.
+    ///
+    /// Refused, each with its reason: a name that is not a backup id or not a secp256k1 point
+    /// (such a backup could never be reset), metadata that is not a regular file, does not parse,
+    /// breaks the service's limits or names another id, and a `backup` entry that is there but
+    /// is not a regular file (a symlink, FIFO or directory) or is over 15 MiB.
     func readBackup(_ name: String, problems: inout [ImportProblem]) -> Entry? {
         let dir = root.appendingPathComponent(name)
         func problem(_ file: String?, _ code: String, _ reason: String) -> Entry? {
             problems.append(.init(path: file.map { "\(name)/\($0)" } ?? name, code: code, reason: reason))
             return nil
         }
+        let id: BackupAccountID
         do {
-            _ = try BackupAccountID(name)
+            id = try BackupAccountID(name)
         } catch {
             return problem(nil, error.code, "The directory name is not a backup id: \(error.message)")
         }
-        let metadataURL = dir.appendingPathComponent("metadata")
-        guard let metadataSize = Self.fileSize(metadataURL) else {
-            return problem("metadata", "missing_metadata", "The backup directory has no metadata file.")
+        guard Secp256k1.isValidPublicKey(id.publicKey) else {
+            return problem(
+                nil, "invalid_backup_account_id",
+                "The backup id's key is not a point on secp256k1; such a backup could never be reset.")
         }
-        guard metadataSize <= Self.maxMetadataBytes else {
-            return problem("metadata", "metadata_too_large", "The metadata file has \(metadataSize) bytes.")
+        var dirInfo = stat()
+        guard lstat(dir.path, &dirInfo) == 0, dirInfo.st_mode & S_IFMT == S_IFDIR else {
+            return problem(nil, "not_a_directory", "The backup entry is a symbolic link, not a directory.")
         }
-        guard let metadataData = try? Data(contentsOf: metadataURL) else {
-            return problem("metadata", "unreadable_file", "The metadata file cannot be read.")
+        let metadataData: Data
+        switch Self.readRegularFile(
+            dir.appendingPathComponent("metadata"), maxBytes: Self.maxMetadataBytes, tooLarge: "metadata_too_large")
+        {
+        case .missing: return problem("metadata", "missing_metadata", "The backup directory has no metadata file.")
+        case .failed(let code, let reason): return problem("metadata", code, "The metadata file \(reason)")
+        case .ok(let data): metadataData = data
         }
         let metadata: BackupMetadata
         do {
             metadata = try BackupMetadata.decode(metadataData)
+            try metadata.validate()
         } catch {
             return problem("metadata", error.code, error.message)
         }
         guard metadata.id == name else {
             return problem(
-                "metadata", "id_mismatch", "The metadata id \(metadata.id.prefix(80)) differs from the directory name.")
+                "metadata", "id_mismatch",
+                "The metadata id \(UntrustedText.escaped(String(metadata.id.prefix(80)))) differs from the directory name."
+            )
         }
-        let blobURL = dir.appendingPathComponent("backup")
-        guard let blobSize = Self.fileSize(blobURL) else {
-            return Entry(metadata: metadata, blob: nil, blobSHA256: nil)
+        switch Self.readRegularFile(
+            dir.appendingPathComponent("backup"), maxBytes: BackupMetadata.maxBlobBytes, tooLarge: "blob_too_large")
+        {
+        case .missing: return Entry(metadata: metadata, blob: nil, blobSHA256: nil)
+        case .failed(let code, let reason): return problem("backup", code, "The sealed blob \(reason)")
+        case .ok(let blob): return Entry(metadata: metadata, blob: blob, blobSHA256: Hex.encode(SHA256.hash(blob)))
         }
-        guard blobSize <= BackupMetadata.maxBlobBytes else {
-            return problem(
-                "backup", "blob_too_large", "The sealed blob has \(blobSize) bytes; the service allows at most 15 MB.")
-        }
-        guard let blob = try? Data(contentsOf: blobURL) else {
-            return problem("backup", "unreadable_file", "The sealed blob cannot be read.")
-        }
-        return Entry(metadata: metadata, blob: blob, blobSHA256: Hex.encode(SHA256.hash(blob)))
     }
 
-    /// The size of a regular file, or `nil` if there is none.
-    static func fileSize(_ url: URL) -> Int? {
-        guard let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),
-            attributes[.type] as? FileAttributeType == .typeRegular
-        else { return nil }
-        return (attributes[.size] as? NSNumber)?.intValue
+    /// A line of `factor_lookup.jsonl` longer than this is not a row (keys are ≤ 4 KiB).
+    static let maxIndexLineBytes = 16 * 1024
+
+    enum FileRead {
+        case missing
+        case failed(code: String, reason: String)
+        case ok(Data)
+    }
+
+    /// Reads `url` only if it is a regular file of at most `maxBytes`: the entry itself is
+    /// examined (`O_NOFOLLOW`), so a symlink, FIFO, socket or directory is a failure and never
+    /// followed or blocked on; the size is that of the file actually opened.
+    static func readRegularFile(_ url: URL, maxBytes: Int, tooLarge: String = "file_too_large") -> FileRead {
+        var info = stat()
+        guard lstat(url.path, &info) == 0 else {
+            return errno == ENOENT ? .missing : .failed(code: "unreadable_file", reason: "cannot be examined.")
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            return .failed(
+                code: "not_a_regular_file", reason: "is a \(describe(mode: info.st_mode)), not a regular file.")
+        }
+        let fd = open(url.path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return .failed(code: "unreadable_file", reason: "cannot be read.") }
+        defer { close(fd) }
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            return .failed(code: "not_a_regular_file", reason: "is not a regular file.")
+        }
+        let size = Int(info.st_size)
+        guard size <= maxBytes else {
+            return .failed(code: tooLarge, reason: "has \(size) bytes; at most \(maxBytes) are allowed.")
+        }
+        var data = Data(count: size)
+        var offset = 0
+        let complete = data.withUnsafeMutableBytes { raw -> Bool in
+            guard let base = raw.baseAddress else { return size == 0 }
+            while offset < size {
+                let n = read(fd, base + offset, size - offset)
+                if n < 0, errno == EINTR { continue }
+                if n <= 0 { return false }
+                offset += n
+            }
+            return true
+        }
+        guard complete else { return .failed(code: "unreadable_file", reason: "cannot be read to its end.") }
+        return .ok(data)
+    }
+
+    private static func describe(mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFLNK: "symbolic link"
+        case S_IFDIR: "directory"
+        case S_IFIFO: "FIFO"
+        case S_IFSOCK: "socket"
+        case S_IFCHR, S_IFBLK: "device"
+        default: "special file"
+        }
     }
 }

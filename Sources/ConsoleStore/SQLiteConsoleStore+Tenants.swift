@@ -155,8 +155,9 @@ extension SQLiteConsoleStore {
             try db.execute(
                 sql: "DELETE FROM grants WHERE operator = ? AND tenant = ?",
                 arguments: [name.rawValue, tenant.rawValue])
+            // Only a grant that was there is audited as revoked.
             let removed = db.changesCount > 0
-            _ = try insertAudit(audit, db)
+            if removed { _ = try insertAudit(audit, db) }
             return removed
         }
     }

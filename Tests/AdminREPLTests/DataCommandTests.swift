@@ -30,8 +30,10 @@ import Testing
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
         let root = try export(in: cli)
+        // One backup is refused, so the exit is 1 while the good one is (or would be) imported.
         let dry = try cli.run(["--format", "json", "import", root.path, "--dry-run"])
-        #expect(dry.status == 0)
+        #expect(dry.status == 1)
+        #expect(dry.stderr.contains("\"import_rejected\""))
         let dryReport = CLI.json(dry.stdout)
         #expect(dryReport?["dryRun"] as? Bool == true)
         #expect(dryReport?["imported"] as? Int == 1)

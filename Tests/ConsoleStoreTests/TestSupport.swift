@@ -33,7 +33,13 @@ final class Fixtures {
 
     init(seed: UInt64 = 42) { rng = SeededRandom(seed: seed) }
 
-    func backupId() -> String { BackupAccountID(compressedPublicKey: [0x02] + rng.bytes(32)).rawValue }
+    /// A real secp256k1 point, as the importer requires.
+    func backupId() -> String {
+        guard let key = try? Secp256k1.publicKey(secretKey: Secp256k1.generateSecretKey(using: rng)) else {
+            preconditionFailure("a generated secret key is always valid")
+        }
+        return BackupAccountID(compressedPublicKey: key).rawValue
+    }
     func credential() -> String { Base64.encode(rng.bytes(24), alphabet: .url, padding: false) }
     func uuid() -> String { rng.uuid() }
 
@@ -53,7 +59,8 @@ final class Fixtures {
                         turnkeyProviderId: uuid())))
         }
         let keys: [EncryptionKey] =
-            passkeys.map { _ in .prf(encryptedKey: "ab12") }
+            // The service keeps one key per kind: one PRF key however many passkeys.
+            (passkeys.isEmpty ? [] : [.prf(encryptedKey: "ab12")])
             + subOrgs.map {
                 .turnkey(
                     TurnkeyKey(

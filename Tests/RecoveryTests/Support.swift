@@ -166,9 +166,9 @@ final class Fixture {
         }
         s.cleanup = try store.cleanupItems(tenant: t, states: nil).map { "\($0.subOrgId):\($0.reason)" }.sorted()
         for hash in tokenHashes { s.challenges[hash] = try store.resetChallenge(tokenHash: hash)?.usedAt }
-        // Refusals are audited (reset.refused); everything else counts.
+        // Refusals are audited (reset.refused, access.denied); everything else counts.
         s.auditCount = try store.auditEntries(tenant: nil, afterSeq: 0, limit: 100_000).filter {
-            $0.action != "reset.refused"
+            $0.action != "reset.refused" && $0.action != "access.denied"
         }.count
         return s
     }

@@ -38,14 +38,16 @@ struct AuditCommand: ParsableCommand {
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
             let result = try AuditLog(store: try ctx.existingStore()).verify(session: try ctx.session())
             var output = CommandOutput(json: result) { style in
-                result.ok
-                    ? "\(style.green("ok")): \(result.entries) entries chain correctly; head hash \(result.headHash)"
-                    : "\(style.red("broken")): first bad entry \(result.firstBadSeq ?? 0) of \(result.entries) read"
+                let whose = result.scope == "all" ? "" : " of tenant \(result.scope)"
+                return result.ok
+                    ? "\(style.green("ok")): \(result.entries) entries\(whose) chain correctly; head hash \(result.headHash)"
+                    : "\(style.red("broken")): first bad entry \(result.firstBadSeq.map(String.init) ?? "outside this tenant") after \(result.entries) entries\(whose)"
             }
             if !result.ok {
+                let at = result.firstBadSeq.map { "at entry \($0)" } ?? "outside tenant \(result.scope)"
                 output.failure = ConsoleError(
                     .verificationFailed, code: "audit_chain_broken",
-                    "Audit chain broken at entry \(result.firstBadSeq ?? 0): \(result.problem ?? "hash mismatch").")
+                    "Audit chain broken \(at): \(result.problem ?? "hash mismatch").")
             }
             return output
         }

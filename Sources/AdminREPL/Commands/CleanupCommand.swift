@@ -232,15 +232,22 @@ struct CleanupCommand: ParsableCommand {
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
             let session = try ctx.session()
-            let body = try await CleanupWiring.service(ctx, session).teardownRequest(
-                session: session, subOrgId: subOrgId)
-            guard let out else {
+            // The file is opened before anything is journaled or audited: an unwritable --out
+            // fails the command with nothing recorded.
+            let file = try out.map { path throws(ConsoleError) in try OutputFile(opening: path) }
+            let body: String
+            do {
+                body = try await CleanupWiring.service(ctx, session).teardownRequest(
+                    session: session, subOrgId: subOrgId)
+            } catch {
+                file?.abandon()
+                throw error
+            }
+            guard let out, let file else {
                 return CommandOutput(json: ["subOrgId": subOrgId.lowercased(), "body": body]) { _ in body }
             }
             // The stamp covers the exact bytes, so the file gets the body and nothing else.
-            guard FileManager.default.createFile(atPath: out, contents: Data(body.utf8)) else {
-                throw ConsoleError.invalid("invalid_file", "Cannot write the body file \(out).")
-            }
+            try file.replaceContents(with: Array(body.utf8))
             return CommandOutput(json: ["subOrgId": subOrgId.lowercased(), "body": body, "file": out]) { _ in
                 "Wrote the delete body for \(subOrgId.lowercased()) to \(out); the user stamps it with `backupctl recovery stamp --body-file \(out)`."
             }

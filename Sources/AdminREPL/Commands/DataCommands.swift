@@ -23,7 +23,20 @@ struct ImportCommand: ConsoleCommand {
             directory: directory, dryRun: dryRun, session: session, snapshotAt: snapshotAt, complete: complete,
             progress: progress.update)
         progress.finish()
-        return CommandOutput(json: report) { style in Self.render(report, style) }
+        var output = CommandOutput(json: report) { style in Self.render(report, style) }
+        output.failure = Self.rejection(report)
+        return output
+    }
+
+    /// Exit 1 when anything was refused (a backup or an index row); the good backups are still
+    /// imported and the report lists each refusal with its reason.
+    static func rejection(_ r: ImportReport) -> ConsoleError? {
+        let rows = r.problems.filter { $0.path.hasPrefix("factor_lookup.jsonl") }.count
+        guard r.failed > 0 || !r.problems.isEmpty else { return nil }
+        return .invalid(
+            "import_rejected",
+            "\(r.failed) of \(r.backupsSeen) backups and \(rows) index rows were rejected"
+                + (r.dryRun ? " (dry run)" : "; the rest was imported") + "; the report lists each with its reason.")
     }
 
     static func render(_ r: ImportReport, _ style: RenderStyle) -> String {
@@ -100,7 +113,9 @@ final class Progress {
     private let label: String
     private let isTerminal = isatty(STDERR_FILENO) == 1
     private let start = Date()
-    private var last = Date.distantPast
+    /// On a terminal the line is drawn at once; otherwise the first plain line waits five
+    /// seconds, so a short command's stderr holds nothing but its result or its one error.
+    private lazy var last = isTerminal ? Date.distantPast : start
     private var latest = 0
     private var printedAny = false
 

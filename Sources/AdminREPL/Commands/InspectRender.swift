@@ -27,7 +27,7 @@ enum InspectRender {
         ).render(style)
         if !r.unauthorizedLookupKeys.isEmpty {
             out += "\n\n" + style.bold("Index rows without a factor (unauthorized_factor)") + "\n"
-            out += r.unauthorizedLookupKeys.joined(separator: "\n")
+            out += r.unauthorizedLookupKeys.map(SafeText.cell).joined(separator: "\n")
         }
         out += "\n\n" + style.bold("Health") + "\n"
         out += r.health.map { line($0.status, $0.check, $0.detail, style) }.joined(separator: "\n")
@@ -98,8 +98,12 @@ enum InspectRender {
 
     /// `status  title` then the detail wrapped, indented, to the terminal width.
     static func line(_ status: HealthStatus, _ title: String, _ detail: String, _ style: RenderStyle) -> String {
-        let head = style.status(status.rawValue) + String(repeating: " ", count: 6 - status.rawValue.count) + title
-        return ([head] + wrap(detail, width: (style.width ?? 100) - 6).map { "      " + $0 }).joined(separator: "\n")
+        // Details quote metadata: escaped before wrapping, so none can start a line of its own.
+        let head =
+            style.status(status.rawValue) + String(repeating: " ", count: 6 - status.rawValue.count)
+            + SafeText.cell(title)
+        return ([head] + wrap(SafeText.cell(detail), width: (style.width ?? 100) - 6).map { "      " + $0 })
+            .joined(separator: "\n")
     }
 
     static func wrap(_ text: String, width: Int) -> [String] {

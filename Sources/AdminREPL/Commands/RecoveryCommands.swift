@@ -83,7 +83,11 @@ enum RootKeyInput {
         var bytes: [UInt8]
         if let file {
             guard let data = FileManager.default.contents(atPath: file) else {
-                throw .invalid("invalid_root_key_file", "Cannot read the Root Key file \(file).")
+                // The value is not repeated: a key pasted here by mistake must not be printed.
+                throw .invalid(
+                    "invalid_root_key_file",
+                    "Cannot read the file given to --root-key-file (the value is not repeated here in case it is the key itself); pass the path of a readable file holding the Root Key JSON."
+                )
             }
             bytes = Array(data)
         } else {

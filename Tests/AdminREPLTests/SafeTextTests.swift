@@ -1,0 +1,101 @@
+import BackupModel
+import Foundation
+import Testing
+
+@testable import AdminREPL
+
+@Suite("Escaping and secret shapes")
+struct SafeTextTests {
+    @Test("table cells escape every control character; the console's own colours pass")
+    func cells() {
+        #expect(SafeText.cell("j***@gmail.com") == "j***@gmail.com")
+        #expect(SafeText.cell("a\u{1B}]0;owned\u{7}b") == "a\\u{1B}]0;owned\\u{7}b")
+        #expect(SafeText.cell("x\u{1B}[2J\u{1B}[Hfake") == "x\\u{1B}[2J\\u{1B}[Hfake")
+        #expect(SafeText.cell("one\ntwo\r\t") == "one\\ntwo\\r\\t")
+        #expect(SafeText.cell("\u{0}\u{7F}\u{9B}\u{202E}") == "\\u{0}\\u{7F}\\u{9B}\\u{202E}")
+        let style = RenderStyle(color: true, width: nil)
+        #expect(SafeText.cell(style.red("no")) == style.red("no"))
+        #expect(SafeText.cell(style.cyan("id\u{1B}[2J")) == style.cyan("id\\u{1B}[2J"))
+    }
+
+    @Test("whole outputs keep their lines; styled only when colour is on")
+    func outputs() {
+        let style = RenderStyle(color: true, width: nil)
+        let text = style.bold("head") + "\nrow \u{1B}[1;1H\u{1B}[31m"
+        #expect(SafeText.output(text, keepStyle: true) == style.bold("head") + "\nrow \\u{1B}[1;1H\u{1B}[31m")
+        #expect(!SafeText.output(text, keepStyle: false).contains("\u{1B}"))
+    }
+
+    @Test("a table row stays one row whatever its cells hold")
+    func tableRows() {
+        let table = TextTable(["A", "B"], [["x\ny", "\u{1B}[2Jz"]]).render(RenderStyle(color: false, width: nil))
+        #expect(table.split(separator: "\n").count == 2)
+        #expect(!table.contains("\u{1B}"))
+    }
+
+    @Test("error messages are one line and hold nothing key-shaped")
+    func messages() {
+        let key = String(repeating: "0123456789abcdef", count: 4)
+        #expect(SafeText.message("the value \(key) here") == "the value <withheld> here")
+        #expect(SafeText.message("Unexpected argument 'x\n\u{1B}[2Jy'") == "Unexpected argument 'x\\n\\u{1B}[2Jy'")
+        #expect(SafeText.message("token bctl_ab-c.def x") == "token <withheld> x")
+        let id = "backup_account_02" + String(repeating: "ab", count: 32)
+        #expect(SafeText.message("Backup \(id) not found") == "Backup \(id) not found")
+    }
+
+    @Test(
+        "key shapes: 64 hex digits in total however split; single other-length runs are not keys",
+        arguments: [
+            (String(repeating: "ab", count: 32), true),
+            (String(repeating: "ab", count: 16) + " " + String(repeating: "cd", count: 16), true),
+            (Array(repeating: "abcd", count: 16).joined(separator: ":"), true),
+            (Array(repeating: "0f", count: 32).joined(separator: " "), true),
+            ("0x" + String(repeating: "AB", count: 32), true),
+            ("k" + String(repeating: "ab", count: 32), true),
+            ("lookup account backup_account_02" + String(repeating: "ab", count: 32), false),
+            ("lookup keypair 04" + String(repeating: "ab", count: 64), false),
+            ("operator add bob --tenant prod --role cleaner", false),
+            ("show dead beef cafe", false),
+            (String(repeating: "ab", count: 31), false),
+        ])
+    func shapes(line: String, secret: Bool) {
+        #expect(SecretShape.appears(in: line) == secret)
+        #expect(History.carriesSecret(line) == secret)
+    }
+
+    @Test(
+        "history drops secret flags and whatever follows them",
+        arguments: [
+            "reset complete --token T --signature MEUCIQ",
+            "recovery derive --root-key 00",
+            "recovery derive --root-key-file k.json",
+            "x --signature=abc",
+            "operator add x --token-file t",
+        ])
+    func secretFlags(line: String) {
+        #expect(History.carriesSecret(line))
+    }
+
+    @Test("JSON output stays the same JSON value with every control character escaped")
+    func jsonLines() throws {
+        let value = "a\u{2028}\u{9B}\u{7F}\u{202E}\u{1B}[2J\n\u{0}b"
+        let line = JSONLine.encode(["m": value])
+        #expect(!line.unicodeScalars.contains(where: UntrustedText.isControl))
+        #expect(line.contains(#"\u2028"#) && line.contains(#"\u009b"#))
+        let decoded = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String]
+        #expect(decoded == ["m": value])
+    }
+
+    @Test("the pager gets the environment without the console's secrets")
+    func pagerEnvironment() {
+        let env = [
+            "PATH": "/usr/bin", "TERM": "xterm", "LESS": "-R", "BACKUPCTL_TOKEN": "bctl_x",
+            "BACKUPCTL_DB": "/tmp/db", "GITHUB_TOKEN": "t", "AWS_SECRET_ACCESS_KEY": "s", "PGPASSWORD": "p",
+            "TURNKEY_API_KEY": "k",
+        ]
+        #expect(
+            Pager.pagerEnvironment(env) == [
+                "PATH": "/usr/bin", "TERM": "xterm", "LESS": "-R", "BACKUPCTL_DB": "/tmp/db",
+            ])
+    }
+}
