@@ -8,7 +8,7 @@ import Turnkey
 struct TenantCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tenant", abstract: "Create and list tenants (deployments).",
-        subcommands: [Create.self, List.self])
+        subcommands: [Create.self, List.self, Delete.self])
 
     struct Create: ConsoleCommand {
         static let configuration = CommandConfiguration(
@@ -44,7 +44,7 @@ struct TenantCommand: ParsableCommand {
         }
     }
 
-    struct List: ConsoleCommand {
+    struct List: ConsoleCommand, ListsRecords {
         static let configuration = CommandConfiguration(abstract: "List the tenants you hold a role in.")
 
         struct Row: Encodable {
@@ -59,7 +59,7 @@ struct TenantCommand: ParsableCommand {
                 Row(name: $0.0.name.rawValue, sandbox: $0.0.isSandbox, role: $0.1.name, turnkeyOrg: $0.0.turnkeyOrgId)
             }
             let current = ctx.tenantName
-            return CommandOutput(json: ["tenants": rows]) { style in
+            var output = CommandOutput(json: ["tenants": rows]) { style in
                 TextTable(
                     ["", "TENANT", "KIND", "ROLE", "TURNKEY ORG"],
                     rows.map {
@@ -70,6 +70,10 @@ struct TenantCommand: ParsableCommand {
                     }
                 ).render(style)
             }
+            output.records = ListRecords(
+                ["name", "sandbox", "role", "turnkeyOrg"],
+                rows.map { [$0.name, "\($0.sandbox)", $0.role, $0.turnkeyOrg ?? ""] })
+            return output
         }
     }
 }
