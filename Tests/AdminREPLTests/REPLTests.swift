@@ -63,6 +63,27 @@ import Testing
         #expect(pty.waitForExit())
     }
 
+    @Test func auditFollowPrintsNewEntriesAsTheyAreWritten() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        _ = try cli.bootstrap()
+        let export = GoldenTests.repoRoot.appendingPathComponent("runbooks/fixtures/export").path
+        #expect(try cli.run(["import", export]).status == 0)
+        let follow = try PTY(
+            arguments: ["--format", "json", "audit", "list", "--follow", "--action", "backup.show"],
+            environment: cli.environment)
+        #expect(try cli.run(["show", "030b"]).status == 0)
+        #expect(follow.expect(#""action":"backup.show""#), "\(follow.transcript)")
+        #expect(try cli.run(["lookup", "oidc", "google", "104500000000000000001"]).status == 0)
+        #expect(try cli.run(["show", "0397"]).status == 0)
+        // The lookup is filtered out; the second show arrives.
+        #expect(follow.expect("039797dc9fec"), "\(follow.transcript)")
+        #expect(!follow.transcript.contains("backup.lookup"))
+        // Ctrl-C stops it.
+        follow.send("\u{03}")
+        #expect(follow.waitForExit())
+    }
+
     @Test func historyIsPrivateAndKeepsNoSecrets() throws {
         var cli = CLI()
         defer { cli.cleanUp() }
