@@ -2,7 +2,7 @@ import Access
 import BackupModel
 import ConsoleStore
 
-/// `backups list`: the tenant's backups, newest factor mix and health at a glance, filtered by
+/// `backups list`: the tenant's backups with their factor mix, age and health, filtered by
 /// factor kind, health and age — the way from "some backups fail" to the ones to `show`.
 public struct BackupList: Sendable {
     /// A main-factor kind to filter on, as operators name them.
