@@ -1,8 +1,10 @@
 # backupctl — the two commands of the README, plus benchmarks and formatting.
 SWIFT ?= swift
 BIN_DEBUG = .build/debug/backupctl
+PREFIX ?= /usr/local
+BINDIR = $(DESTDIR)$(PREFIX)/bin
 
-.PHONY: deps build demo test bench format lint
+.PHONY: deps build demo test bench format lint install uninstall
 
 deps:
 	@./scripts/install-deps.sh
@@ -13,6 +15,16 @@ build: deps
 ## Run the console on its embedded default: a seeded sandbox tenant in a demo store.
 demo: build
 	$(BIN_DEBUG) demo
+
+## Install a release build as $(PREFIX)/bin/backupctl (PREFIX=/usr/local by default;
+## `make install PREFIX=$$HOME/.local` needs no root).
+install: deps
+	$(SWIFT) build -c release --product backupctl
+	install -d "$(BINDIR)"
+	install -m 0755 .build/release/backupctl "$(BINDIR)/backupctl"
+
+uninstall:
+	rm -f "$(BINDIR)/backupctl"
 
 ## Run every test (Swift Testing, one target per module).
 test: deps

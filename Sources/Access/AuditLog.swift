@@ -50,6 +50,31 @@ public struct AuditLog: Sendable {
         return try store.latestAuditEntries(tenant: session.tenantName, limit: limit)
     }
 
+    /// The latest `limit` entries of the session's tenant narrowed by operator, action (exact,
+    /// or a family like `reset.`) and time, after `afterSeq`, oldest first (`audit list` with
+    /// filters, and each poll of `audit list --follow`).
+    public func list(
+        session: Session, operatorName: String?, action: String?, sinceMillis: Int64?, afterSeq: Int64 = 0,
+        limit: Int
+    ) throws(ConsoleError) -> [AuditEntry] {
+        try session.require(.auditList)
+        guard limit > 0 else { throw .invalid("invalid_limit", "--limit must be a positive number.") }
+        if let operatorName { _ = try OperatorName(operatorName) }
+        if let action,
+            action.isEmpty || action.count > 64
+                || !action.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-*".contains($0)) })
+        {
+            throw .invalid(
+                "invalid_action",
+                "--action must be an action like backup.show or a family like reset., got \(action.prefix(64)).")
+        }
+        return try store.auditEntries(
+            AuditQuery(
+                tenant: session.tenantName, operatorName: operatorName, action: action, sinceMillis: sinceMillis,
+                afterSeq: afterSeq),
+            limit: limit)
+    }
+
     /// Walks the whole chain (it is one chain) and reports what the operator may see.
     ///
     /// An operator who may create tenants (a global role) gets the whole chain: its entry count,

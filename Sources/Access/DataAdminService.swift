@@ -56,9 +56,14 @@ public struct DataAdminService: Sendable {
             directory: root, tenant: session.tenantName, dryRun: dryRun,
             operatorName: session.operatorName.rawValue, progress: progress)
         report.snapshotAt = snapshotTime.map(Timestamp.format)
-        report.complete = isComplete
-        if let live = store as? any LiveTenantStore {
-            if isComplete {
+        // A backup the import refused is not in the console: a "complete" snapshot without it
+        // would prove its sub-orgs orphaned. Such a snapshot counts as partial.
+        let trusted = isComplete && report.failed == 0
+        report.complete = trusted
+        // An import that wrote nothing leaves no snapshot behind either.
+        let recordsSnapshot = report.failed == 0 || report.imported + report.unchanged > 0
+        if let live = store as? any LiveTenantStore, recordsSnapshot {
+            if trusted {
                 report.retired = try live.backupIds(tenant: session.tenantName).filter { !held.contains($0) }
             }
             if !dryRun {
@@ -74,12 +79,12 @@ public struct DataAdminService: Sendable {
                 try live.recordSnapshot(
                     tenant: session.tenantName,
                     SnapshotRecord(
-                        snapshotAt: snapshotTime, complete: isComplete, importedAt: now, backups: report.backupsSeen,
+                        snapshotAt: snapshotTime, complete: trusted, importedAt: now, backups: report.backupsSeen,
                         retired: report.retired.count),
                     audit: session.audit(
                         "import.snapshot",
                         details: [
-                            "snapshotAt": report.snapshotAt ?? "unknown", "complete": String(isComplete),
+                            "snapshotAt": report.snapshotAt ?? "unknown", "complete": String(trusted),
                             "backups": "\(report.backupsSeen)", "retired": "\(report.retired.count)",
                         ]))
             }

@@ -19,7 +19,7 @@ struct Backupctl: AsyncParsableCommand {
     @Option(help: "The embedded store (default $BACKUPCTL_DB, else $XDG_DATA_HOME/backupctl/console.db).")
     var db: String?
     @Option(help: "Tenant for this run (default $BACKUPCTL_TENANT).") var tenant: String?
-    @Option(help: "table or json (default $BACKUPCTL_FORMAT, else table).") var format: String?
+    @Option(help: "table, json, yaml or csv (default $BACKUPCTL_FORMAT, else table).") var format: String?
     @Option(help: "File holding the operator token (default: the token in $BACKUPCTL_TOKEN).") var tokenFile: String?
     @Option(name: .customShort("c"), help: "Run one command; repeatable, run in order.") var command: [String] = []
     @Option(name: .customShort("f"), help: "Run a script, one command a line, # comments; - is stdin.")
@@ -33,7 +33,7 @@ struct Backupctl: AsyncParsableCommand {
     func settings(environment: [String: String]) throws(ConsoleError) -> GlobalSettings {
         let formatText = format ?? environment["BACKUPCTL_FORMAT"].flatMap { $0.isEmpty ? nil : $0 } ?? "table"
         guard let format = OutputFormat(rawValue: formatText) else {
-            throw .usage("--format must be table or json, got \(formatText).")
+            throw .usage("--format must be table, json, yaml or csv, got \(formatText).")
         }
         guard let color = ColorMode(rawValue: color) else {
             throw .usage("--color must be auto, always or never, got \(color).")

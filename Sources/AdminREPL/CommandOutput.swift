@@ -12,6 +12,8 @@ struct CommandOutput {
     /// Set when the command produced its document but the outcome is a failure (a broken audit
     /// chain, failing health checks): the output is printed, then the error, and its exit code wins.
     var failure: ConsoleError?
+    /// The list a table shows, as plain values, for `--format csv`; `nil` when the output is not a list.
+    var records: ListRecords?
 
     init(json: (any Encodable)?, text: @escaping (RenderStyle) -> String) {
         self.json = json

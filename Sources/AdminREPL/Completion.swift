@@ -1,14 +1,23 @@
 import ArgumentParser
 
-/// Tab completion over the command tree: command words, subcommands, `--flags`, and tenant
-/// names after `use` and `--tenant`.
+/// Tab completion over the command tree: command words, subcommands, `--flags`, tenant
+/// names after `use` and `--tenant`, and backup ids of the tenant after `show`, `check` and co.
 @MainActor
 struct Completion {
     let tenants: () -> [String]
+    /// Backup ids of the current tenant starting with the given id prefix (a few dozen at most).
+    var backupIds: (String) -> [String] = { _ in [] }
+
+    /// Commands whose first argument is a backup id.
+    static let takesBackupId: Set<[String]> = [["show"], ["check"], ["reset", "begin"], ["lookup", "account"]]
 
     func candidates(before: [String], prefix: String) -> [String] {
         if let last = before.last, last == "--tenant" || (before.count == 1 && last == "use") {
             return tenants().filter { $0.hasPrefix(prefix) }.sorted()
+        }
+        if Self.takesBackupId.contains(before), !prefix.hasPrefix("-") {
+            let full = prefix.hasPrefix("b") ? prefix : "backup_account_" + prefix
+            return backupIds(full).filter { $0.hasPrefix(full) }
         }
         let path = before.filter { !$0.hasPrefix("-") }
         let node = Self.resolve(path)

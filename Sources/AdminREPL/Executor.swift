@@ -35,6 +35,12 @@ struct Executor {
             // A group without a subcommand ("tenant"): show its help.
             return help(words.filter { !$0.hasPrefix("-") })
         }
+        if ctx.settings.format == .csv, !(command is any ListsRecords) {
+            report(
+                .usage("--format csv is for commands that list rows (\(ListsRecordsNames.all)); yaml and json fit all.")
+            )
+            return ExitStatus.usage
+        }
         ctx.holdingReadAudits = grouped
         Terminal.holding = grouped
         defer {
@@ -107,6 +113,10 @@ struct Executor {
     func render(_ output: CommandOutput) {
         if ctx.settings.format == .json {
             if let json = output.json { Terminal.writeOut(JSONLine.encode(json)) }
+        } else if ctx.settings.format == .yaml {
+            if let json = output.json { Terminal.writeOut(StructuredOutput.yaml(json)) }
+        } else if ctx.settings.format == .csv {
+            if let records = output.records { Terminal.writeOut(StructuredOutput.csv(records)) }
         } else {
             let style = ctx.style
             let text = SafeText.output(output.text(style), keepStyle: style.color)

@@ -2,7 +2,7 @@ import BackupModel
 import Foundation
 
 enum OutputFormat: String, CaseIterable {
-    case table, json
+    case table, json, yaml, csv
 }
 
 enum ColorMode: String, CaseIterable {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BackupModel
+import ConsoleStore
 import Foundation
 
 /// The interactive loop: prompt `operator@tenant> `, readline editing, history, completion.
@@ -12,7 +13,11 @@ struct REPL {
         LineEditor.setUp()
         let history = History(environment: ctx.environment)
         for line in history.load() { LineEditor.addHistory(line) }
-        let completion = Completion(tenants: { [ctx] in Self.tenantNames(ctx) })
+        var completion = Completion(tenants: { [ctx] in Self.tenantNames(ctx) })
+        completion.backupIds = { [ctx] prefix in
+            guard let store = try? ctx.existingStore(), let tenant = try? ctx.session().tenantName else { return [] }
+            return (try? store.backupIds(tenant: tenant, prefix: prefix, limit: 50)) ?? []
+        }
         LineEditor.completer = { before, prefix in
             MainActor.assumeIsolated { completion.candidates(before: before, prefix: prefix) }
         }

@@ -29,19 +29,28 @@ struct TextTable {
                 widths[widest] -= 1
             }
         }
+        // A column whose every filled cell is a number is right-aligned, header included.
+        let numeric = headers.indices.map { i in
+            let cells = rows.compactMap { i < $0.count ? plain($0[i]) : nil }.filter { !$0.isEmpty && $0 != "-" }
+            return !cells.isEmpty && cells.allSatisfy(Readable.isNumeric)
+        }
         var lines: [String] = []
-        lines.append(style.bold(line(headers, widths)))
-        for row in rows { lines.append(line(row, widths)) }
+        lines.append(style.bold(line(headers, widths, numeric)))
+        for row in rows { lines.append(line(row, widths, numeric)) }
         return lines.joined(separator: "\n")
     }
 
-    private func line(_ cells: [String], _ widths: [Int]) -> String {
+    private func line(_ cells: [String], _ widths: [Int], _ numeric: [Bool]) -> String {
         var parts: [String] = []
         for (i, width) in widths.enumerated() {
             let cell = i < cells.count ? cells[i] : ""
             let fitted = fit(cell, width)
-            let pad = i == widths.count - 1 ? 0 : max(0, width - visibleWidth(fitted))
-            parts.append(fitted + String(repeating: " ", count: pad))
+            let gap = max(0, width - visibleWidth(fitted))
+            if numeric[i] {
+                parts.append(String(repeating: " ", count: gap) + fitted)
+            } else {
+                parts.append(fitted + String(repeating: " ", count: i == widths.count - 1 ? 0 : gap))
+            }
         }
         var text = parts.joined(separator: "  ")
         while text.hasSuffix(" ") { text.removeLast() }
@@ -52,6 +61,23 @@ struct TextTable {
         guard visibleWidth(cell) > width, !cell.contains("\u{1B}") else { return cell }
         return String(cell.prefix(max(0, width - 1))) + "…"
     }
+}
+
+/// The text of a cell without ANSI colour sequences.
+private func plain(_ s: String) -> String {
+    guard s.contains("\u{1B}") else { return s }
+    var out = ""
+    var inEscape = false
+    for ch in s.unicodeScalars {
+        if inEscape {
+            if ch == "m" { inEscape = false }
+        } else if ch == "\u{1B}" {
+            inEscape = true
+        } else {
+            out.unicodeScalars.append(ch)
+        }
+    }
+    return out
 }
 
 /// Character count ignoring ANSI colour sequences.

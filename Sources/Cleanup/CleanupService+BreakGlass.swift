@@ -75,7 +75,7 @@ extension CleanupService {
         if let journaled = try store.cleanupItem(tenant: tenant, subOrgId: id)?.body, journaled != text {
             throw ConsoleError(
                 .conflict, code: "body_mismatch",
-                "The body file is not the journaled deletion body of sub-org \(id); stamp the output of `cleanup teardown-request \(id)` unchanged."
+                "The body file is not the journaled deletion body of sub-org \(id); write it again with `cleanup teardown-request \(id) --out FILE` and have the user stamp that file with `recovery stamp --body-file FILE`."
             )
         }
         _ = try store.enqueueCleanup(

@@ -32,12 +32,23 @@ public protocol ConsoleStore: Sendable {
     func revoke(operator: OperatorName, tenant: TenantName, audit: AuditDraft) throws(ConsoleError) -> Bool
     func grants(operator: OperatorName) throws(ConsoleError) -> [GrantRecord]
     func grants(tenant: TenantName) throws(ConsoleError) -> [GrantRecord]
+    /// Replaces the operator's token hash (the old token stops working at once); `false` if
+    /// there is no such operator.
+    func replaceOperatorToken(_ name: OperatorName, tokenHash: String, audit: AuditDraft) throws(ConsoleError) -> Bool
+    /// Removes the operator and its grants; `false` if there is no such operator.
+    func removeOperator(_ name: OperatorName, audit: AuditDraft) throws(ConsoleError) -> Bool
+    /// Deletes the tenant and everything in it (backups, index, grants, journal, challenges) in
+    /// one transaction; the audit keeps its entries. Returns how many backups went, `nil` when
+    /// there is no such tenant. `audit` gets that count.
+    func deleteTenant(_ name: TenantName, audit: (Int) -> AuditDraft) throws(ConsoleError) -> Int?
 
     // MARK: Backups and the FactorLookup index
 
     func backup(tenant: TenantName, id: String) throws(ConsoleError) -> BackupRecord?
     func backupExists(tenant: TenantName, id: String) throws(ConsoleError) -> Bool
     func backupCount(tenant: TenantName) throws(ConsoleError) -> Int
+    /// Backup ids starting with `prefix`, in id order, at most `limit` (id prefixes, completion).
+    func backupIds(tenant: TenantName, prefix: String, limit: Int) throws(ConsoleError) -> [String]
     /// Streams backups in id order, `batchSize` at a time, without loading them all.
     func forEachBackup(
         tenant: TenantName, batchSize: Int, _ body: ([BackupRecord]) throws(ConsoleError) -> Void
@@ -136,4 +147,6 @@ public protocol ConsoleStore: Sendable {
     func auditEntries(tenant: TenantName?, afterSeq: Int64, limit: Int) throws(ConsoleError) -> [AuditEntry]
     /// The most recent entries (for `audit list --limit N`), oldest first.
     func latestAuditEntries(tenant: TenantName?, limit: Int) throws(ConsoleError) -> [AuditEntry]
+    /// The latest `limit` entries matching `query` (`audit list --operator --action --since`), oldest first.
+    func auditEntries(_ query: AuditQuery, limit: Int) throws(ConsoleError) -> [AuditEntry]
 }

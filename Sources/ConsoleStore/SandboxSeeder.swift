@@ -44,16 +44,26 @@ public struct SandboxSeeder: Sendable {
         var start = 0
         while start < backups {
             let count = min(batchSize, backups - start)
-            let made = try Self.make(seed: seed, range: start..<(start + count), now: now)
+            // A re-run with the same seed makes the same backups: write and audit only the new ones.
+            var made: [SyntheticBackup] = []
+            for backup in try Self.make(seed: seed, range: start..<(start + count), now: now) {
+                if try store.backupExists(tenant: name, id: backup.write.record.backupId) {
+                    report.existing += 1
+                } else {
+                    made.append(backup)
+                }
+            }
             let writes = made.map(\.write)
-            try store.writeBackups(
-                tenant: name, writes,
-                audit: AuditDraft(
-                    operatorName: operatorName, tenant: name.rawValue, action: "seed.backups",
-                    details: ["seed": "\(seed)", "from": "\(start)", "count": "\(count)"]))
+            if !writes.isEmpty {
+                try store.writeBackups(
+                    tenant: name, writes,
+                    audit: AuditDraft(
+                        operatorName: operatorName, tenant: name.rawValue, action: "seed.backups",
+                        details: ["seed": "\(seed)", "from": "\(start)", "count": "\(writes.count)"]))
+            }
             let subOrgs = writes.flatMap(\.record.metadata.turnkeySubOrgIds)
             report.referencedSubOrgs += try store.addSandboxSubOrgs(tenant: name, subOrgs, createdAt: now, audit: nil)
-            report.backups += count
+            report.backups += writes.count
             report.lookupRows += writes.reduce(0) { $0 + $1.lookupRows.count }
             report.driftedBackups += made.filter(\.drifted).count
             report.blobBytes += writes.reduce(0) { $0 + ($1.blob?.count ?? 0) }
@@ -73,8 +83,8 @@ public struct SandboxSeeder: Sendable {
             AuditDraft(
                 operatorName: operatorName, tenant: name.rawValue, action: "seed",
                 details: [
-                    "seed": "\(seed)", "backups": "\(report.backups)", "orphans": "\(report.orphanSubOrgs)",
-                    "drifted": "\(report.driftedBackups)",
+                    "seed": "\(seed)", "backups": "\(report.backups)", "existing": "\(report.existing)",
+                    "orphans": "\(report.orphanSubOrgs)", "drifted": "\(report.driftedBackups)",
                 ]))
         return report
     }

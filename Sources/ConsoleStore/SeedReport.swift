@@ -2,7 +2,10 @@
 public struct SeedReport: Codable, Sendable, Equatable {
     public var tenant: String
     public var seed: UInt64
+    /// Backups this run added.
     public var backups: Int
+    /// Backups of this seed that were already in the tenant (a re-run): left as they are.
+    public var existing: Int = 0
     public var lookupRows: Int
     /// Backups whose index rows deliberately disagree with their metadata.
     public var driftedBackups: Int

@@ -26,11 +26,12 @@ public struct BackupInspector: Sendable {
         return report
     }
 
-    /// The backup, or `not_found`; the id is checked for syntax first so a typo says so.
+    /// The backup, or `not_found`; the id may be a unique prefix (``BackupIdResolver``), and is
+    /// checked for syntax first so a typo says so.
     func record(_ backupId: String, tenant: TenantName) throws(ConsoleError) -> BackupRecord {
-        let id = try BackupAccountID(LookupQuery.trimmed(backupId))
-        guard let record = try store.backup(tenant: tenant, id: id.rawValue) else {
-            throw ConsoleError.notFound("No backup \(id.abbreviated) in tenant \(tenant).")
+        let id = try BackupIdResolver(store: store).resolve(backupId, tenant: tenant)
+        guard let record = try store.backup(tenant: tenant, id: id) else {
+            throw ConsoleError.notFound("No backup \(HealthChecks.abbreviateId(id)) in tenant \(tenant).")
         }
         return record
     }

@@ -24,17 +24,36 @@ public struct CheckReport: Sendable, Equatable, Codable {
     public var backupsFailing: Int
     public var backupsWarning: Int
     public var summary: [CheckSummary]
-    /// The first findings in backup id order, at most the scan's limit.
+    /// The first findings in backup id order (those the filter lists), at most the scan's limit.
     public var findings: [Finding]
     public var findingsTotal: Int
     /// How many findings were left out of ``findings``.
     public var findingsOmitted: Int
 }
 
+/// Which non-ok results a report lists: `check --failing` and `check --check NAME`. The
+/// counts by check and status always cover every result.
+public struct FindingFilter: Sendable, Equatable {
+    /// The least severe status listed: `.warn` lists warnings and failures, `.fail` failures only.
+    public var minimum: HealthStatus
+    /// Only this check's findings, when set.
+    public var check: HealthCheckName?
+
+    public init(minimum: HealthStatus = .warn, check: HealthCheckName? = nil) {
+        self.minimum = max(minimum, .warn)
+        self.check = check
+    }
+
+    func lists(_ result: HealthResult) -> Bool {
+        result.status >= minimum && (check.map { $0.rawValue == result.check } ?? true)
+    }
+}
+
 /// Accumulates health results; per-page tallies merge into one, keeping the first `limit`
 /// findings in (backup id, check) order so the report is the same however pages interleave.
 struct CheckTally {
     let limit: Int
+    var filter = FindingFilter()
     var backups = 0
     var failing = 0
     var warning = 0
@@ -43,7 +62,10 @@ struct CheckTally {
     var findings: [(order: Int, finding: CheckReport.Finding)] = []
     var findingsTotal = 0
 
-    init(limit: Int) { self.limit = limit }
+    init(limit: Int, filter: FindingFilter = FindingFilter()) {
+        self.limit = limit
+        self.filter = filter
+    }
 
     mutating func add(backupId: String, _ results: [HealthResult]) {
         backups += 1
@@ -51,7 +73,7 @@ struct CheckTally {
         for (index, result) in results.enumerated() where index < counts.count {
             counts[index][result.status.rank] += 1
             worst = max(worst, result.status)
-            guard result.status != .ok else { continue }
+            guard result.status != .ok, filter.lists(result) else { continue }
             findingsTotal += 1
             if findings.count < limit {
                 findings.append(

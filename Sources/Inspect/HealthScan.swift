@@ -17,6 +17,8 @@ public struct HealthScan: Sendable {
     /// The most findings a report lists; the rest are counted.
     public var findingLimit: Int
     public var workers: Int
+    /// Which findings the report lists (`--failing`, `--check NAME`).
+    public var filter = FindingFilter()
 
     public init(
         store: any ConsoleStore, batchSize: Int = 1000, findingLimit: Int = 100,
@@ -41,7 +43,7 @@ public struct HealthScan: Sendable {
         if let backupId {
             let inspector = BackupInspector(store: store)
             let record = try inspector.record(backupId, tenant: tenant)
-            var tally = CheckTally(limit: HealthCheckName.allCases.count)
+            var tally = CheckTally(limit: min(findingLimit, HealthCheckName.allCases.count), filter: filter)
             tally.add(backupId: record.backupId, HealthChecks.run(try inspector.healthInput(record, tenant: tenant)))
             report = tally.report(scope: "backup", tenant: tenant.rawValue)
             try store.appendReadAudit(session.audit("backup.check", target: record.backupId))
@@ -59,11 +61,12 @@ public struct HealthScan: Sendable {
     package func scan(tenant: TenantName, progress: ((Int) throws(ConsoleError) -> Void)? = nil) throws(ConsoleError)
         -> CheckReport
     {
-        let shared = SharedTally(CheckTally(limit: findingLimit))
+        let shared = SharedTally(CheckTally(limit: findingLimit, filter: filter))
         let group = DispatchGroup()
         let slots = DispatchSemaphore(value: workers)
         let queue = DispatchQueue(label: "backupctl.check", attributes: .concurrent)
         let limit = findingLimit
+        let filter = self.filter
         var seen = 0
         defer { group.wait() }
         try store.forEachBackupHealth(tenant: tenant, batchSize: batchSize) {
@@ -75,7 +78,7 @@ public struct HealthScan: Sendable {
                     slots.signal()
                     group.leave()
                 }
-                var local = CheckTally(limit: limit)
+                var local = CheckTally(limit: limit, filter: filter)
                 for row in page { local.add(backupId: row.summary.backupId, HealthChecks.run(HealthInput(row))) }
                 shared.merge(local)
             }

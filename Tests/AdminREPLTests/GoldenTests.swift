@@ -19,6 +19,15 @@ import Testing
         ("stats.json", ["--format", "json", "stats"]),
         ("lookup-passkey.txt", ["lookup", "passkey", "w6hZIQi3LVcwPvQekJSl_Q"]),
         ("lookup-passkey.json", ["--format", "json", "lookup", "passkey", "w6hZIQi3LVcwPvQekJSl_Q"]),
+        // From a finding to its backup: the shortened id `check` prints, a prefix, and the list.
+        ("show-prefix.txt", ["show", "backup_account_039797dc…ab5c"]),
+        ("check-filtered.txt", ["check", "--check", "oidc_without_passkey", "--limit", "1"]),
+        ("check-failing.json", ["--format", "json", "check", "--failing"]),
+        ("backups-list.txt", ["backups", "list"]),
+        ("backups-list.json", ["--format", "json", "backups", "list"]),
+        ("backups-list-warn.csv", ["--format", "csv", "backups", "list", "--health", "warn"]),
+        ("backups-list-oidc.yaml", ["--format", "yaml", "backups", "list", "--factor-kind", "oidc", "--limit", "1"]),
+        ("backups-list-old.txt", ["backups", "list", "--older-than", "200d", "--factor-kind", "passkey"]),
     ]
 
     @Test(arguments: cases.map(\.name))
@@ -27,6 +36,8 @@ import Testing
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
         cli.environment["NO_COLOR"] = "1"
+        // Times show in UTC with the local time beside them: fix the zone.
+        cli.environment["TZ"] = "Europe/Berlin"
         let export = Self.repoRoot.appendingPathComponent("runbooks/fixtures/export").path
         #expect(try cli.run(["import", export]).status == 0)
         let arguments = try #require(Self.cases.first { $0.name == name }?.arguments)

@@ -40,6 +40,50 @@ import Testing
         #expect(pty.waitForExit())
     }
 
+    @Test func tabCompletesBackupIdsOfTheTenant() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        let pty = try session(&cli)
+        let export = GoldenTests.repoRoot.appendingPathComponent("runbooks/fixtures/export").path
+        #expect(try cli.run(["import", export]).status == 0)
+        #expect(pty.expect("> "))
+        // Only 030b… starts with 030: the rest of the id can only come from completion (checked
+        // on its first digits, before the 80-column line wraps).
+        // (`lookup account` answers in three lines: no pager in the way.)
+        pty.send("lookup account backup_account_030\t")
+        #expect(pty.expect("b2e4ce2de763"), "\(pty.transcript)")
+        pty.send("\r")
+        #expect(pty.expect("lookup key:"))
+        // Bare hex digits complete too.
+        pty.send("lookup account 0397\t")
+        #expect(pty.expect("dc9fec4e3d3f"), "\(pty.transcript)")
+        pty.send("\r")
+        #expect(pty.expect("lookup key:"))
+        pty.send("\u{04}")
+        #expect(pty.waitForExit())
+    }
+
+    @Test func auditFollowPrintsNewEntriesAsTheyAreWritten() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        _ = try cli.bootstrap()
+        let export = GoldenTests.repoRoot.appendingPathComponent("runbooks/fixtures/export").path
+        #expect(try cli.run(["import", export]).status == 0)
+        let follow = try PTY(
+            arguments: ["--format", "json", "audit", "list", "--follow", "--action", "backup.show"],
+            environment: cli.environment)
+        #expect(try cli.run(["show", "030b"]).status == 0)
+        #expect(follow.expect(#""action":"backup.show""#), "\(follow.transcript)")
+        #expect(try cli.run(["lookup", "oidc", "google", "104500000000000000001"]).status == 0)
+        #expect(try cli.run(["show", "0397"]).status == 0)
+        // The lookup is filtered out; the second show arrives.
+        #expect(follow.expect("039797dc9fec"), "\(follow.transcript)")
+        #expect(!follow.transcript.contains("backup.lookup"))
+        // Ctrl-C stops it.
+        follow.send("\u{03}")
+        #expect(follow.waitForExit())
+    }
+
     @Test func historyIsPrivateAndKeepsNoSecrets() throws {
         var cli = CLI()
         defer { cli.cleanUp() }

@@ -41,6 +41,29 @@ struct SeederTests {
         #expect(Set(first).isDisjoint(with: other))
     }
 
+    @Test func reRunAddsAndAuditsOnlyNewBackups() throws {
+        try withStore { store, _ in
+            let sandbox = try #require(try store.tenant(beta))
+            let first = try seeder(store).run(tenant: sandbox, backups: 40, orphans: 0, seed: 7, operatorName: "tester")
+            #expect(first.backups == 40 && first.existing == 0)
+            let before = try store.auditEntries(tenant: beta, afterSeq: 0, limit: 1000).count
+            let again = try seeder(store).run(tenant: sandbox, backups: 40, orphans: 0, seed: 7, operatorName: "tester")
+            #expect(again.backups == 0 && again.existing == 40 && again.lookupRows == 0)
+            let added = try store.auditEntries(tenant: beta, afterSeq: 0, limit: 1000).dropFirst(before)
+            #expect(added.map(\.action) == ["seed"])
+            #expect(added.first?.details["backups"] == "0" && added.first?.details["existing"] == "40")
+            // Growing the same seed adds only the backups past the first run's.
+            let grown = try seeder(store).run(
+                tenant: sandbox, backups: 100, orphans: 0, seed: 7, operatorName: "tester")
+            #expect(grown.backups == 60 && grown.existing == 40)
+            let counts = try store.auditEntries(tenant: beta, afterSeq: 0, limit: 1000).filter {
+                $0.action == "seed.backups"
+            }.map { $0.details["count"] }
+            #expect(counts == ["40", "24", "36"])
+            #expect(try store.backupCount(tenant: beta) == 100)
+        }
+    }
+
     @Test func refusesProductionTenants() throws {
         try withStore { store, _ in
             let production = try #require(try store.tenant(alpha))

@@ -99,7 +99,8 @@ struct SeedCommand: ConsoleCommand {
             keyValueBlock(
                 [
                     ("tenant", report.tenant), ("seed", "\(report.seed)"), ("backups", "\(report.backups)"),
-                    ("lookup rows", "\(report.lookupRows)"), ("with drift", "\(report.driftedBackups)"),
+                    ("already there", "\(report.existing)"), ("lookup rows", "\(report.lookupRows)"),
+                    ("with drift", "\(report.driftedBackups)"),
                     ("referenced sub-orgs", "\(report.referencedSubOrgs)"),
                     ("orphan sub-orgs", "\(report.orphanSubOrgs)"), ("blob bytes", "\(report.blobBytes)"),
                 ], style)

@@ -65,7 +65,7 @@ struct ShowCommand: ConsoleCommand {
     static let configuration = CommandConfiguration(
         commandName: "show", abstract: "Show a backup: factors, devices, key kinds, sub-orgs, blob and health (viewer)."
     )
-    @Argument(help: "The backup id (its Backup Account ID).") var backupId: String
+    @Argument(help: "The backup id (its Backup Account ID), or a unique prefix of it.") var backupId: String
 
     func execute(_ ctx: CommandContext) async throws -> CommandOutput {
         let report = try BackupInspector(store: try ctx.existingStore(), clock: ctx.clock).show(
@@ -75,17 +75,30 @@ struct ShowCommand: ConsoleCommand {
 }
 
 /// `check [BACKUP_ID]`: health checks over one backup or the whole tenant.
-struct CheckCommand: ConsoleCommand {
+struct CheckCommand: ConsoleCommand, ListsRecords {
     static let configuration = CommandConfiguration(
         commandName: "check", abstract: "Run the health checks over one backup or the whole tenant (viewer).")
-    @Argument(help: "One backup id; all backups of the tenant when omitted.") var backupId: String?
+    @Argument(help: "One backup id or a unique prefix of it; all backups of the tenant when omitted.")
+    var backupId: String?
+    @Flag(help: "List only failing findings (warnings are still counted).") var failing = false
+    @Option(help: "List only the findings of this check, e.g. factor_shared.") var check: String?
+    @Option(help: "List at most N findings (default 100); the rest are counted.") var limit: Int = 100
 
     func execute(_ ctx: CommandContext) async throws -> CommandOutput {
+        var scan = HealthScan(store: try ctx.existingStore())
+        guard (1...100_000).contains(limit) else {
+            throw ConsoleError.invalid("invalid_limit", "--limit must be between 1 and 100000, got \(limit).")
+        }
+        scan.findingLimit = limit
+        scan.filter = FindingFilter(minimum: failing ? .fail : .warn, check: try check.map(Self.checkName))
         let progress = Progress(label: "check")
-        let report = try HealthScan(store: try ctx.existingStore()).check(
+        let report = try scan.check(
             backupId: backupId, session: try ctx.session(), progress: backupId == nil ? progress.update : nil)
         if backupId == nil { progress.finish() }
         var output = CommandOutput(json: report) { style in InspectRender.check(report, style) }
+        output.records = ListRecords(
+            ["backupId", "check", "status", "detail"],
+            report.findings.map { [$0.backupId, $0.check, $0.status.rawValue, $0.detail] })
         // Failing checks make the command fail (exit 1) after the report, so scripts can stop on it.
         if report.backupsFailing > 0 {
             output.failure = ConsoleError(
@@ -93,6 +106,16 @@ struct CheckCommand: ConsoleCommand {
                 "\(report.backupsFailing) of \(report.backups) backup(s) fail a health check; see the findings above.")
         }
         return output
+    }
+
+    static func checkName(_ text: String) throws(ConsoleError) -> HealthCheckName {
+        guard let name = HealthCheckName(rawValue: text) else {
+            throw ConsoleError.invalid(
+                "unknown_check",
+                "Unknown check \"\(text.prefix(40))\"; the checks are "
+                    + HealthCheckName.allCases.map(\.rawValue).joined(separator: ", ") + ".")
+        }
+        return name
     }
 }
 

@@ -10,7 +10,8 @@ enum InspectRender {
                 ("backup", style.cyan(r.backupId)), ("manifest", r.manifestHash),
                 (
                     "sealed blob",
-                    r.sealedBlob.bytes.map { "\($0) bytes, sha256 \(r.sealedBlob.sha256 ?? "-")" } ?? style.red("none")
+                    r.sealedBlob.bytes.map { "\(sizeText($0)), sha256 \(r.sealedBlob.sha256 ?? "-")" }
+                        ?? style.red("none")
                 ),
                 ("sub-orgs", r.turnkeySubOrgIds.isEmpty ? "-" : r.turnkeySubOrgIds.joined(separator: ", ")),
                 ("health", style.status(r.overall.rawValue)),
@@ -86,7 +87,7 @@ enum InspectRender {
         }
         var out = keyValueBlock(
             [
-                ("tenant", s.tenant), ("backups", "\(s.backups)"), ("blob bytes", "\(s.blobBytesTotal)"),
+                ("tenant", s.tenant), ("backups", "\(s.backups)"), ("blobs", sizeText(s.blobBytesTotal)),
                 ("sub-orgs referenced", "\(s.subOrgsReferenced)"), ("backups with a sub-org", "\(s.backupsWithSubOrg)"),
                 ("data as of", s.snapshot?.summary ?? "-"),
             ], style)
@@ -118,6 +119,11 @@ enum InspectRender {
         }
         if !current.isEmpty { lines.append(current) }
         return lines
+    }
+
+    /// `1.2 MiB (1234567 bytes)`: readable, and exact for whoever compares sizes.
+    static func sizeText(_ bytes: Int) -> String {
+        bytes < 1024 ? "\(bytes) bytes" : "\(Readable.bytes(bytes)) (\(bytes) bytes)"
     }
 
     static func abbreviated(_ id: String) -> String {

@@ -6,7 +6,7 @@ import ConsoleStore
 struct OperatorCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "operator", abstract: "Manage operators and their roles (admin).",
-        subcommands: [Add.self, Grant.self, Revoke.self, List.self])
+        subcommands: [Add.self, Grant.self, Revoke.self, List.self, Remove.self, Token.self])
 
     struct Add: ConsoleCommand {
         static let configuration = CommandConfiguration(
@@ -66,7 +66,7 @@ struct OperatorCommand: ParsableCommand {
         }
     }
 
-    struct List: ConsoleCommand {
+    struct List: ConsoleCommand, ListsRecords {
         static let configuration = CommandConfiguration(abstract: "List operators with a role in the current tenant.")
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
@@ -79,9 +79,12 @@ struct OperatorCommand: ParsableCommand {
             let result = Result(
                 tenant: session.tenantName.rawValue,
                 operators: grants.map { ["operator": $0.operatorName.rawValue, "role": $0.role.name] })
-            return CommandOutput(json: result) { style in
+            var output = CommandOutput(json: result) { style in
                 TextTable(["OPERATOR", "ROLE"], grants.map { [$0.operatorName.rawValue, $0.role.name] }).render(style)
             }
+            output.records = ListRecords(
+                ["operator", "role"], grants.map { [$0.operatorName.rawValue, $0.role.name] })
+            return output
         }
     }
 }

@@ -8,8 +8,8 @@ import Turnkey
 
 struct TenantCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "tenant", abstract: "Create, update and list tenants (deployments).",
-        subcommands: [Create.self, Update.self, List.self])
+        commandName: "tenant", abstract: "Create, update, list and delete tenants (deployments).",
+        subcommands: [Create.self, Update.self, List.self, Delete.self])
 
     struct Create: ConsoleCommand {
         static let configuration = CommandConfiguration(
@@ -75,7 +75,7 @@ struct TenantCommand: ParsableCommand {
         }
     }
 
-    struct List: ConsoleCommand {
+    struct List: ConsoleCommand, ListsRecords {
         static let configuration = CommandConfiguration(abstract: "List the tenants you hold a role in.")
 
         struct Row: Encodable {
@@ -93,7 +93,7 @@ struct TenantCommand: ParsableCommand {
                     backupServiceUrl: $0.0.backupServiceURL)
             }
             let current = ctx.tenantName
-            return CommandOutput(json: ["tenants": rows]) { style in
+            var output = CommandOutput(json: ["tenants": rows]) { style in
                 TextTable(
                     ["", "TENANT", "KIND", "ROLE", "TURNKEY ORG", "BACKUP SERVICE"],
                     rows.map {
@@ -104,6 +104,10 @@ struct TenantCommand: ParsableCommand {
                     }
                 ).render(style)
             }
+            output.records = ListRecords(
+                ["name", "sandbox", "role", "turnkeyOrg", "backupServiceUrl"],
+                rows.map { [$0.name, "\($0.sandbox)", $0.role, $0.turnkeyOrg ?? "", $0.backupServiceUrl ?? ""] })
+            return output
         }
     }
 }
