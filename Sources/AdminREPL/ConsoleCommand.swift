@@ -18,7 +18,7 @@ struct ConsoleLine: ParsableCommand {
             InitCommand.self, DemoCommand.self, UseCommand.self, WhoamiCommand.self, QuitCommand.self,
             ExitCommand.self, TenantCommand.self, OperatorCommand.self, ImportCommand.self, SeedCommand.self,
             AuditCommand.self, RecoveryCommand.self, ResetCommand.self, CleanupCommand.self, SandboxCommand.self,
-            LookupCommand.self, ShowCommand.self, CheckCommand.self, StatsCommand.self,
+            LookupCommand.self, ShowCommand.self, CheckCommand.self, StatsCommand.self, SetCommand.self,
         ])
 
 }

@@ -10,6 +10,7 @@ struct REPL {
 
     func run() async -> Int32 {
         LineEditor.setUp()
+        ctx.inREPL = true
         let history = History(environment: ctx.environment)
         for line in history.load() { LineEditor.addHistory(line) }
         let completion = Completion(tenants: { [ctx] in Self.tenantNames(ctx) })

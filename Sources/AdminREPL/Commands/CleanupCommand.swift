@@ -21,8 +21,10 @@ struct CleanupCommand: ParsableCommand {
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
             let session = try ctx.session()
-            let report = try await CleanupWiring.service(ctx, session).scan(
-                session: session, graceSeconds: try grace.map(CleanupWiring.parseDuration))
+            let report = try await Progress.waiting("cleanup scan") {
+                try await CleanupWiring.service(ctx, session).scan(
+                    session: session, graceSeconds: try grace.map(CleanupWiring.parseDuration))
+            }
             return CommandOutput(json: report) { style in
                 let head =
                     "listed \(report.listed), referenced \(report.referenced), orphans \(report.orphans.count) (\(report.orphans.filter(\.eligible).count) eligible)"
@@ -56,7 +58,8 @@ struct CleanupCommand: ParsableCommand {
                     "Deleting orphaned Turnkey sub-orgs of \(session.tenantName)", tenant: session.tenantName)
             }
             let service = try CleanupWiring.service(ctx, session)
-            let progress = CleanupProgressLine(terminal: Terminal.stdoutIsTerminal || isatty(STDERR_FILENO) == 1)
+            let progress = Progress(label: execute ? "cleanup run" : "cleanup run (dry run)")
+            defer { progress.finish() }
             SignalFlag.drain()
             SignalFlag.install()
             defer { SignalFlag.drain() }
@@ -64,10 +67,16 @@ struct CleanupCommand: ParsableCommand {
                 execute: execute, max: max, concurrency: concurrency,
                 graceSeconds: try grace.map(CleanupWiring.parseDuration))
             let onProgress: (@Sendable (RunReport, Int) -> Void)? =
-                execute ? { @Sendable report, total in progress.update(report, total: total) } : nil
+                execute
+                ? { @Sendable report, total in
+                    progress.set(
+                        done: report.items.count, total: total,
+                        detail:
+                            "\(report.deleted) deleted, \(report.alreadyGone) gone, \(report.failed) failed, \(report.needsUser) need user"
+                    )
+                } : nil
             let report = try await service.run(
                 session: session, options: options, progress: onProgress, shouldStop: { SignalFlag.isRaised })
-            progress.finish()
             return CommandOutput(json: report) { style in
                 let head =
                     report.dryRun

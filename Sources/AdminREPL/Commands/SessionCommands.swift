@@ -37,7 +37,7 @@ struct UseCommand: ConsoleCommand {
 
     func execute(_ ctx: CommandContext) async throws -> CommandOutput {
         let name = try TenantName(tenant)
-        let session = try ctx.access.session(operator: try ctx.currentOperator(), tenant: name)
+        let session = try ctx.session(operator: try ctx.currentOperator(), tenant: name)
         ctx.tenantName = name.rawValue
         return .message(
             "Using tenant \(name) as \(session.role).",
