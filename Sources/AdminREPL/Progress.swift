@@ -76,8 +76,10 @@ final class Progress: @unchecked Sendable {
     }
 
     /// Runs `body`, showing that it is waiting (`label: waiting… 3s`) when it takes over a second.
-    @MainActor
-    static func waiting<T>(_ label: String, _ body: () async throws -> T) async rethrows -> T {
+    /// Runs on the caller's actor (`isolation`), so `body` need not be `Sendable`.
+    static func waiting<T, Failure: Error>(
+        _ label: String, isolation: isolated (any Actor)? = #isolation, _ body: () async throws(Failure) -> T
+    ) async throws(Failure) -> T {
         let progress = Progress(label: label)
         defer { progress.finish() }
         return try await body()

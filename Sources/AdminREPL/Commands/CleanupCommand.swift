@@ -177,8 +177,10 @@ struct CleanupCommand: ParsableCommand {
             guard let body = FileManager.default.contents(atPath: bodyFile) else {
                 throw ConsoleError.invalid("invalid_file", "Cannot read the body file \(bodyFile).")
             }
-            let item = try await CleanupWiring.service(ctx, session).submit(
-                session: session, body: Array(body), stamp: stamp.trimmingCharacters(in: .whitespacesAndNewlines))
+            let item = try await Progress.waiting("cleanup submit") {
+                try await CleanupWiring.service(ctx, session).submit(
+                    session: session, body: Array(body), stamp: stamp.trimmingCharacters(in: .whitespacesAndNewlines))
+            }
             return .message("\(item.subOrgId): \(item.outcome)" + (item.error.map { " (\($0))" } ?? ""), json: item)
         }
     }

@@ -31,7 +31,9 @@ struct TenantCommand: ParsableCommand {
                 guard !tenant.isSandbox, let url = tenant.turnkeyURL, let org = tenant.turnkeyOrgId,
                     let keyFile = tenant.turnkeyAPIKeyFile
                 else { return }
-                _ = try await TurnkeyClient.verifyTenant(url: url, organizationId: org, apiKeyFile: keyFile)
+                _ = try await Progress.waiting("checking Turnkey") { () async throws(ConsoleError) in
+                    try await TurnkeyClient.verifyTenant(url: url, organizationId: org, apiKeyFile: keyFile)
+                }
             }
             struct Created: Encodable {
                 var tenant: String
