@@ -40,6 +40,8 @@ final class CommandContext {
     /// Output settings a `set` command changed, applied by the executor once the line is done
     /// (its per-line options are undone first).
     var sessionSettings: GlobalSettings?
+    /// Batch lines whose output is held for a grouped audit (``Executor/releaseHeld()``).
+    var heldBatchLines: [Int] = []
     /// The script and line of the running batch command (`-f`, `-c`, piped stdin); errors name it.
     var batchLine: (file: String, line: Int)?
     /// Batch from a file or `-c`: the audit entries of consecutive lookups and `show`s share

@@ -35,7 +35,10 @@ struct Executor {
                 words = kept
             }
         } catch {
-            if let failed = releaseHeld() { return failed }
+            if let failed = releaseHeld() {
+                notRun()
+                return failed
+            }
             report(error)
             return ExitStatus.usage
         }
@@ -43,7 +46,12 @@ struct Executor {
         let top = first == "help" ? nil : Completion.resolve([first])
         let parse = top.map { top in Result { () throws -> any ParsableCommand in try Self.parse(words, top: top) } }
         let grouped = ctx.groupsReadAudits && (try? parse?.get()) is any GroupsReadAudit
-        if !grouped, let failed = releaseHeld() { return failed }
+        if !grouped, let failed = releaseHeld() {
+            // This command did not run: it still gets its line (JSON batch).
+            notRun()
+            return failed
+        }
+        if grouped, let location = ctx.batchLine { ctx.heldBatchLines.append(location.line) }
         if first == "help" { return help(Array(words.dropFirst())) }
         guard let top, let parse else {
             report(
@@ -87,13 +95,29 @@ struct Executor {
     /// Writes held read audits and then the output that waited for them; returns the exit
     /// status when the audit could not be written (the output is dropped and the error shown).
     func releaseHeld() -> Int32? {
+        let held = ctx.heldBatchLines
+        ctx.heldBatchLines = []
         do {
             try ctx.releaseHeld()
             return nil
         } catch {
-            report(error)
+            if ctx.settings.format == .json, ctx.batchLine != nil {
+                // Each withheld command keeps its stdout line: the error, in its place.
+                let body = BatchError.Body(code: error.code, message: error.message)
+                for line in held { Terminal.writeOut(JSONLine.encode(BatchError(error: body, line: line))) }
+            }
+            report(error, onStdout: false)
             return ExitStatus.code(for: error.kind)
         }
+    }
+
+    /// In a JSON batch, the stdout line of a command that was not run because the audit of the
+    /// reads before it failed.
+    private func notRun() {
+        guard ctx.settings.format == .json, let location = ctx.batchLine else { return }
+        let body = BatchError.Body(
+            code: "not_run", message: "Not run: the audit entries of the reads before it could not be written.")
+        Terminal.writeOut(JSONLine.encode(BatchError(error: body, line: location.line)))
     }
 
     /// Parses with the same command types as the whole tree, but from the deepest command the
