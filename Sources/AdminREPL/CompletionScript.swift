@@ -11,7 +11,7 @@ struct CompletionRoot: ParsableCommand {
 
     // The global options of ``Backupctl``; `CompletionTests` checks the two lists match.
     @Option(help: "The embedded store.", completion: .file()) var db: String?
-    @Option(help: "Tenant for this run.") var tenant: String?
+    @Option(help: "Tenant for this run.", completion: .shellCommand(tenantNames)) var tenant: String?
     @Option(help: "table or json.", completion: .list(OutputFormat.allCases.map(\.rawValue))) var format: String?
     @Option(help: "File holding the operator token.", completion: .file()) var tokenFile: String?
     @Option(name: .customShort("c"), help: ArgumentHelp("Run one command; repeatable.", valueName: "command"))
@@ -24,6 +24,10 @@ struct CompletionRoot: ParsableCommand {
     @Option(help: "auto, always or never.", completion: .list(ColorMode.allCases.map(\.rawValue)))
     var color: String = "auto"
     @Flag(help: "Never page long output.") var noPager = false
+
+    /// The shell command a completion script runs for tenant names: the operator's own tenants,
+    /// with whatever store and token the shell's environment points at.
+    static let tenantNames = "backupctl --no-pager --color never tenant list 2>/dev/null | awk 'NR > 1 { print $1 }'"
 
     /// The script for `shell`, or `nil` for a shell ArgumentParser does not know.
     static func script(for shell: String) -> String? {

@@ -158,7 +158,7 @@ import Testing
     }
 
     @MainActor @Test func generatedCompletionScriptsKnowTheWholeTree() throws {
-        let cli = CLI()
+        var cli = CLI()
         defer { cli.cleanUp() }
         for shell in ["bash", "zsh", "fish"] {
             let result = try cli.run(["--generate-completion-script", shell])
@@ -171,10 +171,28 @@ import Testing
             }
         }
         #expect(try cli.run(["--generate-completion-script", "tcsh"]).status == 64)
+        // Tenant names come from the tool itself; the command the scripts run lists them.
+        let bash = try cli.run(["--generate-completion-script", "bash"]).stdout
+        #expect(bash.contains("tenant list"))
         // The completion root declares exactly the process's global options.
         let root = Completion.flags(inHelp: CompletionRoot.helpMessage(columns: 1000))
         #expect(root == Completion.flags(inHelp: Backupctl.helpMessage(columns: 1000)))
         #expect(root.contains("--no-pager") && root.contains("--token-file"))
+
+        _ = try cli.bootstrap()
+        #expect(try cli.run(["tenant", "create", "staging", "--sandbox"]).status == 0)
+        let shell = Process()
+        shell.executableURL = URL(fileURLWithPath: "/bin/sh")
+        shell.arguments = ["-c", CompletionRoot.tenantNames]
+        var environment = cli.environment
+        environment["PATH"] = CLI.binary.deletingLastPathComponent().path + ":/usr/bin:/bin"
+        shell.environment = environment
+        let out = Pipe()
+        shell.standardOutput = out
+        try shell.run()
+        let listed = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        shell.waitUntilExit()
+        #expect(listed.split(separator: "\n") == ["sandbox", "staging"], "\(listed)")
     }
 
     // MARK: demo inside a session (item 7)

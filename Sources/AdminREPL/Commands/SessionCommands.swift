@@ -33,7 +33,7 @@ struct InitCommand: ConsoleCommand {
 struct UseCommand: ConsoleCommand {
     static let configuration = CommandConfiguration(commandName: "use", abstract: "Switch to another tenant.")
 
-    @Argument(help: "Tenant name.") var tenant: String
+    @Argument(help: "Tenant name.", completion: .shellCommand(CompletionRoot.tenantNames)) var tenant: String
 
     func execute(_ ctx: CommandContext) async throws -> CommandOutput {
         let name = try TenantName(tenant)
