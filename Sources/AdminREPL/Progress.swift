@@ -18,6 +18,7 @@ final class Progress: @unchecked Sendable {
     static let plainEvery: TimeInterval = 5
 
     private let label: String
+    private let output: FileHandle
     private let terminal: Bool
     private let start = Date()
     private let lock = NSLock()
@@ -33,14 +34,19 @@ final class Progress: @unchecked Sendable {
     /// - Parameters:
     ///   - total: the count `done` runs up to, when known (then the line shows a percentage and ETA).
     ///   - terminal: whether stderr is a terminal (the default asks).
-    init(label: String, total: Int? = nil, terminal: Bool = isatty(STDERR_FILENO) == 1) {
+    ///   - output: where lines go (stderr; tests pass a pipe).
+    init(
+        label: String, total: Int? = nil, terminal: Bool = isatty(STDERR_FILENO) == 1,
+        output: FileHandle = .standardError
+    ) {
         self.label = label
+        self.output = output
         self.total = total
         self.terminal = terminal
         timer = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
         timer.schedule(
             deadline: .now() + Self.delay, repeating: terminal ? Self.terminalTick : Self.plainEvery)
-        timer.setEventHandler { [weak self] in self?.draw(final: false) }
+        timer.setEventHandler { [weak self] in self?.tick() }
         timer.resume()
     }
 
@@ -85,6 +91,9 @@ final class Progress: @unchecked Sendable {
         return try await body()
     }
 
+    /// Draws the current state once (the timer's work; tests call it directly).
+    func tick() { draw(final: false) }
+
     private func draw(final: Bool) {
         lock.withLock {
             guard !finished else { return }
@@ -104,7 +113,7 @@ final class Progress: @unchecked Sendable {
             } else {
                 text = line + "\n"
             }
-            FileHandle.standardError.write(Data(text.utf8))
+            output.write(Data(text.utf8))
         }
     }
 

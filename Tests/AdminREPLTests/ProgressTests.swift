@@ -20,6 +20,31 @@ import Testing
         #expect(detail == "cleanup run: 3/4 (75%), 1/s, ETA 1s, 3 deleted, 3s")
     }
 
+    /// Not a terminal: whole lines, each a fresh state, never carriage-return redraws; on a
+    /// terminal: one line redrawn in place, closed by a newline.
+    @Test(arguments: [false, true])
+    func linesArePlainOffATerminalAndRedrawnOnOne(_ terminal: Bool) throws {
+        let pipe = Pipe()
+        let progress = Progress(label: "import", total: 10, terminal: terminal, output: pipe.fileHandleForWriting)
+        progress.set(done: 3)
+        progress.tick()
+        progress.set(done: 7)
+        progress.tick()
+        progress.finish()
+        try pipe.fileHandleForWriting.close()
+        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(text.contains("import: 3/10 (30%)") && text.contains("import: 7/10 (70%)"))
+        #expect(text.contains("in "), "a closing line: \(text)")
+        if terminal {
+            #expect(text.contains("\r\u{1B}[K") && text.hasSuffix("\n"))
+            #expect(text.filter { $0 == "\n" }.count == 1, "one line, redrawn: \(text.debugDescription)")
+        } else {
+            #expect(!text.contains("\r") && !text.contains("\u{1B}"))
+            let lines = text.split(separator: "\n")
+            #expect(lines.count >= 3 && lines.allSatisfy { $0.hasPrefix("import: ") }, "\(text)")
+        }
+    }
+
     @Test func aLongSeedOnATerminalShowsItsTotalAndETA() throws {
         var cli = CLI()
         defer { cli.cleanUp() }
