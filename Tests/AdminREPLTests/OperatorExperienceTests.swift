@@ -54,6 +54,19 @@ import Testing
         #expect(group.stdout.contains("lookup passkey w6hZIQi3LVcwPvQekJSl_Q"))
     }
 
+    /// Every `--flag` an example uses is one its command (or the process) accepts.
+    @MainActor @Test func examplesUseRealOptions() {
+        let globals = Set(Completion.flags(inHelp: Backupctl.helpMessage(columns: 1000)))
+        for leaf in HelpText.leaves() {
+            let own = Set(Completion.flags(of: leaf.command))
+            for example in Examples.table[leaf.path] ?? [] {
+                for word in example.split(separator: " ") where word.hasPrefix("--") {
+                    #expect(own.contains(String(word)) || globals.contains(String(word)), "\(leaf.path): \(example)")
+                }
+            }
+        }
+    }
+
     // MARK: options anywhere (item 4)
 
     @Test func globalOptionsAfterTheCommandWords() throws {
