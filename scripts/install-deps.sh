@@ -3,7 +3,8 @@
 # Used by every Makefile target so a fresh Debian 12 machine needs nothing done by hand.
 set -euo pipefail
 
-packages=(libsqlite3-dev libssl-dev libsecp256k1-dev libreadline-dev pkg-config)
+# less: the default pager (the pty tests drive a real one).
+packages=(libsqlite3-dev libssl-dev libsecp256k1-dev libreadline-dev pkg-config less)
 missing=()
 for p in "${packages[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

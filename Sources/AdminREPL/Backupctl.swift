@@ -21,15 +21,23 @@ struct Backupctl: AsyncParsableCommand {
     @Option(help: "Tenant for this run (default $BACKUPCTL_TENANT).") var tenant: String?
     @Option(help: "table, json, yaml or csv (default $BACKUPCTL_FORMAT, else table).") var format: String?
     @Option(help: "File holding the operator token (default: the token in $BACKUPCTL_TOKEN).") var tokenFile: String?
-    @Option(name: .customShort("c"), help: "Run one command; repeatable, run in order.") var command: [String] = []
-    @Option(name: .customShort("f"), help: "Run a script, one command a line, # comments; - is stdin.")
+    @Option(
+        name: .customShort("c"), help: ArgumentHelp("Run one command; repeatable, run in order.", valueName: "command"))
+    var command: [String] = []
+    @Option(
+        name: .customShort("f"),
+        help: ArgumentHelp("Run a script, one command a line, # comments; - is stdin.", valueName: "file"))
     var file: String?
     @Flag(help: "Batch: go on after a failing command.") var continueOnError = false
     @Flag(help: "Answer yes to confirmations (batch needs it for destructive commands).") var yes = false
     @Option(help: "auto, always or never (NO_COLOR and TERM=dumb turn auto off).") var color: String = "auto"
+    @Flag(help: "Never page long output (default pager: $BACKUPCTL_PAGER, else $PAGER, else less).")
+    var noPager = false
     @Argument(parsing: .captureForPassthrough, help: "A command to run directly, e.g. `lookup passkey ID`.")
     var words: [String] = []
 
+    /// The standard entry, except that `--generate-completion-script SHELL` describes the whole
+    /// command tree (``CompletionRoot``) instead of this passthrough root.
     func settings(environment: [String: String]) throws(ConsoleError) -> GlobalSettings {
         let formatText = format ?? environment["BACKUPCTL_FORMAT"].flatMap { $0.isEmpty ? nil : $0 } ?? "table"
         guard let format = OutputFormat(rawValue: formatText) else {
@@ -40,13 +48,23 @@ struct Backupctl: AsyncParsableCommand {
         }
         return GlobalSettings(
             dbPath: db ?? GlobalSettings.defaultDBPath(environment: environment), tenant: tenant, format: format,
-            tokenFile: tokenFile, continueOnError: continueOnError, yes: yes, color: color)
+            tokenFile: tokenFile, continueOnError: continueOnError, yes: yes, color: color, noPager: noPager)
     }
 
     /// Parses the global options itself so that a bad one is the same one-line error, with its
     /// code, as any other (ArgumentParser's own report is several lines of help).
-    static func main() async {
+    @MainActor static func main() async {
         let arguments = Array(CommandLine.arguments.dropFirst())
+        if let index = arguments.firstIndex(where: { $0.hasPrefix("--generate-completion-script") }) {
+            let inline = arguments[index].split(separator: "=", maxSplits: 1).dropFirst().first.map(String.init)
+            let shell = inline ?? (index + 1 < arguments.count ? arguments[index + 1] : "")
+            guard let script = CompletionRoot.script(for: shell) else {
+                reportUsage("--generate-completion-script takes bash, zsh or fish, got '\(shell)'.", arguments: arguments)
+                Foundation.exit(ExitStatus.usage)
+            }
+            Terminal.writeOut(script)
+            return
+        }
         do {
             // As ArgumentParser's own `main()` (its async parse included: the REPL's Ctrl-C
             // handling depends on how the main task starts); only the error report differs.
@@ -83,13 +101,34 @@ struct Backupctl: AsyncParsableCommand {
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         let settings: GlobalSettings
+        var options = self
         do {
-            settings = try self.settings(environment: environment)
+            try options.absorbTrailingOptions()
+            settings = try options.settings(environment: environment)
         } catch {
             Self.reportUsage(error.message, arguments: Array(CommandLine.arguments.dropFirst()))
             throw ExitCode(ExitStatus.usage)
         }
-        let status = await Launcher(options: self, settings: settings, environment: environment).run()
+        let status = await Launcher(options: options, settings: settings, environment: environment).run()
         if status != 0 { throw ExitCode(status) }
+    }
+}
+
+extension Backupctl {
+    /// Global options written after the command words (`backupctl cleanup run --execute --yes`)
+    /// count as if given before them (``TrailingOptions``).
+    @MainActor
+    mutating func absorbTrailingOptions() throws(ConsoleError) {
+        let (kept, trailing) = try TrailingOptions.extract(words)
+        guard !trailing.isEmpty else { return }
+        words = kept
+        db = trailing.db ?? db
+        tenant = trailing.tenant ?? tenant
+        format = trailing.format ?? format
+        tokenFile = trailing.tokenFile ?? tokenFile
+        color = trailing.color ?? color
+        yes = yes || trailing.yes
+        continueOnError = continueOnError || trailing.continueOnError
+        noPager = noPager || trailing.noPager
     }
 }

@@ -34,6 +34,16 @@ final class CommandContext {
     var tokenOverride: SecretBytes?
     /// Set by `demo` on a terminal: open the REPL once the command is done.
     var startREPLAfterCommand = false
+    /// Whether commands come from the REPL (set by ``REPL``): `demo` then asks before it
+    /// switches the session to its own store and operator.
+    var inREPL = false
+    /// Output settings a `set` command changed, applied by the executor once the line is done
+    /// (its per-line options are undone first).
+    var sessionSettings: GlobalSettings?
+    /// Batch lines whose output is held for a grouped audit (``Executor/releaseHeld()``).
+    var heldBatchLines: [Int] = []
+    /// The script and line of the running batch command (`-f`, `-c`, piped stdin); errors name it.
+    var batchLine: (file: String, line: Int)?
     /// Batch from a file or `-c`: the audit entries of consecutive lookups and `show`s share
     /// one transaction, and their output waits for it (see ``Executor``).
     var groupsReadAudits = false
@@ -157,7 +167,21 @@ final class CommandContext {
             }
             name = only.0.name
         }
-        return try access.session(operator: op, tenant: name)
+        return try session(operator: op, tenant: name)
+    }
+
+    /// The operator's session in `name`; a miss names a tenant of theirs that is spelled alike.
+    func session(operator op: OperatorRecord, tenant name: TenantName) throws(ConsoleError) -> Session {
+        let access = try access
+        do {
+            return try access.session(operator: op, tenant: name)
+        } catch {
+            guard error.kind == .permissionDenied || error.kind == .notFound else { throw error }
+            let visible = ((try? access.tenants(visibleTo: op)) ?? []).map(\.0.name.rawValue)
+            let hint = Suggest.didYouMean(name.rawValue, among: visible)
+            guard !hint.isEmpty else { throw error }
+            throw ConsoleError(error.kind, code: error.code, error.message + hint)
+        }
     }
 
     /// Asks the operator to type the tenant name before a destructive action; in batch mode

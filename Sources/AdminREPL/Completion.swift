@@ -19,16 +19,33 @@ struct Completion {
             let full = prefix.hasPrefix("b") ? prefix : "backup_account_" + prefix
             return backupIds(full).filter { $0.hasPrefix(full) }
         }
-        let path = before.filter { !$0.hasPrefix("-") }
-        let node = Self.resolve(path)
-        let subcommands = node.map { $0.configuration.subcommands } ?? ConsoleLine.configuration.subcommands
-        var words = subcommands.map { Self.commandName($0) }
-        if node == nil { words.append("help") }
-        if prefix.hasPrefix("-") || words.isEmpty {
-            words += node.map { Self.flags(of: $0) } ?? ["--help"]
+        if before.first == "set" {
+            let values: [String]
+            switch before.count {
+            case 1: values = SetCommand.names
+            case 2 where before[1] == "format": values = OutputFormat.allCases.map(\.rawValue)
+            case 2 where before[1] == "pager": values = ["on", "off"]
+            case 2 where before[1] == "color": values = ColorMode.allCases.map(\.rawValue)
+            default: values = []
+            }
+            return values.filter { $0.hasPrefix(prefix) }
         }
-        return words.filter { $0.hasPrefix(prefix) }.sorted()
+        let path = before.filter { !$0.hasPrefix("-") }
+        guard let node = Self.resolve(path) else {
+            // The first word: a command (or `help`).
+            return path.isEmpty ? (Self.commandWords + ["help"]).filter { $0.hasPrefix(prefix) }.sorted() : []
+        }
+        if prefix.hasPrefix("-") {
+            return Self.flags(of: node).filter { $0.hasPrefix(prefix) }
+        }
+        // A group offers its subcommands; a command's own words are values (ids, names), which
+        // Tab cannot guess — offering `--help` there would only insert it.
+        let subcommands = node.configuration.subcommands.map { Self.commandName($0) }
+        return subcommands.filter { $0.hasPrefix(prefix) }.sorted()
     }
+
+    /// The top-level command words.
+    static var commandWords: [String] { ConsoleLine.configuration.subcommands.map { commandName($0) } }
 
     /// The deepest command named by `path`, or `nil` for the root.
     static func resolve(_ path: [String]) -> (any ParsableCommand.Type)? {
@@ -46,16 +63,29 @@ struct Completion {
         type.configuration.commandName ?? String(describing: type).lowercased()
     }
 
-    /// `--long` names of a command's options and flags, read from its generated help.
+    /// `--long` names of a command's options and flags, read from the OPTIONS section of its
+    /// generated help (not its prose, where `--execute;` may appear).
     static func flags(of command: any ParsableCommand.Type) -> [String] {
-        let help = ConsoleLine.helpMessage(for: command)
-        var out = Set<String>()
-        for token in help.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "," || $0 == "[" || $0 == "]" }) {
-            if token.hasPrefix("--"), token.count > 2, token != "--help" {
-                out.insert(String(token.prefix { $0 != "=" && $0 != "<" }))
+        flags(inHelp: ConsoleLine.helpMessage(for: command, columns: 1000))
+    }
+
+    /// The `--long` option names of one generated help text.
+    static func flags(inHelp help: String) -> [String] {
+        var out: Set<String> = ["--help"]
+        guard let section = help.range(of: "OPTIONS:") else { return out.sorted() }
+        for line in help[section.upperBound...].split(separator: "\n") {
+            let trimmed = line.drop { $0 == " " }
+            // Option lines start with the option; wrapped help text is indented further.
+            guard trimmed.hasPrefix("-"), line.count - trimmed.count <= 4 else { continue }
+            for token in trimmed.split(whereSeparator: { $0 == " " || $0 == "," }) {
+                let name = token.prefix { $0 != "=" && $0 != "<" }
+                if name.hasPrefix("--"), name.count > 2,
+                    name.dropFirst(2).allSatisfy({ $0.isLowercase || $0.isNumber || $0 == "-" })
+                {
+                    out.insert(String(name))
+                }
             }
         }
-        out.insert("--help")
         return out.sorted()
     }
 }

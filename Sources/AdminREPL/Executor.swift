@@ -15,21 +15,55 @@ struct Executor {
     /// In a batch that groups read audits (``CommandContext/groupsReadAudits``), a lookup or
     /// `show` holds its audit entry and its output; they are released together — audit first —
     /// by ``releaseHeld()``, which runs before any other command and when the batch says so.
-    func run(words: [String]) async -> Int32 {
+    func run(words given: [String]) async -> Int32 {
+        var words = given
+        if words.first == "--help" || words.first == "-h" { words[0] = "help" }
+        // Global options after the command words apply to this line only.
+        let saved = ctx.settings
+        defer {
+            let kept = ctx.sessionSettings ?? saved
+            ctx.sessionSettings = nil
+            ctx.settings.format = kept.format
+            ctx.settings.color = kept.color
+            ctx.settings.yes = kept.yes
+            ctx.settings.noPager = kept.noPager
+        }
+        do {
+            let (kept, trailing) = try TrailingOptions.extract(words)
+            if !trailing.isEmpty {
+                try trailing.applyPerLine(to: &ctx.settings)
+                words = kept
+            }
+        } catch {
+            if let failed = releaseHeld() {
+                notRun()
+                return failed
+            }
+            report(error)
+            return ExitStatus.usage
+        }
         guard let first = words.first else { return ExitStatus.ok }
         let top = first == "help" ? nil : Completion.resolve([first])
         let parse = top.map { top in Result { () throws -> any ParsableCommand in try Self.parse(words, top: top) } }
         let grouped = ctx.groupsReadAudits && (try? parse?.get()) is any GroupsReadAudit
-        if !grouped, let failed = releaseHeld() { return failed }
+        if !grouped, let failed = releaseHeld() {
+            // This command did not run: it still gets its line (JSON batch).
+            notRun()
+            return failed
+        }
+        if grouped, let location = ctx.batchLine { ctx.heldBatchLines.append(location.line) }
         if first == "help" { return help(Array(words.dropFirst())) }
         guard let top, let parse else {
-            report(.usage("Unknown command '\(first)'; `help` lists the commands."))
+            report(
+                .usage(
+                    "Unknown command '\(first)'\(Suggest.didYouMean(first, among: Completion.commandWords)); `help` lists the commands."
+                ))
             return ExitStatus.usage
         }
         let parsed: any ParsableCommand
         switch parse {
         case .success(let command): parsed = command
-        case .failure(let error): return reportParseError(error, root: top)
+        case .failure(let error): return reportParseError(error, root: top, words: words)
         }
         guard let command = parsed as? any ConsoleCommand else {
             // A group without a subcommand ("tenant"): show its help.
@@ -51,7 +85,8 @@ struct Executor {
             let output = try await command.execute(ctx)
             render(output)
             if let failure = output.failure {
-                report(failure)
+                // The document already took this command's stdout line.
+                report(failure, onStdout: false)
                 return ExitStatus.code(for: failure.kind)
             }
             return ExitStatus.ok
@@ -59,20 +94,36 @@ struct Executor {
             report(error)
             return ExitStatus.code(for: error.kind)
         } catch {
-            return reportParseError(error, root: top)
+            return reportParseError(error, root: top, words: words)
         }
     }
 
     /// Writes held read audits and then the output that waited for them; returns the exit
     /// status when the audit could not be written (the output is dropped and the error shown).
     func releaseHeld() -> Int32? {
+        let held = ctx.heldBatchLines
+        ctx.heldBatchLines = []
         do {
             try ctx.releaseHeld()
             return nil
         } catch {
-            report(error)
+            if ctx.settings.format == .json, ctx.batchLine != nil {
+                // Each withheld command keeps its stdout line: the error, in its place.
+                let body = BatchError.Body(code: error.code, message: SecretShape.redact(error.message))
+                for line in held { Terminal.writeOut(JSONLine.encode(BatchError(error: body, line: line))) }
+            }
+            report(error, onStdout: false)
             return ExitStatus.code(for: error.kind)
         }
+    }
+
+    /// In a JSON batch, the stdout line of a command that was not run because the audit of the
+    /// reads before it failed.
+    private func notRun() {
+        guard ctx.settings.format == .json, let location = ctx.batchLine else { return }
+        let body = BatchError.Body(
+            code: "not_run", message: "Not run: the audit entries of the reads before it could not be written.")
+        Terminal.writeOut(JSONLine.encode(BatchError(error: body, line: location.line)))
     }
 
     /// Parses with the same command types as the whole tree, but from the deepest command the
@@ -103,6 +154,10 @@ struct Executor {
 
     func run(line: String) async -> Int32 {
         do {
+            // psql-style backslash commands: `\format json` is `set format json`.
+            if line.hasPrefix("\\") {
+                return await run(words: ["set"] + (try LineSplitter.split(String(line.dropFirst()))))
+            }
             return await run(words: try LineSplitter.split(line))
         } catch {
             report(error)
@@ -112,7 +167,12 @@ struct Executor {
 
     func render(_ output: CommandOutput) {
         if ctx.settings.format == .json {
-            if let json = output.json { Terminal.writeOut(JSONLine.encode(json)) }
+            if let json = output.json {
+                Terminal.writeOut(JSONLine.encode(json))
+            } else if ctx.batchLine != nil {
+                // A batch in JSON mode gives every command exactly one stdout line.
+                Terminal.writeOut("{}")
+            }
         } else if ctx.settings.format == .yaml {
             if let json = output.json { Terminal.writeOut(StructuredOutput.yaml(json)) }
         } else if ctx.settings.format == .csv {
@@ -125,29 +185,51 @@ struct Executor {
         }
     }
 
-    func report(_ error: ConsoleError) {
-        if ctx.settings.format == .json {
-            Terminal.writeErr(
-                JSONLine.encode(["error": ["code": error.code, "message": SecretShape.redact(error.message)]]))
+    /// One error: `error[code]: message` (table) or `{"error": {…}}` (JSON) on stderr. In a batch
+    /// the stderr line names the script and line (`FILE:N: error[code]: …`), and in JSON mode the
+    /// error also takes the command's stdout line (`{"error": {…}, "line": N}`) so that line N of
+    /// the output is always command N.
+    func report(_ error: ConsoleError, onStdout: Bool = true) {
+        let json = ctx.settings.format == .json
+        let body = BatchError.Body(code: error.code, message: SecretShape.redact(error.message))
+        if let location = ctx.batchLine {
+            if json {
+                if onStdout { Terminal.writeOut(JSONLine.encode(BatchError(error: body, line: location.line))) }
+                Terminal.writeErr(JSONLine.encode(BatchError(error: body, line: location.line, file: location.file)))
+            } else {
+                Terminal.writeErr("\(location.file):\(location.line): " + errorLine(error))
+            }
+            return
+        }
+        if json {
+            Terminal.writeErr(JSONLine.encode(BatchError(error: body)))
         } else {
-            let style = RenderStyle(
-                color: ctx.settings.useColor(isTerminal: isatty(STDERR_FILENO) == 1, environment: ctx.environment),
-                width: nil)
-            Terminal.writeErr(style.red("error[\(error.code)]:") + " " + SafeText.message(error.message))
+            Terminal.writeErr(errorLine(error))
         }
     }
 
+    private func errorLine(_ error: ConsoleError) -> String {
+        let style = RenderStyle(
+            color: ctx.settings.useColor(isTerminal: isatty(STDERR_FILENO) == 1, environment: ctx.environment),
+            width: nil)
+        return style.red("error[\(error.code)]:") + " " + SafeText.message(error.message)
+    }
+
     /// ArgumentParser errors: help is output (exit 0); anything else is a one-line usage error.
-    private func reportParseError(_ error: any Error, root: any ParsableCommand.Type) -> Int32 {
+    private func reportParseError(_ error: any Error, root: any ParsableCommand.Type, words: [String]) -> Int32 {
         let code = root.exitCode(for: error)
         if code == .success {
-            let help = root.fullMessage(for: error)
-            if ctx.settings.format == .json {
-                Terminal.writeOut(JSONLine.encode(["help": help]))
-            } else {
-                Terminal.writeOut(help)
+            // `COMMAND --help`: the same text as `help COMMAND`, examples included.
+            let path = words.filter { !$0.hasPrefix("-") }
+            if let command = Completion.resolve(path), Completion.commandName(command) == path.last {
+                return help(path)
             }
+            showHelp(root.fullMessage(for: error))
             return ExitStatus.ok
+        }
+        if let unknown = Self.unknownSubcommand(words) {
+            report(.usage(unknown))
+            return ExitStatus.usage
         }
         let message =
             root.message(for: error)
@@ -156,22 +238,66 @@ struct Executor {
         return ExitStatus.usage
     }
 
-    /// `help [COMMAND…]`: generated from the same tree the parser uses.
+    /// "Unknown subcommand 'scna' of 'cleanup' (did you mean 'scan'?)" when the words stop
+    /// matching the tree inside a command group.
+    static func unknownSubcommand(_ words: [String]) -> String? {
+        var node: (any ParsableCommand.Type)?
+        var index = 0
+        var candidates = ConsoleLine.configuration.subcommands
+        while index < words.count, let next = candidates.first(where: { Completion.commandName($0) == words[index] }) {
+            node = next
+            candidates = next.configuration.subcommands
+            index += 1
+        }
+        guard node != nil, !candidates.isEmpty, index < words.count, !words[index].hasPrefix("-") else { return nil }
+        let path = words[..<index].joined(separator: " ")
+        let names = candidates.map { Completion.commandName($0) }
+        return "Unknown subcommand '\(words[index])' of '\(path)'\(Suggest.didYouMean(words[index], among: names)); "
+            + "`help \(path)` lists them."
+    }
+
+    /// `help [COMMAND…]`: generated from the same tree the parser uses, with examples.
     func help(_ path: [String]) -> Int32 {
         let text: String
         if path.isEmpty {
-            text = ConsoleLine.helpMessage()
+            text = HelpText.overview()
         } else if let command = Completion.resolve(path), Completion.commandName(command) == path.last {
-            text = ConsoleLine.helpMessage(for: command)
+            text = HelpText.command(command, path: path)
         } else {
-            report(.usage("No help for '\(path.joined(separator: " "))'; `help` lists the commands."))
+            let word = path.last ?? ""
+            let known =
+                Completion.resolve(Array(path.dropLast())).map {
+                    $0.configuration.subcommands.map(Completion.commandName)
+                }
+                ?? Completion.commandWords
+            report(
+                .usage(
+                    "No help for '\(path.joined(separator: " "))'\(Suggest.didYouMean(word, among: known)); `help` lists the commands."
+                ))
             return ExitStatus.usage
         }
-        if ctx.settings.format == .json {
-            Terminal.writeOut(JSONLine.encode(["help": text]))
-        } else {
-            Terminal.writeOut(text)
-        }
+        showHelp(text)
         return ExitStatus.ok
     }
+
+    private func showHelp(_ text: String) {
+        if ctx.settings.format == .json {
+            Terminal.writeOut(JSONLine.encode(["help": text]))
+        } else if Terminal.holding {
+            Terminal.writeOut(text)
+        } else {
+            Pager.show(text, ctx: ctx)
+        }
+    }
+}
+
+/// An error as one JSON line: `{"error": {"code", "message"}}`, plus where it happened in a batch.
+struct BatchError: Encodable {
+    struct Body: Encodable {
+        var code: String
+        var message: String
+    }
+    var error: Body
+    var line: Int?
+    var file: String?
 }

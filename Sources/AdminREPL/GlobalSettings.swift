@@ -18,6 +18,8 @@ struct GlobalSettings {
     var continueOnError: Bool
     var yes: Bool
     var color: ColorMode
+    /// `--no-pager` (or `set pager off`): never start a pager.
+    var noPager = false
 
     static func defaultDBPath(environment: [String: String]) -> String {
         if let db = environment["BACKUPCTL_DB"], !db.isEmpty { return db }

@@ -32,7 +32,7 @@ struct Launcher {
         }
         if hasBatch {
             var lines: [BatchLine] = options.command.enumerated().map {
-                BatchLine(source: "-c #\($0.offset + 1)", text: $0.element)
+                BatchLine(file: "-c", line: $0.offset + 1, text: $0.element)
             }
             if let file = options.file {
                 guard let script = readScript(file) else {
@@ -60,7 +60,7 @@ struct Launcher {
     static func readStdinScript() -> [BatchLine] {
         var lines: [BatchLine] = []
         while let line = Terminal.readLine() {
-            lines.append(BatchLine(source: "stdin:\(lines.count + 1)", text: line))
+            lines.append(BatchLine(file: "stdin", line: lines.count + 1, text: line))
         }
         return lines
     }
@@ -74,12 +74,14 @@ struct Launcher {
         return String(decoding: data, as: UTF8.self)
             .split(separator: "\n", omittingEmptySubsequences: false)
             .enumerated()
-            .map { BatchLine(source: "\(path):\($0.offset + 1)", text: String($0.element)) }
+            .map { BatchLine(file: path, line: $0.offset + 1, text: String($0.element)) }
     }
 }
 
 struct BatchLine {
-    var source: String
+    /// The script (`-c` for `-c` commands, `stdin`, or the `-f` path) and the 1-based line.
+    var file: String
+    var line: Int
     var text: String
 }
 
@@ -99,12 +101,16 @@ struct BatchRunner {
     /// consecutive lookups and `show`s are written together (``CommandContext/groupsReadAudits``).
     func run(_ lines: [BatchLine]) async -> Int32 {
         executor.ctx.groupsReadAudits = true
-        defer { executor.ctx.groupsReadAudits = false }
+        defer {
+            executor.ctx.groupsReadAudits = false
+            executor.ctx.batchLine = nil
+        }
         var firstFailure: Int32 = 0
         var grouped = 0
         var groupStart: UInt64 = 0
         for line in lines {
             guard let text = LineSplitter.scriptLine(line.text) else { continue }
+            executor.ctx.batchLine = (line.file, line.line)
             var status = await executor.run(line: text)
             if Terminal.hasHeld {
                 let now = DispatchTime.now().uptimeNanoseconds
@@ -131,8 +137,12 @@ struct BatchRunner {
     /// Reads stdin a line at a time (so `recovery` prompts could still read after) and runs it.
     func runStream(source: String) async -> Int32 {
         var firstFailure: Int32 = 0
+        var number = 0
+        defer { executor.ctx.batchLine = nil }
         while let raw = Terminal.readLine() {
+            number += 1
             guard let text = LineSplitter.scriptLine(raw) else { continue }
+            executor.ctx.batchLine = (source, number)
             let status = await executor.run(line: text)
             if status != 0 {
                 if firstFailure == 0 { firstFailure = status }

@@ -101,6 +101,12 @@ enum SignalFlag {
         sigemptyset(&action.sa_mask)
         action.sa_flags = SA_RESTART
         sigaction(SIGINT, &action, nil)
+        // A parent may hand down SIGINT blocked (a test runner's thread does): unblock it, or
+        // Ctrl-C would never reach the handler.
+        var unblock = sigset_t()
+        sigemptyset(&unblock)
+        sigaddset(&unblock, SIGINT)
+        pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
     }
 
     static func raise() {

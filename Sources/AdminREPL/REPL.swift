@@ -11,6 +11,7 @@ struct REPL {
 
     func run() async -> Int32 {
         LineEditor.setUp()
+        ctx.inREPL = true
         let history = History(environment: ctx.environment)
         for line in history.load() { LineEditor.addHistory(line) }
         var completion = Completion(tenants: { [ctx] in Self.tenantNames(ctx) })

@@ -65,5 +65,15 @@ import Testing
         let single = try cli.run(["--tenant", "sandbox", "lookup", "passkey", ids[0]])
         #expect(single.status != 0)
         #expect(single.stdout.isEmpty)
+
+        // In JSON mode the withheld commands keep their lines: the error in each one's place,
+        // and the command that found the failure (not run) gets one too.
+        let json = try cli.run(["--format", "json", "--tenant", "sandbox", "-f", "-"], stdin: script + "\nwhoami\n")
+        #expect(json.status != 0)
+        let lines = json.lines.map { CLI.json($0) }
+        #expect(lines.count == 4, "\(json.stdout)")
+        #expect(lines.map { $0?["line"] as? Int } == [1, 2, 3, 4])
+        #expect(lines.allSatisfy { $0?["error"] != nil })
+        #expect(!json.stdout.contains("backup_account_"))
     }
 }

@@ -1,198 +1,287 @@
 import Foundation
 import Testing
 
-/// Issue 14 through the real binary: backup id prefixes, `check` filters, `backups list`,
-/// operator and tenant lifecycle, audit filters, and the list formats.
-@Suite struct OperatorExperienceTests {
-    static func error(_ result: CLI.Result) -> [String: Any]? {
-        CLI.json(result.stderr.split(separator: "\n").last.map(String.init) ?? "")?["error"] as? [String: Any]
-    }
+@testable import AdminREPL
 
-    /// Two seeded backups whose ids share their first `digits` hex digits, in a 300-backup sandbox.
-    static func sharedPrefix(_ cli: CLI, digits: Int) throws -> (String, String) {
-        #expect(try cli.run(["seed", "--backups", "300", "--seed", "5"]).status == 0)
-        let listed = CLI.json(try cli.run(["--format", "json", "backups", "list", "--limit", "300"]).stdout)
-        let ids = (listed?["backups"] as? [[String: Any]])?.compactMap { $0["backupId"] as? String } ?? []
-        #expect(ids.count == 300)
-        let prefix = "backup_account_".count
-        for (a, b) in zip(ids, ids.dropFirst())
-        where a.dropFirst(prefix).prefix(digits) == b.dropFirst(prefix).prefix(digits) {
-            return (a, b)
-        }
-        Issue.record("no two of 300 seeded ids share \(digits) hex digits")
-        return ("", "")
-    }
+/// Issue 14: help, options after the command, `set format`, completion, `demo` inside a
+/// session, and "did you mean".
+@Suite(.serialized) struct OperatorExperienceTests {
+    static let repoRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
-    @Test func uniquePrefixesResolveAndAmbiguousOnesListTheCandidates() throws {
-        var cli = CLI()
+    // MARK: help (item 3)
+
+    @Test(arguments: [["--help"], ["-h"], ["help"]])
+    func topLevelHelpExitsZeroWithGlobalOptionsAndExamples(_ arguments: [String]) throws {
+        let cli = CLI()
         defer { cli.cleanUp() }
-        _ = try cli.bootstrap()
-        let (first, second) = try Self.sharedPrefix(cli, digits: 4)
-        let short = String(first.dropFirst("backup_account_".count).prefix(4))
-
-        let ambiguous = try cli.run(["--format", "json", "show", short])
-        #expect(ambiguous.status == 1 && ambiguous.stdout.isEmpty)
-        let error = Self.error(ambiguous)
-        #expect(error?["code"] as? String == "ambiguous_id")
-        let message = error?["message"] as? String ?? ""
-        #expect(message.contains(first) && message.contains(second))
-
-        // Enough digits to tell them apart: `show` answers with the full id in JSON.
-        var digits = 5
-        while first.dropFirst(15).prefix(digits) == second.dropFirst(15).prefix(digits) { digits += 1 }
-        for typed in [String(first.dropFirst(15).prefix(digits)), String(first.prefix(15 + digits)), first] {
-            let shown = try cli.run(["--format", "json", "show", typed])
-            #expect(shown.status == 0, "\(typed): \(shown.stderr)")
-            #expect(CLI.json(shown.stdout)?["backupId"] as? String == first)
-        }
-        // The shortened form tables print is accepted as typed.
-        let abbreviated = String(first.prefix(23)) + "…" + String(first.suffix(4))
-        #expect(
-            CLI.json(try cli.run(["--format", "json", "check", abbreviated]).stdout)?["scope"] as? String == "backup")
-
-        let missing = try cli.run(["--format", "json", "show", "ffffffff"])
-        #expect(missing.status == 1 && Self.error(missing)?["code"] as? String == "not_found")
-        for bad in ["03", "xyz123", "backup_account_zz99"] {
-            let invalid = try cli.run(["--format", "json", "show", bad])
-            #expect(invalid.status == 1 && Self.error(invalid)?["code"] as? String == "invalid_backup_account_id")
-        }
-    }
-
-    @Test func checkFiltersListOnlyWhatWasAskedAndStillCountEverything() throws {
-        var cli = CLI()
-        defer { cli.cleanUp() }
-        _ = try cli.bootstrap()
-        #expect(try cli.run(["seed", "--backups", "1000", "--seed", "5"]).status == 0)
-        let all = try cli.run(["--format", "json", "check"])
-        let report = CLI.json(all.stdout)
-        let failing = report?["backupsFailing"] as? Int ?? 0
-        #expect(failing > 0 && all.status == 1)
-
-        let onlyFailing = try cli.run(["--format", "json", "check", "--failing", "--limit", "3"])
-        #expect(onlyFailing.status == 1)
-        let filtered = CLI.json(onlyFailing.stdout)
-        let findings = filtered?["findings"] as? [[String: Any]] ?? []
-        #expect(findings.count == 3 && findings.allSatisfy { $0["status"] as? String == "fail" })
-        #expect(filtered?["backupsFailing"] as? Int == failing)
-        #expect((filtered?["findingsTotal"] as? Int ?? 0) < (report?["findingsTotal"] as? Int ?? 0))
-
-        let byCheck = CLI.json(try cli.run(["--format", "json", "check", "--check", "lookup_rows_missing"]).stdout)
-        let checks = Set((byCheck?["findings"] as? [[String: Any]] ?? []).compactMap { $0["check"] as? String })
-        #expect(checks == ["lookup_rows_missing"])
-
-        let unknown = try cli.run(["--format", "json", "check", "--check", "nope"])
-        #expect(unknown.status == 1 && Self.error(unknown)?["code"] as? String == "unknown_check")
-        #expect(try cli.run(["check", "--limit", "0"]).status == 1)
-
-        // Every listed failing backup is one `backups list --health fail` lists too.
-        let listed = CLI.json(
-            try cli.run(["--format", "json", "backups", "list", "--health", "fail", "--limit", "1000"]).stdout)
-        let failingIds = Set((listed?["backups"] as? [[String: Any]] ?? []).compactMap { $0["backupId"] as? String })
-        #expect(failingIds.count == failing)
-        #expect(Set(findings.compactMap { $0["backupId"] as? String }).isSubset(of: failingIds))
-        let csv = try cli.run(["--format", "csv", "check", "--failing"])
-        #expect(csv.stdout.hasPrefix("backupId,check,status,detail\n"))
-    }
-
-    @Test func backupsListFiltersAndRejectsBadFilters() throws {
-        var cli = CLI()
-        defer { cli.cleanUp() }
-        _ = try cli.bootstrap()
-        #expect(try cli.run(["seed", "--backups", "60", "--seed", "9"]).status == 0)
-        let passkeys = CLI.json(
-            try cli.run(["--format", "json", "backups", "list", "--factor-kind", "passkey", "--limit", "100"]).stdout)
-        let rows = passkeys?["backups"] as? [[String: Any]] ?? []
-        #expect(!rows.isEmpty && rows.count < 60)
-        #expect(rows.allSatisfy { ($0["factors"] as? [String])?.contains("PASSKEY") == true })
-        let limited = CLI.json(try cli.run(["--format", "json", "backups", "list", "--limit", "5"]).stdout)
-        #expect((limited?["backups"] as? [Any])?.count == 5 && limited?["truncated"] as? Bool == true)
-        // Seeded factors are spread over two years: newer and older than 400 days split the 60.
-        func count(_ filter: [String]) throws -> Int {
-            let listed = CLI.json(
-                try cli.run(["--format", "json", "backups", "list", "--limit", "100"] + filter).stdout)
-            return (listed?["backups"] as? [Any])?.count ?? -1
-        }
-        let newer = try count(["--newer-than", "400d"])
-        let older = try count(["--older-than", "400d"])
-        #expect(newer > 0 && older > 0 && newer + older == 60)
-        #expect(try count(["--older-than", "3650d"]) == 0)
-        for bad in [
-            ["--factor-kind", "sms"], ["--health", "bad"], ["--older-than", "soon"], ["--limit", "0"],
+        let result = try cli.run(arguments)
+        #expect(result.status == 0, "\(result.stderr)")
+        for option in [
+            "--db", "--tenant", "--format", "--token-file", "--continue-on-error", "--yes", "--color", "--no-pager",
         ] {
-            let result = try cli.run(["--format", "json", "backups", "list"] + bad)
-            #expect(result.status == 1, "\(bad)")
-            #expect(result.stdout.isEmpty)
+            #expect(result.stdout.contains(option), "\(option) missing from help")
         }
-        #expect(try cli.run(["--format", "csv", "whoami"]).status == 64)
-        #expect(try cli.run(["--format", "xml", "whoami"]).status == 64)
+        #expect(result.stdout.contains("e.g. lookup passkey w6hZIQi3LVcwPvQekJSl_Q"))
+        #expect(result.stdout.contains("cleanup teardown-request"))
     }
 
-    @Test func rotatedTokenReplacesTheOldOneAtOnce() throws {
-        var cli = CLI()
+    @Test func helpOnATerminalExitsZero() throws {
+        let cli = CLI()
         defer { cli.cleanUp() }
-        let rootToken = try cli.bootstrap()
-        let added = CLI.json(
-            try cli.run(["--format", "json", "operator", "add", "bob", "--tenant", "sandbox", "--role", "viewer"])
-                .stdout)
-        let bobOld = try #require(added?["token"] as? String)
-        let rotated = try cli.run(["--format", "json", "operator", "token", "rotate", "bob"])
-        #expect(rotated.status == 0)
-        let bobNew = try #require(CLI.json(rotated.stdout)?["token"] as? String)
-        #expect(bobNew != bobOld)
-        #expect(try cli.run(["whoami"], extraEnvironment: ["BACKUPCTL_TOKEN": bobOld]).status == 77)
-        #expect(try cli.run(["whoami"], extraEnvironment: ["BACKUPCTL_TOKEN": bobNew]).status == 0)
-        // bob may rotate his own token, but not root's.
-        let own = try cli.run(
-            ["--format", "json", "operator", "token", "rotate", "bob"], extraEnvironment: ["BACKUPCTL_TOKEN": bobNew])
-        #expect(own.status == 0)
-        let other = try cli.run(
-            ["operator", "token", "rotate", "root"],
-            extraEnvironment: ["BACKUPCTL_TOKEN": CLI.json(own.stdout)?["token"] as? String ?? ""])
-        #expect(other.status == 77)
-        #expect(try cli.run(["whoami"], extraEnvironment: ["BACKUPCTL_TOKEN": rootToken]).status == 0)
-        let audit = try cli.run(["--format", "json", "audit", "list", "--action", "operator.token_rotate"])
-        let entries = CLI.json(audit.stdout)?["entries"] as? [[String: Any]] ?? []
-        #expect(entries.count == 2)
-        // No token in the audit log.
-        let everything = try cli.run(["--format", "json", "audit", "list", "--limit", "1000"]).stdout
-        #expect(!everything.contains(bobNew) && !everything.contains(bobOld))
+        for flag in ["--help", "-h"] {
+            let pty = try PTY(arguments: [flag, "--no-pager"], environment: cli.environment)
+            #expect(pty.waitForExit())
+            #expect(pty.process.terminationStatus == 0)
+            #expect(pty.transcript.contains("GLOBAL OPTIONS"))
+        }
     }
 
-    @Test func operatorRemoveAndTenantDeleteAreConfirmedAndAudited() throws {
+    @MainActor @Test func everyCommandHasAnExampleAndHelpCommandShowsThem() throws {
+        for leaf in HelpText.leaves() {
+            #expect(Examples.first(leaf.path) != nil, "no example for \(leaf.path)")
+        }
+        #expect(Set(Examples.table.keys).isSubset(of: Set(HelpText.leaves().map(\.path))), "an example for no command")
+        let cli = CLI()
+        defer { cli.cleanUp() }
+        let run = try cli.run(["help", "cleanup", "run"])
+        #expect(run.status == 0)
+        #expect(run.stdout.contains("EXAMPLES:") && run.stdout.contains("cleanup run --execute --max 50"))
+        let flag = try cli.run(["cleanup", "run", "--help"])
+        #expect(flag.status == 0 && flag.stdout.contains("EXAMPLES:"))
+        let group = try cli.run(["help", "lookup"])
+        #expect(group.stdout.contains("lookup keypair 04ab… --sync") == false)
+        #expect(group.stdout.contains("lookup passkey w6hZIQi3LVcwPvQekJSl_Q"))
+    }
+
+    /// Every `--flag` an example uses is one its command (or the process) accepts.
+    @MainActor @Test func examplesUseRealOptions() {
+        let globals = Set(Completion.flags(inHelp: Backupctl.helpMessage(columns: 1000)))
+        for leaf in HelpText.leaves() {
+            let own = Set(Completion.flags(of: leaf.command))
+            for example in Examples.table[leaf.path] ?? [] {
+                for word in example.split(separator: " ") where word.hasPrefix("--") {
+                    #expect(own.contains(String(word)) || globals.contains(String(word)), "\(leaf.path): \(example)")
+                }
+            }
+        }
+    }
+
+    // MARK: options anywhere (item 4)
+
+    @Test func globalOptionsAfterTheCommandWords() throws {
         var cli = CLI()
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
-        let added = CLI.json(
-            try cli.run(["--format", "json", "operator", "add", "carol", "--tenant", "sandbox", "--role", "support"])
-                .stdout)
-        let carol = try #require(added?["token"] as? String)
-        #expect(try cli.run(["operator", "remove", "carol"]).status == 64)
-        #expect(try cli.run(["whoami"], extraEnvironment: ["BACKUPCTL_TOKEN": carol]).status == 0)
-        #expect(try cli.run(["--yes", "operator", "remove", "carol"]).status == 0)
-        #expect(try cli.run(["whoami"], extraEnvironment: ["BACKUPCTL_TOKEN": carol]).status == 77)
-        #expect(try cli.run(["--yes", "operator", "remove", "root"]).status == 1)
+        let export = Self.repoRoot.appendingPathComponent("runbooks/fixtures/export").path
+        #expect(try cli.run(["import", export]).status == 0)
+        let account = "backup_account_030b2e4ce2de76318c0ef50964d225910b64019d8e43620d6d166b6bd100ad26e8"
+        let json = try cli.run(["lookup", "account", account, "--format", "json"])
+        #expect(json.status == 0, "\(json.stderr)")
+        #expect(CLI.json(json.stdout)?["backupId"] as? String == account)
+        let inline = try cli.run(["lookup", "account", account, "--format=json"])
+        #expect(CLI.json(inline.stdout) != nil)
 
-        #expect(try cli.run(["tenant", "create", "scratch", "--sandbox"]).status == 0)
-        #expect(try cli.run(["--tenant", "scratch", "seed", "--backups", "5"]).status == 0)
-        #expect(try cli.run(["tenant", "delete", "scratch"]).status == 64)
-        let deleted = try cli.run(["--format", "json", "--yes", "tenant", "delete", "scratch"])
-        #expect(deleted.status == 0)
-        #expect(CLI.json(deleted.stdout)?["backups"] as? Int == 5)
-        let tenants = try cli.run(["--format", "json", "tenant", "list"]).stdout
-        #expect(!tenants.contains("scratch"))
-        #expect(try cli.run(["--yes", "tenant", "delete", "scratch"]).status != 0)
-        // The chain still verifies, and the deletion is in it.
-        #expect(try cli.run(["audit", "verify"]).status == 0)
-        let log = try cli.run(["--format", "json", "audit", "list", "--operator", "root", "--action", "operator."])
-        let actions = (CLI.json(log.stdout)?["entries"] as? [[String: Any]] ?? []).compactMap {
-            $0["action"] as? String
+        let run = try cli.run(["cleanup", "run", "--execute", "--yes"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(!run.stderr.contains("Did you mean"))
+        // Without --yes a batch refuses a destructive command, as before.
+        #expect(try cli.run(["cleanup", "run", "--execute"]).status == 64)
+
+        // A command's own option of the same name stays the command's.
+        let add = try cli.run(["operator", "add", "bob", "--tenant", "sandbox", "--role", "viewer", "--format", "json"])
+        #expect(add.status == 0, "\(add.stderr)")
+        #expect(CLI.json(add.stdout)?["operator"] as? String == "bob")
+
+        // Credential ids that start with '-' are still values.
+        let dash = try cli.run(["lookup", "passkey", "-5iGFbL3U0S4-a91J", "--format", "json"])
+        #expect(dash.status == 1, "a value, not an unknown option (64)")
+        #expect(dash.stderr.contains("-5iGFbL3U0S4-a91J"), "\(dash.stderr)")
+
+        let missing = try cli.run(["whoami", "--format"])
+        #expect(missing.status == 64 && missing.stderr.contains("--format needs a value"))
+        let bad = try cli.run(["whoami", "--format", "xml"])
+        #expect(bad.status == 64 && bad.stderr.contains("table or json"))
+    }
+
+    @Test func perLineOptionsInAScriptLastOneLine() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        _ = try cli.bootstrap()
+        let result = try cli.run(["-c", "whoami --format json", "-c", "whoami"])
+        #expect(result.status == 0)
+        let lines = result.lines
+        #expect(CLI.json(lines.first ?? "")?["operator"] as? String == "root")
+        #expect(lines.dropFirst().first?.hasPrefix("operator:") == true, "\(lines)")
+        let refused = try cli.run(["-c", "whoami --db /tmp/elsewhere.db"])
+        #expect(refused.status == 64 && refused.stderr.contains("whole run"))
+    }
+
+    @Test func theREPLSwitchesToJSONWithSetOrBackslashFormat() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        _ = try cli.bootstrap()
+        let pty = try PTY(arguments: [], environment: cli.environment.merging(["TERM": "xterm"]) { $1 })
+        #expect(pty.expect("root@"))
+        pty.send("set format json\r")
+        #expect(pty.expect("json"))
+        pty.send("whoami\r")
+        #expect(pty.expect("{\"canCreateTenants\""), "\(pty.transcript)")
+        pty.send("\\format table\r")
+        #expect(pty.expect("format"))
+        pty.send("whoami\r")
+        #expect(pty.expect("operator:"), "\(pty.transcript)")
+        pty.send("set colour on\r")
+        #expect(pty.expect("did you mean 'color'?"), "\(pty.transcript)")
+        pty.send("quit\r")
+        #expect(pty.waitForExit())
+    }
+
+    // MARK: completion (item 6)
+
+    @MainActor @Test func completionOffersNoFlagsForValuesAndCleanFlagNames() {
+        let completion = Completion(tenants: { ["prod", "staging"] })
+        #expect(completion.candidates(before: ["show"], prefix: "").isEmpty)
+        #expect(completion.candidates(before: ["lookup", "oidc"], prefix: "").isEmpty)
+        #expect(completion.candidates(before: ["lookup"], prefix: "").contains("oidc"))
+        let flags = completion.candidates(before: ["cleanup", "run"], prefix: "--")
+        #expect(flags.contains("--execute") && flags.contains("--max") && flags.contains("--grace"))
+        #expect(flags.allSatisfy { $0.allSatisfy { $0.isLowercase || $0 == "-" } }, "\(flags)")
+        #expect(completion.candidates(before: ["set"], prefix: "f") == ["format"])
+        #expect(completion.candidates(before: ["set", "format"], prefix: "") == ["table", "json"])
+        #expect(completion.candidates(before: ["use"], prefix: "st") == ["staging"])
+    }
+
+    @Test func tabOnAValueInsertsNothingOnARealTerminal() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        _ = try cli.bootstrap()
+        let pty = try PTY(arguments: [], environment: cli.environment.merging(["TERM": "xterm"]) { $1 })
+        #expect(pty.expect("root@"))
+        pty.send("show \t\tnope\r")
+        #expect(pty.expect("error["), "\(pty.transcript)")
+        #expect(!pty.transcript.contains("--help"), "\(pty.transcript)")
+        pty.send("cleanup run --exe\t")
+        #expect(pty.expect("--execute "), "\(pty.transcript)")
+        #expect(!pty.transcript.contains("--execute;"))
+        pty.send("\u{03}")  // abandon the line
+        #expect(pty.expect("root@"))
+        pty.send("quit\r")
+        #expect(pty.waitForExit())
+    }
+
+    @MainActor @Test func generatedCompletionScriptsKnowTheWholeTree() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        for shell in ["bash", "zsh", "fish"] {
+            let result = try cli.run(["--generate-completion-script", shell])
+            #expect(result.status == 0)
+            // fish writes long options without their dashes.
+            for word in [
+                "cleanup", "teardown-request", "lookup", "keypair", "sync", "no-pager", "format", "token-file",
+            ] {
+                #expect(result.stdout.contains(word), "\(shell) script lacks \(word)")
+            }
         }
-        #expect(actions.contains("operator.remove") && actions.allSatisfy { $0.hasPrefix("operator.") })
-        let since = try cli.run(["--format", "json", "audit", "list", "--since", "1h", "--limit", "500"])
-        #expect((CLI.json(since.stdout)?["entries"] as? [Any])?.isEmpty == false)
-        let future = try cli.run(["--format", "json", "audit", "list", "--since", "2999-01-01"])
-        #expect((CLI.json(future.stdout)?["entries"] as? [Any])?.isEmpty == true)
-        #expect(try cli.run(["audit", "list", "--since", "yesterday"]).status == 1)
-        #expect(try cli.run(["audit", "list", "--action", "a b"]).status == 1)
+        #expect(try cli.run(["--generate-completion-script", "tcsh"]).status == 64)
+        // Tenant names come from the tool itself; the command the scripts run lists them.
+        let bash = try cli.run(["--generate-completion-script", "bash"]).stdout
+        #expect(bash.contains("tenant list"))
+        // The completion root declares exactly the process's global options.
+        let root = Completion.flags(inHelp: CompletionRoot.helpMessage(columns: 1000))
+        #expect(root == Completion.flags(inHelp: Backupctl.helpMessage(columns: 1000)))
+        #expect(root.contains("--no-pager") && root.contains("--token-file"))
+
+        _ = try cli.bootstrap()
+        #expect(try cli.run(["tenant", "create", "staging", "--sandbox"]).status == 0)
+        let shell = Process()
+        shell.executableURL = URL(fileURLWithPath: "/bin/sh")
+        shell.arguments = ["-c", CompletionRoot.tenantNames]
+        var environment = cli.environment
+        environment["PATH"] = CLI.binary.deletingLastPathComponent().path + ":/usr/bin:/bin"
+        shell.environment = environment
+        let out = Pipe()
+        shell.standardOutput = out
+        try shell.run()
+        let listed = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        shell.waitUntilExit()
+        #expect(listed.split(separator: "\n") == ["sandbox", "staging"], "\(listed)")
+    }
+
+    // MARK: demo inside a session (item 7)
+
+    @Test func demoInsideTheREPLSaysWhatItDoesAndAsks() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        _ = try cli.bootstrap()
+        let pty = try PTY(arguments: [], environment: cli.environment.merging(["TERM": "xterm"]) { $1 })
+        #expect(pty.expect("root@"))
+        pty.send("demo --backups 5 --orphans 1\r")
+        #expect(pty.expect("Switch? [y/N]"), "\(pty.transcript)")
+        #expect(pty.transcript.contains("operator demo"))
+        pty.send("n\r")
+        #expect(pty.expect("error[not_confirmed]"), "\(pty.transcript)")
+        pty.send("whoami\r")
+        #expect(pty.expect("operator: root") || pty.transcript.contains("root"), "\(pty.transcript)")
+        #expect(pty.expect("root@"))
+        pty.send("demo --backups 5 --orphans 1\r")
+        #expect(pty.expect("Switch? [y/N]"))
+        pty.send("y\r")
+        #expect(pty.expect("demo@"), "after yes the session is the demo's: \(pty.transcript)")
+        pty.send("quit\r")
+        #expect(pty.waitForExit())
+    }
+
+    @Test func demoInAScriptIsRefusedWithoutYes() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        _ = try cli.bootstrap()
+        let refused = try cli.run(["-c", "whoami", "-c", "demo --backups 5"])
+        #expect(refused.status == 64)
+        #expect(refused.stderr.contains("switches this session"))
+        #expect(
+            !FileManager.default.fileExists(atPath: cli.directory.appendingPathComponent("data/backupctl/demo").path))
+    }
+
+    // MARK: did you mean (item 12)
+
+    @Test func didYouMeanForCommandsSubcommandsFlagsAndTenants() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        _ = try cli.bootstrap()
+        #expect(try cli.run(["tenant", "create", "staging", "--sandbox"]).status == 0)
+        let command = try cli.run(["lookpu", "passkey", "x"])
+        #expect(command.status == 64 && command.stderr.contains("did you mean 'lookup'?"), "\(command.stderr)")
+        let sub = try cli.run(["cleanup", "scna"])
+        #expect(sub.status == 64 && sub.stderr.contains("did you mean 'scan'?"), "\(sub.stderr)")
+        let flag = try cli.run(["cleanup", "run", "--exectue"])
+        #expect(flag.status == 64 && flag.stderr.contains("--execute"), "\(flag.stderr)")
+        let tenant = try cli.run(["--tenant", "stagign", "whoami"])
+        #expect(tenant.status == 77 && tenant.stderr.contains("did you mean 'staging'?"), "\(tenant.stderr)")
+        let use = try cli.run(["-c", "use stagin"])
+        #expect(use.stderr.contains("did you mean 'staging'?"), "\(use.stderr)")
+        #expect(try cli.run(["frobnicate"]).stderr.contains("did you mean") == false)
+    }
+
+    @Test func aKeypairMissThatWouldHitWithSyncSaysSo() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        _ = try cli.bootstrap()
+        let export = Self.repoRoot.appendingPathComponent("runbooks/fixtures/export").path
+        #expect(try cli.run(["import", export]).status == 0)
+        // The device (sync) key of the fixture's healthy backup, from its metadata.
+        let key = "BP+8xYDFSlI7763IWd2OrpptTXSXVxK2Q5R81/ZlsdVViuTT3B/FrU+yWp4XCG7ZxlgM9pkkXHYHAs3+0ZCHuqk="
+        let miss = try cli.run(["lookup", "keypair", key])
+        #expect(miss.status == 1)
+        #expect(miss.stderr.contains("--sync"), "\(miss.stderr)")
+        let hit = try cli.run(["lookup", "keypair", key, "--sync"])
+        #expect(hit.status == 0, "\(hit.stderr)")
+    }
+
+    @MainActor @Test func suggestionsAreCloseOrNothing() {
+        #expect(Suggest.closest(to: "lookpu", among: Completion.commandWords) == "lookup")
+        #expect(Suggest.closest(to: "xyzzy", among: Completion.commandWords) == nil)
+        #expect(Suggest.closest(to: "stag", among: ["staging", "prod"]) == "staging")
+        #expect(Suggest.distance("scna", "scan") == 1)
     }
 }

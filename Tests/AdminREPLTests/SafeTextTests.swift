@@ -94,8 +94,6 @@ struct SafeTextTests {
             "TURNKEY_API_KEY": "k",
         ]
         #expect(
-            Pager.pagerEnvironment(env) == [
-                "PATH": "/usr/bin", "TERM": "xterm", "LESS": "-R", "BACKUPCTL_DB": "/tmp/db",
-            ])
+            Pager.pagerEnvironment(env) == ["PATH": "/usr/bin", "TERM": "xterm", "LESS": "-R"])
     }
 }

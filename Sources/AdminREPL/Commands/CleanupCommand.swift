@@ -21,8 +21,10 @@ struct CleanupCommand: ParsableCommand {
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
             let session = try ctx.session()
-            let report = try await CleanupWiring.service(ctx, session).scan(
-                session: session, graceSeconds: try grace.map(CleanupWiring.parseDuration))
+            let report = try await Progress.waiting("cleanup scan") {
+                try await CleanupWiring.service(ctx, session).scan(
+                    session: session, graceSeconds: try grace.map(CleanupWiring.parseDuration))
+            }
             return CommandOutput(json: report) { style in
                 var head =
                     "listed \(report.listed), referenced \(report.referenced), orphans \(report.orphans.count) (\(report.orphans.filter(\.eligible).count) eligible, \(report.waitingForSnapshot) waiting for a snapshot)"
@@ -88,7 +90,8 @@ struct CleanupCommand: ParsableCommand {
                 try ctx.confirmDestructive(
                     "Deleting orphaned Turnkey sub-orgs of \(session.tenantName)", tenant: session.tenantName)
             }
-            let progress = CleanupProgressLine(terminal: Terminal.stdoutIsTerminal || isatty(STDERR_FILENO) == 1)
+            let progress = Progress(label: execute ? "cleanup run" : "cleanup run (dry run)")
+            defer { progress.finish() }
             SignalFlag.drain()
             SignalFlag.install()
             TermSignal.install()  // SIGTERM stops a run like Ctrl-C: in-flight calls finish and are recorded
@@ -99,10 +102,16 @@ struct CleanupCommand: ParsableCommand {
             let options = CleanupRunOptions(
                 execute: execute, max: approvedMax, concurrency: concurrency, graceSeconds: graceSeconds)
             let onProgress: (@Sendable (RunReport, Int) -> Void)? =
-                execute ? { @Sendable report, total in progress.update(report, total: total) } : nil
+                execute
+                ? { @Sendable report, total in
+                    progress.set(
+                        done: report.items.count, total: total,
+                        detail:
+                            "\(report.deleted) deleted, \(report.alreadyGone) gone, \(report.failed) failed, \(report.needsUser) need user"
+                    )
+                } : nil
             let report = try await service.run(
                 session: session, options: options, progress: onProgress, shouldStop: { SignalFlag.isRaised })
-            progress.finish()
             TermSignal.restore()
             var output = CommandOutput(json: report) { style in
                 let waiting =
@@ -266,8 +275,10 @@ struct CleanupCommand: ParsableCommand {
             guard let body = FileManager.default.contents(atPath: bodyFile) else {
                 throw ConsoleError.invalid("invalid_file", "Cannot read the body file \(bodyFile).")
             }
-            let item = try await CleanupWiring.service(ctx, session).submit(
-                session: session, body: Array(body), stamp: stamp.trimmingCharacters(in: .whitespacesAndNewlines))
+            let item = try await Progress.waiting("cleanup submit") {
+                try await CleanupWiring.service(ctx, session).submit(
+                    session: session, body: Array(body), stamp: stamp.trimmingCharacters(in: .whitespacesAndNewlines))
+            }
             return .message("\(item.subOrgId): \(item.outcome)" + (item.error.map { " (\($0))" } ?? ""), json: item)
         }
     }

@@ -45,36 +45,3 @@ enum CleanupWiring {
         return value * scale
     }
 }
-
-/// Progress of a run: one rewritten line with counts, rate and ETA on a terminal, a plain line
-/// every five seconds otherwise. Written to stderr so stdout stays one JSON line.
-final class CleanupProgressLine: @unchecked Sendable {
-    private let lock = NSLock()
-    private let terminal: Bool
-    private let started = Date()
-    // Guarded by `lock`.
-    private var lastPrint = Date.distantPast
-    private var printed = false
-
-    init(terminal: Bool) { self.terminal = terminal }
-
-    func update(_ report: RunReport, total: Int) {
-        lock.withLock {
-            let now = Date()
-            guard now.timeIntervalSince(lastPrint) >= (terminal ? 0.2 : 5) else { return }
-            lastPrint = now
-            let done = report.items.count
-            let elapsed = max(0.001, now.timeIntervalSince(started))
-            let rate = Double(done) / elapsed
-            let eta = rate > 0 ? Int(Double(total - done) / rate) : 0
-            let line =
-                "cleanup: \(done)/\(total) done, \(report.deleted) deleted, \(report.alreadyGone) gone, \(report.failed) failed, \(report.needsUser) need user — \(String(format: "%.1f", rate))/s, ETA \(eta)s"
-            FileHandle.standardError.write(Data((terminal ? "\r\u{1B}[2K" + line : line + "\n").utf8))
-            printed = true
-        }
-    }
-
-    func finish() {
-        lock.withLock { if terminal && printed { FileHandle.standardError.write(Data("\n".utf8)) } }
-    }
-}

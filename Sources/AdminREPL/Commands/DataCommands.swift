@@ -18,11 +18,12 @@ struct ImportCommand: ConsoleCommand {
     func execute(_ ctx: CommandContext) async throws -> CommandOutput {
         let session = try ctx.session()
         let service = DataAdminService(store: try ctx.existingStore(), clock: ctx.clock)
-        let progress = Progress(label: "import")
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        let progress = Progress(label: "import", total: entries.filter { $0 != "factor_lookup.jsonl" && $0 != SnapshotManifest.fileName }.count)
+        defer { progress.finish() }
         let report = try service.importExport(
             directory: directory, dryRun: dryRun, session: session, snapshotAt: snapshotAt, complete: complete,
             progress: progress.update)
-        progress.finish()
         var output = CommandOutput(json: report) { style in Self.render(report, style) }
         output.failure = Self.rejection(report)
         return output
@@ -91,10 +92,10 @@ struct SeedCommand: ConsoleCommand {
 
     func execute(_ ctx: CommandContext) async throws -> CommandOutput {
         let session = try ctx.session()
-        let progress = Progress(label: "seed")
+        let progress = Progress(label: "seed", total: backups)
+        defer { progress.finish() }
         let report = try DataAdminService(store: try ctx.existingStore(), clock: ctx.clock).seed(
             backups: backups, orphans: orphans, seed: seed, session: session, progress: progress.update)
-        progress.finish()
         return CommandOutput(json: report) { style in
             keyValueBlock(
                 [
@@ -105,51 +106,5 @@ struct SeedCommand: ConsoleCommand {
                     ("orphan sub-orgs", "\(report.orphanSubOrgs)"), ("blob bytes", "\(report.blobBytes)"),
                 ], style)
         }
-    }
-}
-
-/// Progress for long commands on stderr: a redrawn line on a terminal, a plain line every few
-/// seconds otherwise, and always a final line, so logs of batch runs stay readable.
-final class Progress {
-    private let label: String
-    private let isTerminal = isatty(STDERR_FILENO) == 1
-    private let start = Date()
-    /// On a terminal the line is drawn at once; otherwise the first plain line waits five
-    /// seconds, so a short command's stderr holds nothing but its result or its one error.
-    private lazy var last = isTerminal ? Date.distantPast : start
-    private var latest = 0
-    private var printedAny = false
-
-    init(label: String) { self.label = label }
-
-    /// Records progress; throws `interrupted` once Ctrl-C was pressed in the REPL, so the command
-    /// stops after the batch it is on (every batch is its own transaction).
-    func update(_ done: Int) throws(ConsoleError) {
-        latest = done
-        if SignalFlag.isRaised {
-            SignalFlag.drain()
-            finish()
-            throw ConsoleError(
-                .conflict, code: "interrupted",
-                "Interrupted after \(done) (\(label)); what was done so far is saved and a rerun continues from it.")
-        }
-        let now = Date()
-        guard now.timeIntervalSince(last) >= (isTerminal ? 0.2 : 5) else { return }
-        last = now
-        emit(final: false)
-    }
-
-    /// The closing line with the final count (only if a progress line was shown, or on a terminal).
-    func finish() {
-        guard printedAny || isTerminal else { return }
-        emit(final: true)
-    }
-
-    private func emit(final: Bool) {
-        printedAny = true
-        let rate = Double(latest) / max(Date().timeIntervalSince(start), 0.001)
-        let line = "\(label): \(latest) done, \(Int(rate))/s"
-        let text = isTerminal ? "\r\u{1B}[K" + line + (final ? "\n" : "") : line + "\n"
-        FileHandle.standardError.write(Data(text.utf8))
     }
 }

@@ -27,6 +27,7 @@ struct DemoCommand: ConsoleCommand {
         let directory = GlobalSettings.dataHome(environment: ctx.environment) + "/backupctl/demo"
         let db = directory + "/console.db"
         let tokenFile = directory + "/token"
+        try Self.confirmSwitch(ctx, to: db)
         if fresh { try? FileManager.default.removeItem(atPath: directory) }
         ctx.switchStore(to: db)
         var seeded: SeedReport?
@@ -39,9 +40,10 @@ struct DemoCommand: ConsoleCommand {
             ctx.tokenOverride = token
             ctx.tenantName = AccessService.defaultTenant
             let session = try ctx.session()
+            let progress = Progress(label: "seeding the demo tenant", total: backups)
+            defer { progress.finish() }
             seeded = try DataAdminService(store: store, clock: ctx.clock).seed(
-                backups: backups, orphans: orphans, seed: 42, session: session,
-                progress: Progress(label: "seeding the demo tenant").update)
+                backups: backups, orphans: orphans, seed: 42, session: session, progress: progress.update)
         } else {
             guard let bytes = FileManager.default.contents(atPath: tokenFile) else {
                 throw ConsoleError.internalError("Cannot read the demo token \(tokenFile); run `demo --fresh`.")
@@ -74,6 +76,29 @@ struct DemoCommand: ConsoleCommand {
             pairs.append(("first command", "import runbooks/fixtures/export"))
             pairs.append(("then", "lookup passkey w6hZIQi3LVcwPvQekJSl_Q · show … · check · help"))
             return keyValueBlock(pairs, style)
+        }
+    }
+
+    /// Inside a REPL or a script already working on a store, `demo` would switch that session
+    /// to the demo store and its `demo` operator: it says so and asks (REPL), or needs `--yes`
+    /// (script). As the process's own command it has no session to take over.
+    @MainActor
+    static func confirmSwitch(_ ctx: CommandContext, to db: String) throws(ConsoleError) {
+        guard ctx.inREPL || ctx.batchLine != nil, ctx.settings.dbPath != db, !ctx.settings.yes else { return }
+        let who = (try? ctx.currentOperator()).map { "operator \($0.name)" } ?? "your operator"
+        let what =
+            "`demo` switches this session from the store \(ctx.settings.dbPath) (\(who)) to the demo store \(db) "
+            + "as operator demo, tenant sandbox"
+        guard ctx.inREPL, ctx.interactive else {
+            throw ConsoleError.usage(
+                "\(what). Run `backupctl demo` on its own, or pass --yes to switch this script.")
+        }
+        Terminal.writeErr("\(what); your store is not changed. Switch? [y/N]")
+        FileHandle.standardError.write(Data("> ".utf8))
+        let answer = Terminal.readLine()?.trimmingCharacters(in: .whitespaces).lowercased()
+        guard answer == "y" || answer == "yes" else {
+            throw ConsoleError(
+                .conflict, code: "not_confirmed", "Not switched; this session stays on \(ctx.settings.dbPath).")
         }
     }
 

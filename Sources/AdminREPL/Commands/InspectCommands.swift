@@ -51,12 +51,36 @@ struct LookupCommand: ParsableCommand {
     }
 
     @MainActor static func run(_ query: LookupQuery, _ ctx: CommandContext) throws -> CommandOutput {
-        let result = try LookupService(store: try ctx.existingStore()).lookup(query, session: try ctx.session())
+        let service = LookupService(store: try ctx.existingStore())
+        let session = try ctx.session()
+        let result: LookupResult
+        do {
+            result = try service.lookup(query, session: session)
+        } catch  where error.code == "not_found" {
+            throw Self.scopeHint(error, query: query, service: service, session: session)
+        }
         return CommandOutput(json: result) { style in
             keyValueBlock(
                 [("backup", style.cyan(result.backupId)), ("scope", result.scope), ("lookup key", result.lookupKey)]
                     + (result.factorId.map { [("factor", $0)] } ?? []), style)
         }
+    }
+}
+
+extension LookupCommand {
+    /// A keypair miss in one scope that the other scope would hit says so ("did you mean
+    /// --sync?"); the probe neither shows nor audits the backup (the operator must ask for it).
+    static func scopeHint(
+        _ error: ConsoleError, query: LookupQuery, service: LookupService, session: Session
+    ) -> ConsoleError {
+        guard case .keypair(let key, let sync) = query,
+            (try? service.resolve(.keypair(publicKey: key, sync: !sync), tenant: session.tenantName)) != nil
+        else { return error }
+        let hint =
+            sync
+            ? " It is in the MAIN scope (an iCloud Keychain key): did you mean `lookup keypair` without --sync?"
+            : " It is in the SYNC scope (a device key): did you mean `lookup keypair \(key) --sync`?"
+        return ConsoleError(error.kind, code: error.code, error.message + hint)
     }
 }
 
@@ -92,9 +116,10 @@ struct CheckCommand: ConsoleCommand, ListsRecords {
         scan.findingLimit = limit
         scan.filter = FindingFilter(minimum: failing ? .fail : .warn, check: try check.map(Self.checkName))
         let progress = Progress(label: "check")
-        let report = try scan.check(
-            backupId: backupId, session: try ctx.session(), progress: backupId == nil ? progress.update : nil)
-        if backupId == nil { progress.finish() }
+        defer { progress.finish() }
+        let onProgress: ((Int) throws(ConsoleError) -> Void)? =
+            backupId == nil ? { done throws(ConsoleError) in try progress.update(done) } : nil
+        let report = try scan.check(backupId: backupId, session: try ctx.session(), progress: onProgress)
         var output = CommandOutput(json: report) { style in InspectRender.check(report, style) }
         output.records = ListRecords(
             ["backupId", "check", "status", "detail"],

@@ -33,11 +33,11 @@ struct InitCommand: ConsoleCommand {
 struct UseCommand: ConsoleCommand {
     static let configuration = CommandConfiguration(commandName: "use", abstract: "Switch to another tenant.")
 
-    @Argument(help: "Tenant name.") var tenant: String
+    @Argument(help: "Tenant name.", completion: .shellCommand(CompletionRoot.tenantNames)) var tenant: String
 
     func execute(_ ctx: CommandContext) async throws -> CommandOutput {
         let name = try TenantName(tenant)
-        let session = try ctx.access.session(operator: try ctx.currentOperator(), tenant: name)
+        let session = try ctx.session(operator: try ctx.currentOperator(), tenant: name)
         ctx.tenantName = name.rawValue
         return .message(
             "Using tenant \(name) as \(session.role).",

@@ -35,8 +35,14 @@ struct TenantCommand: ParsableCommand {
                 guard !tenant.isSandbox, let url = tenant.turnkeyURL, let org = tenant.turnkeyOrgId,
                     let keyFile = tenant.turnkeyAPIKeyFile
                 else { return }
-                if let service = tenant.backupServiceURL { try await BackupServiceHealth.check(service) }
-                _ = try await TurnkeyClient.verifyTenant(url: url, organizationId: org, apiKeyFile: keyFile)
+                if let service = tenant.backupServiceURL {
+                    try await Progress.waiting("checking the Backup Service") { () async throws(ConsoleError) in
+                        try await BackupServiceHealth.check(service)
+                    }
+                }
+                _ = try await Progress.waiting("checking Turnkey") { () async throws(ConsoleError) in
+                    try await TurnkeyClient.verifyTenant(url: url, organizationId: org, apiKeyFile: keyFile)
+                }
             }
             struct Created: Encodable {
                 var tenant: String

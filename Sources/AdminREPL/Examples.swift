@@ -1,0 +1,50 @@
+/// Examples shown by `help` (the first of each) and `help COMMAND` (all of them), keyed by the
+/// command's full path. `HelpTests` checks that every command of the tree has one.
+enum Examples {
+    static func first(_ path: String) -> String? { table[path]?.first }
+
+    static let table: [String: [String]] = [
+        "init": ["backupctl init --admin alice"],
+        "demo": ["backupctl demo", "backupctl demo --fresh --backups 500"],
+        "use": ["use staging"],
+        "whoami": ["whoami", "backupctl --format json whoami"],
+        "quit": ["quit"],
+        "exit": ["exit"],
+        "set": ["set format json", "\\format table", "set pager off", "set"],
+        "tenant create": [
+            "tenant create staging --sandbox",
+            "tenant create prod --turnkey-url https://api.turnkey.com --turnkey-org ORG_ID --turnkey-api-key-file /etc/backupctl/prod-api.key",
+        ],
+        "tenant list": ["tenant list"],
+        "operator add": ["operator add bob --tenant prod --role support"],
+        "operator grant": ["operator grant bob --tenant prod --role cleaner"],
+        "operator revoke": ["operator revoke bob --tenant prod"],
+        "operator list": ["operator list"],
+        "import": ["import runbooks/fixtures/export --dry-run", "import runbooks/fixtures/export"],
+        "seed": ["seed --backups 1000 --orphans 20", "seed --backups 1000 --seed 7"],
+        "audit list": ["audit list --limit 20"],
+        "audit verify": ["audit verify"],
+        "recovery derive": ["backupctl recovery derive --root-key-file key.json"],
+        "recovery sign": ["backupctl recovery sign --challenge B64 --root-key-file key.json"],
+        "recovery stamp": ["backupctl recovery stamp --body-file body.json --root-key-file key.json"],
+        "reset begin": ["reset begin backup_account_02ab…"],
+        "reset complete": ["reset complete --token TOKEN --signature B64"],
+        "reset walkthrough": ["reset walkthrough"],
+        "cleanup scan": ["cleanup scan", "cleanup scan --grace 0"],
+        "cleanup run": ["cleanup run", "cleanup run --execute --max 50", "backupctl cleanup run --execute --yes"],
+        "cleanup status": ["cleanup status"],
+        "cleanup ingest-log": ["cleanup ingest-log service.log"],
+        "cleanup teardown-request": ["cleanup teardown-request SUBORG_ID --out body.json"],
+        "cleanup submit": ["cleanup submit --body-file body.json --stamp STAMP"],
+        "sandbox turnkey": ["backupctl sandbox turnkey --listen 127.0.0.1:8443 --state turnkey.json"],
+        "lookup passkey": [
+            "lookup passkey w6hZIQi3LVcwPvQekJSl_Q", "lookup passkey -5iGFbL3U… (ids starting with - work)",
+        ],
+        "lookup oidc": ["lookup oidc google 110248495921238986420", "lookup oidc https://issuer.example SUB"],
+        "lookup keypair": ["lookup keypair A1b2…", "lookup keypair 04ab… --sync"],
+        "lookup account": ["lookup account backup_account_02ab…", "backupctl lookup account X --format json"],
+        "show": ["show backup_account_02ab…", "backupctl --format json show backup_account_02ab…"],
+        "check": ["check", "check backup_account_02ab…"],
+        "stats": ["stats"],
+    ]
+}
