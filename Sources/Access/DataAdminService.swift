@@ -56,12 +56,13 @@ public struct DataAdminService: Sendable {
             directory: root, tenant: session.tenantName, dryRun: dryRun,
             operatorName: session.operatorName.rawValue, progress: progress)
         report.snapshotAt = snapshotTime.map(Timestamp.format)
-        // A backup the import refused is not in the console: a "complete" snapshot without it
-        // would prove its sub-orgs orphaned. Such a snapshot counts as partial.
-        let trusted = isComplete && report.failed == 0
+        // A backup (or index row) the import refused is not in the console: a "complete"
+        // snapshot without it would prove its sub-orgs orphaned. Such a snapshot counts as partial.
+        let trusted = isComplete && report.failed == 0 && report.problems.isEmpty
         report.complete = trusted
         // An import that wrote nothing leaves no snapshot behind either.
-        let recordsSnapshot = report.failed == 0 || report.imported + report.unchanged > 0
+        let recordsSnapshot =
+            (report.failed == 0 && report.problems.isEmpty) || report.imported + report.unchanged > 0
         if let live = store as? any LiveTenantStore, recordsSnapshot {
             if trusted {
                 report.retired = try live.backupIds(tenant: session.tenantName).filter { !held.contains($0) }

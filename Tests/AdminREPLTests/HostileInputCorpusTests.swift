@@ -82,7 +82,12 @@ import Testing
             #expect((object?["code"] as? String)?.isEmpty == false, "\(name): \(line)")
             #expect(object?["message"] is String, "\(name): \(line)")
         } else {
-            #expect(line.hasPrefix("error[") && line.contains("]: "), "\(name): \(line)")
+            // A batch names the script and line first: `-c:1: error[code]: …`.
+            let located = line.range(of: #"^[^ ]+:[0-9]+: "#, options: .regularExpression).map {
+                line[$0.upperBound...]
+            }
+            let body = located.map(String.init) ?? line
+            #expect(body.hasPrefix("error[") && body.contains("]: "), "\(name): \(line)")
         }
         for text in [result.stderr, result.stdout] {
             #expect(!text.unicodeScalars.contains { $0 != "\n" && UntrustedText.isControl($0) }, "\(name)")

@@ -117,3 +117,59 @@ import Testing
         #expect(!again.transcript.contains("Type the tenant name"))
     }
 }
+
+/// Snapshots through `import`: a refused backup makes a "complete" export partial, so its
+/// sub-orgs can never look orphaned; a complete one retires what it no longer holds.
+@Suite(.serialized) struct SnapshotImportTests {
+    static var fixtures: URL { LiveTenantCommandTests.fixtures }
+
+    func export(_ cli: CLI, _ name: String) throws -> URL {
+        let dir = cli.directory.appendingPathComponent(name)
+        try FileManager.default.copyItem(at: Self.fixtures.appendingPathComponent("export"), to: dir)
+        return dir
+    }
+
+    @Test func aRefusedBackupMakesACompleteSnapshotPartial() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        _ = try cli.bootstrap()
+        let dir = try export(cli, "bad-export")
+        // One backup's metadata is not JSON: refused, so the export is not the whole deployment.
+        try Data("{not json".utf8).write(
+            to: dir.appendingPathComponent(
+                "backup_account_039797dc9fec4e3d3f2f27173ba0faac160ee2f803954e8552c308da22ab40ab5c/metadata"))
+        let result = try cli.run([
+            "--format", "json", "import", dir.path, "--snapshot-at", "2026-11-01T00:00:00Z", "--complete",
+        ])
+        #expect(result.status == 1)
+        let report = try #require(CLI.json(result.stdout))
+        #expect(report["complete"] as? Bool == false && report["failed"] as? Int == 1)
+        #expect((report["retired"] as? [String])?.isEmpty == true)
+    }
+
+    @Test func aCompleteSnapshotRetiresWhatItNoLongerHolds() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        _ = try cli.bootstrap()
+        #expect(try cli.run(["import", Self.fixtures.appendingPathComponent("export").path]).status == 0)
+        let dir = try export(cli, "smaller")
+        let gone = "backup_account_039797dc9fec4e3d3f2f27173ba0faac160ee2f803954e8552c308da22ab40ab5c"
+        try FileManager.default.removeItem(at: dir.appendingPathComponent(gone))
+        try Data(#"{"snapshotAt": "2026-11-02T00:00:00Z", "complete": true}"#.utf8).write(
+            to: dir.appendingPathComponent("export.json"))
+        let dry = try cli.run(["--format", "json", "import", dir.path, "--dry-run"])
+        #expect((CLI.json(dry.stdout)?["retired"] as? [String]) == [gone])
+        #expect(try cli.run(["show", gone]).status == 0)
+        let real = try cli.run(["--format", "json", "import", dir.path])
+        #expect(real.status == 0, "\(real.stderr)")
+        #expect((CLI.json(real.stdout)?["retired"] as? [String]) == [gone])
+        #expect(try cli.run(["show", gone]).status == 1)
+        let audit = try cli.run(["--format", "json", "audit", "list", "--limit", "10"])
+        #expect(audit.stdout.contains("import.retire") && audit.stdout.contains("import.snapshot"))
+        // A bad export.json changes nothing.
+        try Data(#"{"snapshotAt": "tomorrow", "complete": true}"#.utf8).write(
+            to: dir.appendingPathComponent("export.json"))
+        let bad = try cli.run(["import", dir.path])
+        #expect(bad.status == 1 && bad.stderr.contains("invalid_snapshot_time"))
+    }
+}

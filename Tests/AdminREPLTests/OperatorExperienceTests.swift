@@ -101,7 +101,7 @@ import Testing
         let missing = try cli.run(["whoami", "--format"])
         #expect(missing.status == 64 && missing.stderr.contains("--format needs a value"))
         let bad = try cli.run(["whoami", "--format", "xml"])
-        #expect(bad.status == 64 && bad.stderr.contains("table or json"))
+        #expect(bad.status == 64 && bad.stderr.contains("table, json, yaml or csv"))
     }
 
     @Test func perLineOptionsInAScriptLastOneLine() throws {
@@ -148,7 +148,7 @@ import Testing
         #expect(flags.contains("--execute") && flags.contains("--max") && flags.contains("--grace"))
         #expect(flags.allSatisfy { $0.allSatisfy { $0.isLowercase || $0 == "-" } }, "\(flags)")
         #expect(completion.candidates(before: ["set"], prefix: "f") == ["format"])
-        #expect(completion.candidates(before: ["set", "format"], prefix: "") == ["table", "json"])
+        #expect(completion.candidates(before: ["set", "format"], prefix: "") == ["table", "json", "yaml", "csv"])
         #expect(completion.candidates(before: ["use"], prefix: "st") == ["staging"])
     }
 
