@@ -108,6 +108,41 @@ struct CrashResumeProcessTests {
             ProcessDrill.json(verify.stdout)?["ok"] as? Bool == true, "audit verify: \(verify.stdout) \(verify.stderr)")
     }
 
+    @Test("SIGTERM stops a run like Ctrl-C: in-flight calls finish and are recorded; the next run finishes")
+    func sigtermStopsTheRunCleanly() async throws {
+        try #require(BackupctlProcess.binaryExists, "build the backupctl binary first (swift build --build-tests)")
+        let drill = try ProcessDrill()
+        defer { drill.cleanUp() }
+        var state = try SandboxStateFile.loadOrCreate(
+            path: drill.statePath, subOrgCount: 60, random: SeededRandom(seed: 12))
+        let orphans = state.subOrgs
+        state.faults = SandboxFaults(latencyMillis: 20)
+        try state.save(to: drill.statePath)
+        try await drill.startServer()
+        try await drill.createLiveTenant(state)
+        try await Self.freshSnapshot(drill)
+        let console = try BackupctlProcess(Self.runCommand, environment: drill.environment)
+        // The checkpoint: the sandbox has received a deletion (bounded wait, no timing assertion).
+        var received = 0
+        for _ in 0..<400 where received == 0 && console.isRunning {
+            try await Task.sleep(nanoseconds: 25_000_000)
+            received = try drill.bodiesReceived()
+        }
+        #expect(received > 0 && console.isRunning, "the run ended before it could be stopped")
+        console.signal(SIGTERM)
+        let status = await console.waitExit(seconds: 30)
+        #expect(status == 0, "SIGTERM should stop the run cleanly: \(status.map(String.init) ?? "still running")")
+        let report = try #require(ProcessDrill.json(console.stdout), "no report: \(console.stdout)")
+        #expect((report["deleted"] as? Int ?? orphans.count) < orphans.count, "the run was not stopped early")
+        // What was in flight is recorded: no item is left failed, and the next run finishes the rest.
+        #expect(report["failed"] as? Int == 0)
+        let final = try await drill.run(Self.runCommand)
+        #expect(final.status == 0, "\(final.stderr)")
+        let ended = try await drill.stopServer()
+        #expect(ended.subOrgs.isEmpty, "left: \(ended.subOrgs.count)")
+        for id in orphans { #expect(Set(ended.deleteBodies[id] ?? []).count == 1, "\(id): one body") }
+    }
+
     @Test("break-glass by command line: needsUser, teardown-request, recovery stamp, submit → deleted")
     func breakGlassCommandLine() async throws {
         try #require(BackupctlProcess.binaryExists, "build the backupctl binary first (swift build --build-tests)")
