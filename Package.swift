@@ -64,21 +64,29 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             swiftSettings: strict),
+        // The loopback Hummingbird server both emulators run on.
         .target(
-            name: "BackupServiceSandbox",
+            name: "SandboxHTTP",
             dependencies: [
-                "BackupModel", "BackupCrypto", "ConsoleStore", "BackupService",
+                "BackupModel",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
         .target(
+            name: "BackupServiceSandbox",
+            dependencies: [
+                "BackupModel", "BackupCrypto", "ConsoleStore", "BackupService", "SandboxHTTP",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
+        .target(
             name: "TurnkeySandbox",
             dependencies: [
-                "BackupModel", "BackupCrypto", "ConsoleStore", "Turnkey",
+                "BackupModel", "BackupCrypto", "ConsoleStore", "Turnkey", "SandboxHTTP",
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),

@@ -6,32 +6,26 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
-import ServiceLifecycle
+import SandboxHTTP
 
-/// Serves a ``BackupServiceEmulator`` over HTTP with Hummingbird on a loopback port.
+/// Serves a ``BackupServiceEmulator`` over HTTP on a loopback port (a ``LoopbackServer``).
 ///
 /// The console always talks HTTP to a Backup Service: sandbox tenants get one of these
 /// in-process on an ephemeral port, and `backupctl sandbox backup-service` runs one standalone
-/// over an export directory. `stop` shuts down gracefully and waits.
+/// over an export directory.
 public final class BackupServiceSandboxServer: Sendable {
     public let emulator: BackupServiceEmulator
-    public let host: String
-    public let port: Int
-    private let task: Task<Void, any Error>
-    private let group: ServiceGroup
+    let server: LoopbackServer
 
-    private init(
-        emulator: BackupServiceEmulator, host: String, port: Int, task: Task<Void, any Error>, group: ServiceGroup
-    ) {
+    private init(emulator: BackupServiceEmulator, server: LoopbackServer) {
         self.emulator = emulator
-        self.host = host
-        self.port = port
-        self.task = task
-        self.group = group
+        self.server = server
     }
 
+    public var host: String { server.host }
+    public var port: Int { server.port }
     /// The base URL to give a `BackupServiceClient`.
-    public var baseURL: String { "http://\(host):\(port)" }
+    public var baseURL: String { server.baseURL }
 
     struct Dropped: Error {}
 
@@ -41,8 +35,9 @@ public final class BackupServiceSandboxServer: Sendable {
         _ emulator: BackupServiceEmulator, host: String = "127.0.0.1", port: Int = 0,
         logger: Logger = Logger(label: "backupctl.backup-service-sandbox")
     ) async throws(ConsoleError) -> BackupServiceSandboxServer {
-        let (bound, continuation) = AsyncStream<Int>.makeStream()
-        let responder = CallbackResponder<BasicRequestContext> { request, _ in
+        let server = try await LoopbackServer.start(
+            "The Backup Service sandbox", host: host, port: port, logger: logger
+        ) { request in
             var request = request
             // The service's body limit is far above anything a console sends; 1 MiB here.
             let buffer = try await request.collectBody(upTo: 1 << 20)
@@ -59,49 +54,14 @@ public final class BackupServiceSandboxServer: Sendable {
                 status: .init(code: answer.status), headers: headers,
                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body)))
         }
-        var quiet = logger
-        quiet.logLevel = .critical
-        let app = Application(
-            responder: responder, configuration: .init(address: .hostname(host, port: port)),
-            onServerRunning: { channel in
-                continuation.yield(channel.localAddress?.port ?? 0)
-                continuation.finish()
-            }, logger: quiet)
-        let group = ServiceGroup(
-            configuration: .init(services: [app], gracefulShutdownSignals: [], cancellationSignals: [], logger: quiet))
-        let task = Task { try await group.run() }
-        let watcher = Task {
-            _ = try? await task.value
-            continuation.finish()
-        }
-        var iterator = bound.makeAsyncIterator()
-        let boundPort = await iterator.next()
-        _ = watcher
-        guard let boundPort, boundPort > 0 else {
-            task.cancel()
-            throw ConsoleError(
-                .invalidInput, code: "sandbox_listen_failed",
-                "The Backup Service sandbox could not listen on \(host):\(port).")
-        }
-        return BackupServiceSandboxServer(emulator: emulator, host: host, port: boundPort, task: task, group: group)
+        return BackupServiceSandboxServer(emulator: emulator, server: server)
     }
 
-    /// Stops the server gracefully and waits for it; cancels it if it has not stopped in 5 s.
-    public func stop() async {
-        await group.triggerGracefulShutdown()
-        let task = task
-        let deadline = Task {
-            try await Task.sleep(nanoseconds: 5_000_000_000)
-            task.cancel()
-        }
-        _ = try? await task.value
-        deadline.cancel()
-    }
+    /// Stops the server gracefully and waits for it.
+    public func stop() async { await server.stop() }
 
     /// Runs until the task is cancelled or the server fails.
-    public func wait() async throws {
-        try await task.value
-    }
+    public func wait() async throws { try await server.wait() }
 }
 
 /// The sandbox service of a store-backed sandbox tenant.
