@@ -112,12 +112,7 @@ import Testing
     /// The answer is lost and nothing happened: status still finds the backup. Exit 2, the
     /// console's copy untouched, and the same token still works afterwards.
     @Test func droppedAnswerBeforeCommitSaysTheResetDidNotHappen() async throws {
-        let f = try Fixture()
-        let key = rootKey("42")
-        let id = try f.addBackup(key)
-        let service = try await f.service()
-        let begun = try await service.begin(backupAccountId: id.rawValue, session: f.session)
-        let signature = try UserRecovery.signChallenge(begun.challenge, rootKey: key)
+        let (f, id, service, begun, signature) = try await Self.begun()
         let before = try f.snapshot(ids: [id])
         f.faults.dropBeforeReset()
         let error = await consoleError {
@@ -134,12 +129,7 @@ import Testing
     /// A console killed after the service's 204 but before its own record: the rerun's
     /// not_found from the service is recognised as that reset (the ledger says it was sent).
     @Test func rerunAfterAnUnrecordedSendFinishesTheLocalPart() async throws {
-        let f = try Fixture()
-        let key = rootKey("42")
-        let id = try f.addBackup(key)
-        let service = try await f.service()
-        let begun = try await service.begin(backupAccountId: id.rawValue, session: f.session)
-        let signature = try UserRecovery.signChallenge(begun.challenge, rootKey: key)
+        let (f, id, service, begun, signature) = try await Self.begun()
         // What the killed process did: marked the ledger sent; the service reset the backup.
         try f.store.markResetSent(tokenHash: begun.tokenHash, subOrgIds: ["suborg-a", "suborg-b"], now: 1)
         #expect(
@@ -155,12 +145,7 @@ import Testing
     /// The service checks the sealed blob (HEAD of `{id}/backup`), not the metadata: a backup
     /// without a blob cannot be reset, and a second try says so instead of guessing.
     @Test func aBackupWithoutABlobIsNotFoundForTheService() async throws {
-        let f = try Fixture()
-        let key = rootKey("42")
-        let id = try f.addBackup(key, withBlob: false)
-        let service = try await f.service()
-        let begun = try await service.begin(backupAccountId: id.rawValue, session: f.session)
-        let signature = try UserRecovery.signChallenge(begun.challenge, rootKey: key)
+        let (f, id, service, begun, signature) = try await Self.begun(withBlob: false)
         let before = try f.snapshot(ids: [id])
         let first = await consoleError {
             _ = try await service.complete(token: begun.token, signature: signature, session: f.session)
@@ -207,5 +192,18 @@ import Testing
         await f.stop()
         let error = await consoleError { _ = try await service.begin(backupAccountId: id.rawValue, session: f.session) }
         #expect(error?.kind == .remote && error?.code == "backup_service_unavailable")
+    }
+
+    /// A fixture with one backup (fixture key `42`), its reset service, a begun reset and the
+    /// user's signature over its challenge.
+    static func begun(withBlob: Bool = true) async throws -> (
+        Fixture, BackupAccountID, ResetService, ResetChallenge, String
+    ) {
+        let f = try Fixture()
+        let key = rootKey("42")
+        let id = try f.addBackup(key, withBlob: withBlob)
+        let service = try await f.service()
+        let begun = try await service.begin(backupAccountId: id.rawValue, session: f.session)
+        return (f, id, service, begun, try UserRecovery.signChallenge(begun.challenge, rootKey: key))
     }
 }
