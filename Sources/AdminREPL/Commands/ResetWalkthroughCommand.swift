@@ -41,7 +41,8 @@ struct ResetWalkthroughCommand: ConsoleCommand {
                 // so does the end of input. Anything else may be retried (or answered with abort).
                 // A refused reset ends it too: the wipe step has no input to correct.
                 if error.code == "not_confirmed" || error.kind == .usage || walk.step == .wipe { throw error }
-                Terminal.writeErr(style.red("error:") + " " + error.message + " Try again, or type abort.")
+                Terminal.writeErr(
+                    style.red("error[\(error.code)]:") + " " + SafeText.message(error.message) + " Try again, or type abort.")
             }
         }
     }
@@ -145,7 +146,9 @@ struct ResetWalkthroughCommand: ConsoleCommand {
         return "Sent to Turnkey: " + outcomes.joined(separator: "; ")
     }
 
-    private func say(_ text: String) { Terminal.writeErr(text) }
+    /// Walkthrough text holds imported strings (labels, masked emails): escaped, the console's
+    /// own colours kept.
+    private func say(_ text: String) { Terminal.writeErr(SafeText.output(text, keepStyle: true)) }
 
     private func ask(_ label: String) throws(ConsoleError) -> String {
         FileHandle.standardError.write(Data("\(label)> ".utf8))
