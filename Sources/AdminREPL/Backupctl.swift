@@ -59,7 +59,8 @@ struct Backupctl: AsyncParsableCommand {
             let inline = arguments[index].split(separator: "=", maxSplits: 1).dropFirst().first.map(String.init)
             let shell = inline ?? (index + 1 < arguments.count ? arguments[index + 1] : "")
             guard let script = CompletionRoot.script(for: shell) else {
-                reportUsage("--generate-completion-script takes bash, zsh or fish, got '\(shell)'.", arguments: arguments)
+                reportUsage(
+                    "--generate-completion-script takes bash, zsh or fish, got '\(shell)'.", arguments: arguments)
                 Foundation.exit(ExitStatus.usage)
             }
             Terminal.writeOut(script)
