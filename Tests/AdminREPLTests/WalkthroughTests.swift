@@ -82,4 +82,24 @@ import Testing
         #expect(pty.process.terminationStatus == 1, "\(pty.transcript)")
         #expect(try cli.run(["show", Self.backupId]).status == 0)
     }
+
+    /// The runbook's "no reset" test comes first: a user who still has a listed factor gets no
+    /// challenge, and nothing is issued, audited as a reset or changed.
+    @Test func aUserWhoStillHasAFactorGetsNoReset() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        _ = try cli.bootstrap()
+        try importBackup(cli)
+        let pty = try PTY(arguments: ["reset", "walkthrough"], environment: cli.environment)
+        #expect(pty.expect("backup or factor>"))
+        pty.send(Self.backupId + "\r")
+        #expect(pty.expect("still have ANY factor listed above? (yes/no)>"))
+        pty.send("yes\r")
+        #expect(pty.expect("No reset"), "\(pty.transcript)")
+        #expect(pty.waitForExit())
+        #expect(!pty.transcript.contains("challenge:"))
+        #expect(try cli.run(["show", Self.backupId]).status == 0)
+        let audit = try cli.run(["--format", "json", "audit", "list", "--limit", "50"])
+        #expect(!audit.stdout.contains("reset.begin") && !audit.stdout.contains("reset.complete"))
+    }
 }
