@@ -60,6 +60,7 @@ struct CrashResumeProcessTests {
         try await Self.freshSnapshot(drill)
 
         var killedMidRun = 0
+        var early: [String] = []
         var progressAtKill: [Int] = []
         for round in 0..<10 {
             let console = try BackupctlProcess(Self.runCommand, environment: drill.environment)
@@ -67,11 +68,14 @@ struct CrashResumeProcessTests {
             if console.isRunning {
                 console.signal(SIGKILL)
                 killedMidRun += 1
+                _ = await console.waitExit(seconds: 30)
+            } else if let status = await console.waitExit(seconds: 30), status != 0 {
+                early.append("round \(round): exit \(status): \(console.stderr.prefix(300))")
             }
-            _ = await console.waitExit(seconds: 30)
             progressAtKill.append(try drill.bodiesReceived())
         }
-        #expect(killedMidRun >= 6, "only \(killedMidRun) of 10 kills hit a running console")
+        #expect(early.isEmpty, "runs that failed before their kill: \(early)")
+        #expect(killedMidRun >= 6, "only \(killedMidRun) of 10 kills hit a running console; \(early)")
         #expect(progressAtKill.last ?? 0 > 0, "no deletion happened before the final run")
         #expect(progressAtKill.last ?? 0 < orphans.count * 2, "the kills did not interrupt the work")
 
