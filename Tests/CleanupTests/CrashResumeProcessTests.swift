@@ -18,6 +18,15 @@ struct CrashResumeProcessTests {
         "--concurrency", "4",
     ]
 
+    /// Polls (synchronously, so a busy task pool cannot stretch the wait) until the sandbox has
+    /// received `count` deletion bodies or the console has exited; at most 20 s.
+    static func waitUntil(_ console: BackupctlProcess, bodiesBeyond count: Int, _ drill: ProcessDrill) throws {
+        for _ in 0..<1000 where console.isRunning {
+            if try drill.bodiesReceived() >= count { return }
+            usleep(20_000)
+        }
+    }
+
     /// The live tenant's proof: a scan records when the orphans were first seen unreferenced,
     /// then a complete snapshot taken no earlier says they still are (what importing a fresh
     /// export with `--complete` records).
@@ -63,8 +72,12 @@ struct CrashResumeProcessTests {
         var early: [String] = []
         var progressAtKill: [Int] = []
         for round in 0..<10 {
+            // The checkpoint: this round's console has had 1–3 more deletions accepted by the
+            // sandbox (its state file, saved every 200 ms). A fixed delay drifted when the test
+            // pool was busy, and the consoles finished the work before their kills.
+            let before = try drill.bodiesReceived()
             let console = try BackupctlProcess(Self.runCommand, environment: drill.environment)
-            try await Task.sleep(nanoseconds: UInt64(300 + 150 * round) * 1_000_000)
+            try Self.waitUntil(console, bodiesBeyond: before + 1 + round % 3, drill)
             if console.isRunning {
                 console.signal(SIGKILL)
                 killedMidRun += 1
