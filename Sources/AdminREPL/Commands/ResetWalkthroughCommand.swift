@@ -2,6 +2,7 @@ import Access
 import ArgumentParser
 import BackupModel
 import Cleanup
+import ConsoleService
 import Foundation
 import Recovery
 
