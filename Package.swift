@@ -190,7 +190,9 @@ let package = Package(
             ]),
         .testTarget(
             name: "AdminREPLTests",
-            dependencies: ["AdminREPL", "BackupctlTestSupport", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "AdminREPL", "ConsoleService", "BackupctlTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             // Read from the source tree by path (golden files), not bundled.
             exclude: ["Goldens"]),
     ],

@@ -19,8 +19,11 @@ struct Backupctl: AsyncParsableCommand {
     @Option(help: "The embedded store (default $BACKUPCTL_DB, else $XDG_DATA_HOME/backupctl/console.db).")
     var db: String?
     @Option(help: "Tenant for this run (default $BACKUPCTL_TENANT).") var tenant: String?
-    @Option(help: "Run commands on this `backupctl serve` (default $BACKUPCTL_SERVER).") var server: String?
-    @Option(help: "table, json, yaml or csv (default $BACKUPCTL_FORMAT, else table).") var format: String?
+    @Option(help: "Run commands on this `backupctl serve` (default $BACKUPCTL_SERVER, else the current context).")
+    var server: String?
+    @Option(help: "Use this saved context (default $BACKUPCTL_CONTEXT, else the current one; `context list`).")
+    var context: String?
+    @Option(help: "table, json, yaml or csv (default $BACKUPCTL_FORMAT, else table).") var format: OutputFormat?
     @Option(help: "File holding the operator token (default: the token in $BACKUPCTL_TOKEN).") var tokenFile: String?
     @Option(
         name: .customShort("c"), help: ArgumentHelp("Run one command; repeatable, run in order.", valueName: "command"))
@@ -31,7 +34,7 @@ struct Backupctl: AsyncParsableCommand {
     var file: String?
     @Flag(help: "Batch: go on after a failing command.") var continueOnError = false
     @Flag(help: "Answer yes to confirmations (batch needs it for destructive commands).") var yes = false
-    @Option(help: "auto, always or never (NO_COLOR and TERM=dumb turn auto off).") var color: String = "auto"
+    @Option(help: "auto, always or never (NO_COLOR and TERM=dumb turn auto off).") var color: ColorMode = .auto
     @Flag(help: "Never page long output (default pager: $BACKUPCTL_PAGER, else $PAGER, else less).")
     var noPager = false
     @Argument(parsing: .captureForPassthrough, help: "A command to run directly, e.g. `lookup passkey ID`.")
@@ -40,17 +43,37 @@ struct Backupctl: AsyncParsableCommand {
     /// The standard entry, except that `--generate-completion-script SHELL` describes the whole
     /// command tree (``CompletionRoot``) instead of this passthrough root.
     func settings(environment: [String: String]) throws(ConsoleError) -> GlobalSettings {
-        let formatText = format ?? environment["BACKUPCTL_FORMAT"].flatMap { $0.isEmpty ? nil : $0 } ?? "table"
-        guard let format = OutputFormat(rawValue: formatText) else {
-            throw .usage("--format must be table, json, yaml or csv, got \(formatText).")
-        }
-        guard let color = ColorMode(rawValue: color) else {
-            throw .usage("--color must be auto, always or never, got \(color).")
-        }
-        return GlobalSettings(
+        let envFormat = environment["BACKUPCTL_FORMAT"].flatMap { $0.isEmpty ? nil : $0 } ?? "table"
+        var format = self.format ?? .table
+        if self.format == nil { format = try OutputFormat.parse(envFormat) }
+        var settings = GlobalSettings(
             dbPath: db ?? GlobalSettings.defaultDBPath(environment: environment), tenant: tenant, format: format,
             tokenFile: tokenFile, continueOnError: continueOnError, yes: yes, color: color, noPager: noPager,
             server: server ?? environment["BACKUPCTL_SERVER"].flatMap { $0.isEmpty ? nil : $0 })
+        try applyContext(to: &settings, environment: environment)
+        return settings
+    }
+
+    /// Fills what the run did not say from the chosen context: `--context` or
+    /// `$BACKUPCTL_CONTEXT`, else the current context when the run names neither a server nor a
+    /// store of its own. Flags and environment variables win over the context's values.
+    private func applyContext(to settings: inout GlobalSettings, environment: [String: String]) throws(ConsoleError) {
+        // Local commands never need a context (and must work with a broken config to fix it).
+        if let first = words.first, ["context", "init", "demo", "recovery", "sandbox", "help"].contains(first) {
+            return
+        }
+        let named = context ?? environment["BACKUPCTL_CONTEXT"].flatMap { $0.isEmpty ? nil : $0 }
+        let ownStore = settings.server != nil || db != nil || environment["BACKUPCTL_DB"].map { !$0.isEmpty } == true
+        guard named != nil || !ownStore else { return }
+        let config = try ClientConfig.load(environment: environment)
+        guard let (_, chosen) = try config.selected(named: named, hasOwnStore: ownStore) else { return }
+        if settings.server == nil { settings.server = chosen.server }
+        let envToken = environment["BACKUPCTL_TOKEN"].map { !$0.isEmpty } == true
+        if settings.tokenFile == nil, !envToken { settings.tokenFile = chosen.tokenFile }
+        if settings.tenant == nil, environment["BACKUPCTL_TENANT"].map({ !$0.isEmpty }) != true {
+            settings.tenant = chosen.tenant
+        }
+        settings.caFile = chosen.caFile
     }
 
     /// Parses the global options itself so that a bad one is the same one-line error, with its
@@ -89,14 +112,20 @@ struct Backupctl: AsyncParsableCommand {
 
     /// A usage error before the settings exist: JSON when the words or the environment ask for it.
     static func reportUsage(_ message: String, arguments: [String]) {
+        report(.usage(message), arguments: arguments)
+    }
+
+    /// An error before the settings exist, in the executor's form.
+    static func report(_ error: ConsoleError, arguments: [String]) {
+        let message = error.message
         let environment = ProcessInfo.processInfo.environment
         let json =
             zip(arguments, arguments.dropFirst()).contains { $0 == "--format" && $1 == "json" }
             || arguments.contains("--format=json") || environment["BACKUPCTL_FORMAT"] == "json"
         if json {
-            Terminal.writeErr(JSONLine.encode(["error": ["code": "usage", "message": SecretShape.redact(message)]]))
+            Terminal.writeErr(JSONLine.encode(["error": ["code": error.code, "message": SecretShape.redact(message)]]))
         } else {
-            Terminal.writeErr("error[usage]: \(SafeText.message(message))")
+            Terminal.writeErr("error[\(error.code)]: \(SafeText.message(message))")
         }
     }
 
@@ -108,9 +137,13 @@ struct Backupctl: AsyncParsableCommand {
         do {
             try options.absorbTrailingOptions()
             settings = try options.settings(environment: environment)
-        } catch {
+        } catch  where error.kind == .usage {
             Self.reportUsage(error.message, arguments: Array(CommandLine.arguments.dropFirst()))
             throw ExitCode(ExitStatus.usage)
+        } catch {
+            // A broken or unsafe client config: its own code and exit status.
+            Self.report(error, arguments: Array(CommandLine.arguments.dropFirst()))
+            throw ExitCode(ExitStatus.code(for: error.kind))
         }
         let status = await Launcher(options: options, settings: settings, environment: environment).run()
         if status != 0 { throw ExitCode(status) }
@@ -127,9 +160,11 @@ extension Backupctl {
         words = kept
         db = trailing.db ?? db
         tenant = trailing.tenant ?? tenant
-        format = trailing.format ?? format
+        server = trailing.server ?? server
+        context = trailing.context ?? context
+        if let text = trailing.format { format = try OutputFormat.parse(text) }
         tokenFile = trailing.tokenFile ?? tokenFile
-        color = trailing.color ?? color
+        if let text = trailing.color { color = try ColorMode.parse(text) }
         yes = yes || trailing.yes
         continueOnError = continueOnError || trailing.continueOnError
         noPager = noPager || trailing.noPager

@@ -12,8 +12,11 @@ struct CompletionRoot: ParsableCommand {
     // The global options of ``Backupctl``; `CompletionTests` checks the two lists match.
     @Option(help: "The embedded store.", completion: .file()) var db: String?
     @Option(help: "Tenant for this run.", completion: .shellCommand(tenantNames)) var tenant: String?
-    @Option(help: "table or json.", completion: .list(OutputFormat.allCases.map(\.rawValue))) var format: String?
+    @Option(help: "table, json, yaml or csv.", completion: .list(OutputFormat.allCases.map(\.rawValue))) var format:
+        String?
     @Option(help: "File holding the operator token.", completion: .file()) var tokenFile: String?
+    @Option(help: "Run commands on this backupctl serve.") var server: String?
+    @Option(help: "Use this saved context.", completion: .shellCommand(contextNames)) var context: String?
     @Option(name: .customShort("c"), help: ArgumentHelp("Run one command; repeatable.", valueName: "command"))
     var command: [String] = []
     @Option(
@@ -28,6 +31,8 @@ struct CompletionRoot: ParsableCommand {
     /// The shell command a completion script runs for tenant names: the operator's own tenants,
     /// with whatever store and token the shell's environment points at.
     static let tenantNames = "backupctl --no-pager --color never tenant list 2>/dev/null | awk 'NR > 1 { print $1 }'"
+    static let contextNames =
+        "backupctl --no-pager --color never context list 2>/dev/null | awk 'NR > 1 { print ($1 == \"*\" ? $2 : $1) }'"
 
     /// The script for `shell`, or `nil` for a shell ArgumentParser does not know.
     static func script(for shell: String) -> String? {

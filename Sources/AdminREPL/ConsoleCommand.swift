@@ -19,7 +19,7 @@ struct ConsoleLine: ParsableCommand {
             ExitCommand.self, TenantCommand.self, OperatorCommand.self, ImportCommand.self, SeedCommand.self,
             AuditCommand.self, RecoveryCommand.self, ResetCommand.self, CleanupCommand.self, SandboxCommand.self,
             LookupCommand.self, ShowCommand.self, CheckCommand.self, StatsCommand.self, BackupsCommand.self,
-            SetCommand.self,
+            SetCommand.self, ContextCommand.self,
         ])
 
 }

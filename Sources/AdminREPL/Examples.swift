@@ -19,6 +19,12 @@ enum Examples {
             "tenant update prod --backup-service-url https://backup.example.com",
             "tenant update prod --clear-backup-service-url",
         ],
+        "context add": [
+            "context add prod --server https://backupctl.internal:8443 --token-file ~/.config/backupctl/prod.token --ca-file /etc/backupctl/ca.pem --tenant prod"
+        ],
+        "context use": ["context use prod"],
+        "context list": ["context list"],
+        "context remove": ["context remove staging"],
         "tenant list": ["tenant list", "backupctl --format csv tenant list"],
         "tenant delete": ["tenant delete staging", "backupctl --yes tenant delete staging"],
         "operator add": ["operator add bob --tenant prod --role support"],

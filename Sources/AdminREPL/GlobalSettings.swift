@@ -1,12 +1,30 @@
+import ArgumentParser
 import BackupModel
 import Foundation
 
-enum OutputFormat: String, CaseIterable {
+/// `--format`: ArgumentParser parses and lists the values; the REPL's per-line forms and the
+/// environment go through ``parse(_:)``, so every path gives the same one-line error.
+enum OutputFormat: String, CaseIterable, ExpressibleByArgument {
     case table, json, yaml, csv
+
+    static func parse(_ text: String) throws(ConsoleError) -> OutputFormat {
+        guard let format = OutputFormat(rawValue: text) else {
+            throw .usage("--format must be table, json, yaml or csv, got \(text.prefix(40)).")
+        }
+        return format
+    }
 }
 
-enum ColorMode: String, CaseIterable {
+/// `--color`.
+enum ColorMode: String, CaseIterable, ExpressibleByArgument {
     case auto, always, never
+
+    static func parse(_ text: String) throws(ConsoleError) -> ColorMode {
+        guard let mode = ColorMode(rawValue: text) else {
+            throw .usage("--color must be auto, always or never, got \(text.prefix(40)).")
+        }
+        return mode
+    }
 }
 
 /// The global options of DESIGN.md §2, resolved against the environment once per process.
@@ -22,6 +40,8 @@ struct GlobalSettings {
     var noPager = false
     /// `--server URL` / `$BACKUPCTL_SERVER`: run every command on that `backupctl serve`.
     var server: String?
+    /// A PEM CA certificate the client trusts for the server (from the context).
+    var caFile: String?
 
     static func defaultDBPath(environment: [String: String]) -> String {
         if let db = environment["BACKUPCTL_DB"], !db.isEmpty { return db }

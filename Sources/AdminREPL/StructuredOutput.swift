@@ -16,7 +16,7 @@ struct ListRecords {
 protocol ListsRecords {}
 
 enum ListsRecordsNames {
-    static let all = "backups list, check, tenant list, operator list, audit list"
+    static let all = "backups list, check, tenant list, operator list, audit list, context list"
 }
 
 /// `--format yaml` and `--format csv`: the same values as JSON mode, for people and spreadsheets.

@@ -13,11 +13,13 @@ struct TrailingOptions: Equatable {
     var format: String?
     var tokenFile: String?
     var color: String?
+    var server: String?
+    var context: String?
     var yes = false
     var continueOnError = false
     var noPager = false
 
-    static let valued = ["--db", "--tenant", "--format", "--token-file", "--color"]
+    static let valued = ["--db", "--tenant", "--format", "--token-file", "--color", "--server", "--context"]
     static let flags = ["--yes", "--continue-on-error", "--no-pager"]
 
     var isEmpty: Bool { self == TrailingOptions() }
@@ -71,6 +73,8 @@ struct TrailingOptions: Equatable {
             case "--tenant": options.tenant = value
             case "--format": options.format = value
             case "--token-file": options.tokenFile = value
+            case "--server": options.server = value
+            case "--context": options.context = value
             default: options.color = value
             }
         }
@@ -81,23 +85,13 @@ struct TrailingOptions: Equatable {
     /// pager and `--yes`. The store, operator and tenant belong to the whole run.
     /// - Throws: `usage` for a bad value or for an option that only the whole run may set.
     func applyPerLine(to settings: inout GlobalSettings) throws(ConsoleError) {
-        if db != nil || tokenFile != nil || tenant != nil || continueOnError {
+        if db != nil || tokenFile != nil || tenant != nil || server != nil || context != nil || continueOnError {
             throw .usage(
-                "--db, --token-file, --tenant and --continue-on-error apply to the whole run: give them when "
+                "--db, --server, --context, --token-file, --tenant and --continue-on-error apply to the whole run: give them when "
                     + "starting backupctl (inside the console, `use TENANT` switches tenants).")
         }
-        if let format {
-            guard let parsed = OutputFormat(rawValue: format) else {
-                throw .usage("--format must be table or json, got \(format).")
-            }
-            settings.format = parsed
-        }
-        if let color {
-            guard let parsed = ColorMode(rawValue: color) else {
-                throw .usage("--color must be auto, always or never, got \(color).")
-            }
-            settings.color = parsed
-        }
+        if let format { settings.format = try OutputFormat.parse(format) }
+        if let color { settings.color = try ColorMode.parse(color) }
         if yes { settings.yes = true }
         if noPager { settings.noPager = true }
     }

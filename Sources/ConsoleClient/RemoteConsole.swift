@@ -16,8 +16,18 @@ public final class RemoteConsole: ConsoleAPI {
     /// - Parameters:
     ///   - server: `http://HOST:PORT` or `https://HOST:PORT` (a trailing slash is ignored).
     ///   - client: the HTTP client (its TLS configuration trusts the server's certificate).
-    public init(server: String, client: HTTPClient = .shared, timeout: TimeAmount = .seconds(600)) throws(ConsoleError)
-    {
+    /// The process-wide client: a 5 s connect timeout, and a server that refuses the connection
+    /// fails the command at once instead of being retried until the request's deadline.
+    public static let sharedClient: HTTPClient = {
+        var configuration = HTTPClient.Configuration()
+        configuration.timeout.connect = .seconds(5)
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
+
+    public init(
+        server: String, client: HTTPClient = RemoteConsole.sharedClient, timeout: TimeAmount = .seconds(600)
+    ) throws(ConsoleError) {
         var url = server
         while url.hasSuffix("/") { url.removeLast() }
         guard let parsed = URL(string: url), let scheme = parsed.scheme, ["http", "https"].contains(scheme),
@@ -132,8 +142,11 @@ public final class RemoteConsole: ConsoleAPI {
             return ConsoleError(
                 .conflict, code: "interrupted", "Interrupted; the server stops the job after its current call.")
         }
-        return ConsoleError(
-            .remote, code: "server_unavailable",
-            "Cannot reach the server at \(server): \(String(describing: error).prefix(200)).")
+        let text = String(describing: error)
+        let reason =
+            text.contains("Connection refused")
+            ? "connection refused (is `backupctl serve` running there?)"
+            : error as? HTTPClientError == .connectTimeout ? "the connection timed out" : String(text.prefix(200))
+        return ConsoleError(.remote, code: "server_unavailable", "Cannot reach the server at \(server): \(reason).")
     }
 }

@@ -20,20 +20,14 @@ struct SetCommand: ConsoleCommand {
         var settings = ctx.settings
         switch name {
         case "format":
-            guard let format = OutputFormat(rawValue: value) else {
-                throw ConsoleError.usage("format must be table or json, got \(value).")
-            }
-            settings.format = format
+            settings.format = try OutputFormat.parse(value)
         case "pager":
             guard value == "on" || value == "off" else {
                 throw ConsoleError.usage("pager must be on or off, got \(value).")
             }
             settings.noPager = value == "off"
         case "color":
-            guard let color = ColorMode(rawValue: value) else {
-                throw ConsoleError.usage("color must be auto, always or never, got \(value).")
-            }
-            settings.color = color
+            settings.color = try ColorMode.parse(value)
         default:
             throw ConsoleError.usage(
                 "Unknown setting '\(name)'\(Suggest.didYouMean(name, among: Self.names)); settings: format, pager, color."
