@@ -138,7 +138,9 @@ let package = Package(
             dependencies: [
                 "BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Inspect", "Recovery", "Turnkey",
                 "TurnkeySandbox", "Cleanup", "CSecp256k1", "COpenSSL", "BackupService", "BackupServiceSandbox",
+                "ConsoleService", "ConsoleClient",
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             path: "Benchmarks/BackupctlBench",
             swiftSettings: strict),

@@ -6,5 +6,6 @@ enum BenchRegistry {
         RecoveryBench(),
         ConsoleBench(),
         CleanupBench(),
+        ServerBench(),
     ]
 }

@@ -1,0 +1,168 @@
+import Access
+import AsyncHTTPClient
+import BackupCrypto
+import BackupModel
+import ConsoleClient
+import ConsoleService
+import ConsoleStore
+import Foundation
+import Inspect
+
+/// Lookups through `backupctl serve` on loopback against the same lookups in-process
+/// (``LocalConsole`` on the same store file), and lookups/s with 16 concurrent clients
+/// against one client in the same run. The server is the real release binary.
+struct ServerBench: BenchSuite {
+    let name = "server"
+
+    func run(_ scale: BenchScale) async throws -> [String: BenchValue] {
+        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            .appendingPathComponent("backupctl")
+        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
+            return ["error": .text("build the backupctl product in the same configuration first (make bench does)")]
+        }
+        let directory = scratchDirectory("server")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let dbPath = directory.appendingPathComponent("console.db").path
+        let store = try SQLiteConsoleStore(path: dbPath)
+        let access = AccessService(store: store)
+        let token = try access.bootstrap(admin: try OperatorName("bench"))
+        let op = try access.authenticate(token: token)
+        let session = try access.session(operator: op, tenant: try TenantName("sandbox"))
+        let backups = scale.pick(5_000, quick: 300)
+        _ = try DataAdminService(store: store).seed(backups: backups, orphans: 0, seed: 9, session: session)
+        var queries: [LookupQuery] = []
+        try store.forEachLookupRow(tenant: try TenantName("sandbox"), batchSize: 5000) { rows in
+            for row in rows where row.pk.hasPrefix("MAIN#PK|") {
+                queries.append(.passkey(credentialId: String(row.pk.dropFirst(8))))
+            }
+        }
+        let server = try BenchServer(binary: binary, dbPath: dbPath, directory: directory)
+        defer { server.stop() }
+        // One pooled connection per concurrent client (AsyncHTTPClient keeps 8 per host by default).
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 16
+        let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+        let figures: [String: BenchValue]
+        do {
+            figures = try await measure(
+                local: LocalConsole(storePath: dbPath), remote: try RemoteConsole(server: server.url, client: client),
+                caller: Caller(token: token, tenant: "sandbox"), queries: queries, scale: scale)
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+        try await client.shutdown()
+        return figures.merging([
+            "seededBackups": .integer(backups),
+            "cores": .integer(ProcessInfo.processInfo.activeProcessorCount),
+        ]) { $1 }
+    }
+
+    private func measure(
+        local: LocalConsole, remote: RemoteConsole, caller: Caller, queries: [LookupQuery], scale: BenchScale
+    ) async throws -> [String: BenchValue] {
+
+        // Warm both paths (connections, statement caches), then alternate rounds so drift in
+        // the machine's load falls on both sides alike.
+        let rounds = scale.pick(10, quick: 3)
+        let perRound = scale.pick(300, quick: 50)
+        for query in queries.prefix(50) {
+            _ = try? await local.perform(LookupOperation(query), as: caller)
+            _ = try? await remote.perform(LookupOperation(query), as: caller)
+        }
+        var inProcess = Samples()
+        var overHTTP = Samples()
+        var index = 0
+        for _ in 0..<rounds {
+            for _ in 0..<perRound {
+                let query = queries[index % queries.count]
+                index += 1
+                var start = nowNanos()
+                _ = try? await local.perform(LookupOperation(query), as: caller)
+                inProcess.add(nowNanos() - start)
+                start = nowNanos()
+                _ = try? await remote.perform(LookupOperation(query), as: caller)
+                overHTTP.add(nowNanos() - start)
+            }
+        }
+
+        // Throughput: one client, then 16 concurrent clients, over the same number of lookups.
+        let total = scale.pick(8_000, quick: 800)
+        let single = try await Self.throughput(
+            remote: remote, caller: caller, queries: queries, clients: 1, total: total)
+        let sixteen = try await Self.throughput(
+            remote: remote, caller: caller, queries: queries, clients: 16, total: total)
+
+        return [
+            "inProcessMedianMicros": .number(inProcess.medianMicros),
+            "inProcessP99Micros": .number(inProcess.p99Micros),
+            "serverMedianMicros": .number(overHTTP.medianMicros),
+            "serverP99Micros": .number(overHTTP.p99Micros),
+            "serverToInProcessMedianRatio": .number(overHTTP.percentile(0.5) / max(1, inProcess.percentile(0.5))),
+            "serverToInProcessTargetRatio": .integer(3),
+            "serverP99TargetMicros": .integer(2000),
+            "lookupsPerSecond1Client": .number(single),
+            "lookupsPerSecond16Clients": .number(sixteen),
+            "concurrencyGain16To1": .number(sixteen / max(1, single)),
+            "lookupsTimed": .integer(inProcess.values.count),
+        ]
+    }
+
+    /// Lookups per second with `clients` concurrent callers sharing `total` lookups.
+    static func throughput(
+        remote: RemoteConsole, caller: Caller, queries: [LookupQuery], clients: Int, total: Int
+    ) async throws -> Double {
+        let each = total / clients
+        let start = nowNanos()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for client in 0..<clients {
+                group.addTask {
+                    for i in 0..<each {
+                        let query = queries[(client * each + i) % queries.count]
+                        _ = try? await remote.perform(LookupOperation(query), as: caller)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        return Double(each * clients) / (Double(nowNanos() - start) / 1e9)
+    }
+}
+
+/// `backupctl serve` on a free loopback port, stopped with SIGTERM.
+final class BenchServer {
+    let process = Process()
+    let url: String
+
+    init(binary: URL, dbPath: String, directory: URL) throws {
+        process.executableURL = binary
+        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--db", dbPath]
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_STATE_HOME"] = directory.appendingPathComponent("state").path
+        process.environment = environment
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // The first stdout line is {"listening":"http://127.0.0.1:PORT"}, written once bound.
+        var line = Data()
+        while true {
+            let byte = out.fileHandleForReading.readData(ofLength: 1)
+            if byte.isEmpty || byte == Data([0x0A]) { break }
+            line.append(byte)
+        }
+        guard let object = try? JSONSerialization.jsonObject(with: line) as? [String: String],
+            let listening = object["listening"]
+        else {
+            process.terminate()
+            throw ConsoleError.internalError("backupctl serve did not say where it listens")
+        }
+        url = listening
+    }
+
+    func stop() {
+        guard process.isRunning else { return }
+        process.terminate()
+        process.waitUntilExit()
+    }
+}
