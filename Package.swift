@@ -191,6 +191,12 @@ let package = Package(
                 "BackupService", "BackupServiceSandbox", "Inspect",
             ]),
         .testTarget(
+            name: "ConsoleServiceTests",
+            dependencies: [
+                "ConsoleService", "ConsoleClient", "ConsoleStore", "Access", "Inspect", "BackupModel", "BackupCrypto",
+                "BackupctlTestSupport",
+            ]),
+        .testTarget(
             name: "AdminREPLTests",
             dependencies: [
                 "AdminREPL", "ConsoleService", "BackupctlTestSupport", .product(name: "GRDB", package: "GRDB.swift"),

@@ -1,9 +1,18 @@
 import BackupctlTestSupport
 import Foundation
+import Testing
 
 /// Runs the real `backupctl` binary and returns what it printed and its exit status — the
 /// end-to-end helper of swift-argument-parser's AssertExecuteCommand, for a whole process.
 struct CLI {
+    /// Where the commands run: in the client process on the store file (the embedded default),
+    /// or on a `backupctl serve` on loopback that alone opens the store. Command-level tests run
+    /// in both with the same expectations.
+    enum Mode: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        case inProcess, server
+        var testDescription: String { rawValue }
+    }
+
     struct Result {
         var stdout: String
         var stderr: String
@@ -18,8 +27,14 @@ struct CLI {
     /// A fresh store directory; the environment points everything (db, state, data) inside it.
     let directory: URL
     var environment: [String: String]
+    let mode: Mode
+    /// The store file (the server's, in server mode: the client is pointed elsewhere).
+    let dbPath: String
+    /// The `backupctl serve` of server mode, started by ``bootstrap(admin:)``.
+    private(set) var server: BackupctlProcess?
 
-    init() {
+    init(mode: Mode = .inProcess) {
+        self.mode = mode
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("cli-\(UUID().uuidString)")
         try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         environment = [
@@ -30,9 +45,66 @@ struct CLI {
             "BACKUPCTL_DB": directory.appendingPathComponent("console.db").path,
             "TERM": "dumb",
         ]
+        dbPath = directory.appendingPathComponent("console.db").path
     }
 
-    func cleanUp() { try? FileManager.default.removeItem(at: directory) }
+    func cleanUp() {
+        stopServer()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Stops the server (SIGTERM: it drains and exits 0), if one runs.
+    func stopServer() {
+        guard let server, server.isRunning else { return }
+        server.signal(SIGTERM)
+        let semaphore = DispatchSemaphore(value: 0)
+        Task {
+            _ = await server.waitExit(seconds: 20)
+            semaphore.signal()
+        }
+        semaphore.wait()
+    }
+
+    /// Starts `backupctl serve` on the store and points the client at it. The client's own
+    /// `BACKUPCTL_DB` then names a file in a directory that does not exist, so a command that
+    /// opened a store on the client would fail (and ``clientOpenedNoStore`` would see it).
+    mutating func startServer() throws {
+        var serverEnvironment = environment
+        serverEnvironment["BACKUPCTL_TOKEN"] = nil
+        let process = try BackupctlProcess(
+            ["serve", "--listen", "127.0.0.1:0", "--db", dbPath], environment: serverEnvironment)
+        let deadline = Date().addingTimeInterval(60)
+        var url: String?
+        while url == nil, process.isRunning, Date() < deadline {
+            if let line = process.stdout.split(separator: "\n").first,
+                let object = Self.json(String(line)), let listening = object["listening"] as? String
+            {
+                url = listening
+            } else {
+                Thread.sleep(forTimeInterval: 0.02)
+            }
+        }
+        guard let url else {
+            process.kill9()
+            throw ServerDidNotStart(stderr: process.stderr)
+        }
+        server = process
+        environment["BACKUPCTL_SERVER"] = url
+        environment["BACKUPCTL_DB"] = clientStorePath
+    }
+
+    /// Where the client would create a store if it ever opened one in server mode.
+    var clientStorePath: String { directory.appendingPathComponent("client-has-no-store/console.db").path }
+
+    /// Server mode's guarantee: the client never opened (or created) a store.
+    var clientOpenedNoStore: Bool {
+        !FileManager.default.fileExists(atPath: directory.appendingPathComponent("client-has-no-store").path)
+    }
+
+    struct ServerDidNotStart: Error, CustomStringConvertible {
+        var stderr: String
+        var description: String { "backupctl serve did not start: \(stderr)" }
+    }
 
     @discardableResult
     func run(_ arguments: [String], stdin: String? = nil, extraEnvironment: [String: String] = [:]) throws -> Result {
@@ -71,6 +143,7 @@ struct CLI {
         let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: String]
         let token = object?["token"] ?? ""
         environment["BACKUPCTL_TOKEN"] = token
+        if mode == .server { try startServer() }
         return token
     }
 

@@ -1,0 +1,164 @@
+import Access
+import BackupCrypto
+import BackupModel
+import ConsoleService
+import ConsoleStore
+import Foundation
+import Inspect
+import Testing
+
+/// The in-process service layer: who the caller is, which tenant they act in, and how long a
+/// session read from the store is trusted (by the injected clock, not the process's).
+@Suite struct LocalConsoleTests {
+    struct Fixture {
+        let directory: URL
+        let time = ManualTime(1_800_000_000_000)
+        let console: LocalConsole
+        let store: SQLiteConsoleStore
+        let admin: SecretBytes
+
+        init() throws {
+            directory = FileManager.default.temporaryDirectory.appendingPathComponent("local-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let path = directory.appendingPathComponent("console.db").path
+            let clock = WallClock.manual(time)
+            store = try SQLiteConsoleStore(path: path, clock: clock.millis)
+            admin = try AccessService(store: store, clock: clock).bootstrap(admin: try OperatorName("root"))
+            console = LocalConsole(store: store, path: path, clock: clock)
+        }
+
+        func cleanUp() { try? FileManager.default.removeItem(at: directory) }
+
+        func session(_ token: SecretBytes) throws -> Session {
+            let access = AccessService(store: store, clock: .manual(time))
+            return try access.session(
+                operator: try access.authenticate(token: token), tenant: try TenantName("sandbox"))
+        }
+    }
+
+    @Test func noTokenAndUnknownTokenAreRefusedAsUnauthenticated() async throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanUp() }
+        do {
+            _ = try await fixture.console.perform(WhoamiOperation(), as: Caller(token: nil, tenant: nil))
+            Issue.record("a call without a token was accepted")
+        } catch {
+            #expect(error.code == "missing_token")
+            #expect(Wire.status(for: error.kind, code: error.code) == 401)
+        }
+        do {
+            let stranger = SecretBytes(Array(("bctl_" + String(repeating: "A", count: 43)).utf8))
+            _ = try await fixture.console.perform(WhoamiOperation(), as: Caller(token: stranger, tenant: nil))
+            Issue.record("an unknown token was accepted")
+        } catch {
+            #expect(error.code == "invalid_token")
+            #expect(Wire.status(for: error.kind, code: error.code) == 401)
+        }
+    }
+
+    @Test func aRevokedRoleStopsWorkingOnceTheSessionIsASecondOld() async throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanUp() }
+        let access = AccessService(store: fixture.store, clock: .manual(fixture.time))
+        let rootSession = try fixture.session(fixture.admin)
+        let bob = try access.addOperator(try OperatorName("bob"), role: .viewer, session: rootSession)
+        let caller = Caller(token: bob, tenant: "sandbox")
+        #expect(try await fixture.console.perform(StatsOperation(), as: caller).tenant == "sandbox")
+        try access.revoke(try OperatorName("bob"), session: rootSession)
+        // Within the second the session is reused…
+        fixture.time.advance(byMillis: 999)
+        #expect(try await fixture.console.perform(StatsOperation(), as: caller).tenant == "sandbox")
+        // …and not a millisecond longer.
+        fixture.time.advance(byMillis: 1)
+        do {
+            _ = try await fixture.console.perform(StatsOperation(), as: caller)
+            Issue.record("a revoked grant still worked after a second")
+        } catch {
+            #expect(error.code == "permission_denied")
+            #expect(Wire.status(for: error.kind, code: error.code) == 403)
+        }
+    }
+
+    @Test func aRemovedOperatorIsRefusedOnTheNextCall() async throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanUp() }
+        let access = AccessService(store: fixture.store, clock: .manual(fixture.time))
+        let rootSession = try fixture.session(fixture.admin)
+        let bob = try access.addOperator(try OperatorName("bob"), role: .viewer, session: rootSession)
+        let caller = Caller(token: bob, tenant: "sandbox")
+        _ = try await fixture.console.perform(StatsOperation(), as: caller)
+        try access.removeOperator(try OperatorName("bob"), session: rootSession)
+        // Authentication is never cached: no clock movement needed.
+        do {
+            _ = try await fixture.console.perform(StatsOperation(), as: caller)
+            Issue.record("a removed operator's token still worked")
+        } catch {
+            #expect(error.code == "invalid_token")
+        }
+    }
+
+    @Test func theTenantIsTheChosenOneOrTheOnlyOne() async throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanUp() }
+        let only = try await fixture.console.perform(WhoamiOperation(), as: Caller(token: fixture.admin, tenant: nil))
+        #expect(only.tenant == "sandbox")
+        do {
+            _ = try await fixture.console.perform(
+                StatsOperation(), as: Caller(token: fixture.admin, tenant: "sandbx"))
+            Issue.record("an unknown tenant was accepted")
+        } catch {
+            #expect(error.kind == .permissionDenied || error.kind == .notFound)
+            #expect(error.message.contains("did you mean 'sandbox'"))
+        }
+        let chosen = try await fixture.console.perform(
+            UseOperation(tenant: "sandbox"), as: Caller(token: fixture.admin, tenant: nil))
+        #expect(chosen.role == "admin")
+    }
+
+    @Test func cancellingTheCallerStopsALongJobWithInterrupted() async throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanUp() }
+        let caller = Caller(token: fixture.admin, tenant: "sandbox")
+        let session = try fixture.session(fixture.admin)
+        _ = try DataAdminService(store: fixture.store).seed(backups: 3_000, orphans: 0, seed: 4, session: session)
+        // The job's task is cancelled at its first progress report: a checkpoint, not a delay.
+        let console = fixture.console
+        let handle = CancelAtCheckpoint()
+        let job = Task { () async throws -> CheckReport in
+            try await console.perform(
+                CheckOperation(backupId: nil, filter: FindingFilter(), limit: 10), as: caller,
+                progress: { _ in handle.reached() })
+        }
+        handle.attach(job)
+        do {
+            _ = try await job.value
+            Issue.record("the cancelled check finished")
+        } catch let error as ConsoleError {
+            #expect(error.code == "interrupted")
+        }
+    }
+}
+
+/// Cancels a task when a job reaches its checkpoint, even if that happens before the task is
+/// attached (the cancel then happens on attach).
+final class CancelAtCheckpoint: @unchecked Sendable {
+    private let lock = NSLock()
+    private var cancel: (@Sendable () -> Void)?
+    private var wanted = false
+
+    func attach<T>(_ task: Task<T, any Error>) {
+        let now = lock.withLock {
+            cancel = { task.cancel() }
+            return wanted
+        }
+        if now { task.cancel() }
+    }
+
+    func reached() {
+        let action = lock.withLock {
+            wanted = true
+            return cancel
+        }
+        action?()
+    }
+}
