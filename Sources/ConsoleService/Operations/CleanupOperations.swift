@@ -98,11 +98,12 @@ public struct CleanupRunOperation: ConsoleOperation {
         }
         let options = CleanupRunOptions(
             execute: execute, max: max, concurrency: concurrency, graceSeconds: graceSeconds)
-        let sink = context.progressSink
+        // A caller that has gone is answered by `shouldStop` below (the calls in flight finish and
+        // are journaled), so the `interrupted` that reporting would throw then is not needed.
         let onProgress: (@Sendable (RunReport, Int) -> Void)? =
-            execute && sink != nil
+            execute
             ? { @Sendable report, total in
-                sink?(
+                try? context.progress(
                     ProgressEvent(
                         done: report.items.count, total: total,
                         detail:
