@@ -155,6 +155,26 @@ import Testing
         #expect(CleanupRunOperation.streams)
     }
 
+    /// The server decodes each operation from its request body: every one survives the wire.
+    @Test func operationBodiesRoundTrip() throws {
+        let token = SecretBytes(Array("sbx.token".utf8))
+        try roundTrip(ResetBeginOperation(backupAccountId: "backup_account_02ab"))
+        try roundTrip(ResetPlanOperation(token: token, backupAccountId: nil))
+        try roundTrip(ResetCompleteOperation(token: token, signature: "MEUC", backupAccountId: "backup_account_02ab"))
+        try roundTrip(ResetWalkthroughOperation())
+        try roundTrip(ResetReviewOperation(query: "passkey abc"))
+        try roundTrip(ResetTeardownOperation(items: [.init(subOrgId: Self.subOrg, body: "{}", stamp: "s")]))
+        try roundTrip(CleanupScanOperation(graceSeconds: nil))
+        try roundTrip(CleanupScanOperation(graceSeconds: 0))
+        try roundTrip(CleanupRunOperation(execute: true, max: 5, concurrency: 2, graceSeconds: 60, confirmed: true))
+        try roundTrip(CleanupStatusOperation(states: ["failed", "pending"], reason: "reset", limit: 20))
+        try roundTrip(CleanupIngestLogOperation(text: "line one\nline two\n"))
+        try roundTrip(CleanupTeardownRequestOperation(subOrgId: Self.subOrg))
+        // A body that is not UTF-8 still arrives byte for byte (the stamp covers the exact bytes).
+        let raw = Data([0x7B, 0xFF, 0x00, 0x7D])
+        #expect(try roundTrip(CleanupSubmitOperation(body: raw, stamp: "s")).body == raw)
+    }
+
     // MARK: - In-process operations on a sandbox tenant
 
     /// A store in a temporary directory with an admin, a sandbox tenant of seeded backups and
@@ -165,13 +185,14 @@ import Testing
         let console: LocalConsole
         let caller: Caller
         let tenant: TenantName
+        let access: AccessService
 
         init(orphans: Int) throws {
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("ops-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let path = directory.appendingPathComponent("console.db").path
             store = try SQLiteConsoleStore(path: path)
-            let access = AccessService(store: store)
+            access = AccessService(store: store)
             let token = try access.bootstrap(admin: try OperatorName("root"))
             let op = try access.authenticate(token: token)
             tenant = try TenantName("drill")
@@ -187,6 +208,14 @@ import Testing
         }
 
         func cleanUp() { try? FileManager.default.removeItem(at: directory) }
+
+        /// Another operator of the tenant, with `role`.
+        func caller(_ name: String, role: Role) throws -> Caller {
+            let root = try access.session(
+                operator: try access.authenticate(token: try #require(caller.token)), tenant: tenant)
+            let token = try access.addOperator(try OperatorName(name), role: role, session: root)
+            return Caller(token: token, tenant: tenant.rawValue)
+        }
     }
 
     /// Hands the running task its own cancellation from inside a progress callback, even when
@@ -285,5 +314,83 @@ import Testing
             CleanupIngestLogOperation(text: "remove_factor.turnkey_suborg_orphaned suborg_id=\(Self.subOrg)\nother\n"),
             as: f.caller)
         #expect(ingest == IngestReport(lines: 2, found: 1, new: 1))
+    }
+
+    static var fixtures: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("runbooks/fixtures")
+    }
+
+    /// The walkthrough's state machine over the operations (what the console runs, in-process
+    /// here and against `backupctl serve` there): find, proof with the Root Key, wipe, and the
+    /// teardown submit that only a cleaner may send.
+    @Test func walkthroughRunsOnTheOperations() async throws {
+        let f = try SandboxConsole(orphans: 0)
+        defer { f.cleanUp() }
+        let imported = try BackupImporter(store: f.store).run(
+            directory: Self.fixtures.appendingPathComponent("export"), tenant: f.tenant, dryRun: false,
+            operatorName: "root")
+        #expect(imported.imported == 2)
+        let backupId = "backup_account_030b2e4ce2de76318c0ef50964d225910b64019d8e43620d6d166b6bd100ad26e8"
+        let support = try f.caller("sam", role: .support)
+        let viewer = try f.caller("vera", role: .viewer)
+        let denied = await #expect(throws: ConsoleError.self) {
+            try await f.console.perform(ResetWalkthroughOperation(), as: viewer)
+        }
+        #expect(denied?.code == "permission_denied")
+        let reviewDenied = await #expect(throws: ConsoleError.self) {
+            try await f.console.perform(ResetReviewOperation(query: backupId), as: viewer)
+        }
+        #expect(reviewDenied?.code == "permission_denied")
+
+        let who = try await f.console.perform(ResetWalkthroughOperation(), as: support)
+        #expect(who == ResetWalkthroughOperation.Output(tenant: "drill", operator: "sam"))
+        var walk = ResetWalkthrough(
+            backend: ConsoleResetBackend(api: f.console, caller: support), tenant: who.tenant,
+            operatorName: who.operator)
+        guard case .review(let review) = try await walk.handle(.identify(backupId)) else {
+            Issue.record("no review")
+            return
+        }
+        #expect(review.backupId == backupId && review.lookupRows == 3 && review.factors.count == 2)
+        guard case .proof = try await walk.handle(.proceed) else {
+            Issue.record("no proof step")
+            return
+        }
+        let json = try Data(contentsOf: Self.fixtures.appendingPathComponent("root-key.json"))
+        let rootKey = try UserRecovery.rootKey(json: Array(json))
+        guard case .confirm(let tenant, _) = try await walk.handle(.presentProof(rootKey)) else {
+            Issue.record("no confirmation step")
+            return
+        }
+        #expect(tenant == "drill")
+        _ = try await walk.handle(.confirm(tenantName: "drill"))
+        guard case .teardown(let result, let items, let needStamps) = try await walk.handle(.wipe) else {
+            Issue.record("no teardown step")
+            return
+        }
+        #expect(result.wiped && result.backupId == backupId && !needStamps)
+        #expect(try f.store.backup(tenant: f.tenant, id: backupId) == nil)
+        let stamped = items.compactMap { item in
+            item.stamp.map { ResetTeardownOperation.Item(subOrgId: item.subOrgId, body: item.body.text, stamp: $0) }
+        }
+        #expect(stamped.count == 1)
+
+        // Submitting is a cleaner's action: for support nothing is sent and no refusal is audited.
+        let before = try f.store.latestAuditEntries(tenant: f.tenant, limit: 1000)
+        let notSent = try await f.console.perform(ResetTeardownOperation(items: stamped), as: support)
+        #expect(notSent == ResetTeardownOperation.Output(permitted: false, outcomes: []))
+        #expect(try f.store.latestAuditEntries(tenant: f.tenant, limit: 1000).count == before.count)
+        #expect(try f.store.stampedTeardown(tenant: f.tenant, subOrgId: stamped[0].subOrgId) == nil)
+        let sent = try await f.console.perform(ResetTeardownOperation(items: stamped), as: f.caller)
+        #expect(sent.permitted && sent.outcomes.count == 1 && sent.outcomes[0].notSent == nil, "\(sent)")
+        #expect(["deleted", "alreadyGone"].contains(sent.outcomes[0].outcome ?? ""), "\(sent)")
+        try roundTrip(sent)
+
+        let audit = try f.store.latestAuditEntries(tenant: f.tenant, limit: 1000)
+        let actions = Set(audit.filter { $0.operatorName == "sam" }.map(\.action))
+        #expect(actions.isSuperset(of: ["reset.walkthrough.review", "reset.begin", "reset.complete"]), "\(actions)")
+        // The reset token is a bearer credential: the audit keeps a prefix of its hash only.
+        #expect(!audit.contains { $0.details.values.contains { $0.hasPrefix("sbx.") } })
     }
 }
