@@ -207,7 +207,10 @@ import Testing
             caller = Caller(token: token, tenant: tenant.rawValue)
         }
 
-        func cleanUp() { try? FileManager.default.removeItem(at: directory) }
+        func cleanUp() async {
+            await console.stopSandboxes()
+            try? FileManager.default.removeItem(at: directory)
+        }
 
         /// Another operator of the tenant, with `role`.
         func caller(_ name: String, role: Role) throws -> Caller {
@@ -240,80 +243,94 @@ import Testing
         }
     }
 
+    /// Runs `body` on a fresh sandbox console, then stops its emulators and removes its files.
+    func withSandbox(orphans: Int, _ body: (SandboxConsole) async throws -> Void) async throws {
+        let f = try SandboxConsole(orphans: orphans)
+        do {
+            try await body(f)
+        } catch {
+            await f.cleanUp()
+            throw error
+        }
+        await f.cleanUp()
+    }
+
     @Test func cancellingARunStopsItWithEveryItemJournaled() async throws {
         let orphans = 40
-        let f = try SandboxConsole(orphans: orphans)
-        defer { f.cleanUp() }
-        let scan = try await f.console.perform(CleanupScanOperation(graceSeconds: 0), as: f.caller)
-        #expect(scan.sandbox && scan.tenant == "drill")
-        #expect(scan.report.orphans.filter(\.eligible).count == orphans)
-        try roundTrip(scan)
+        try await withSandbox(orphans: orphans) { f in
+            let scan = try await f.console.perform(CleanupScanOperation(graceSeconds: 0), as: f.caller)
+            #expect(scan.sandbox && scan.tenant == "drill")
+            #expect(scan.report.orphans.filter(\.eligible).count == orphans)
+            try roundTrip(scan)
 
-        let operation = CleanupRunOperation(
-            execute: true, max: 100, concurrency: 3, graceSeconds: 0, confirmed: true)
-        let canceller = Canceller()
-        let events = Mutex(0)
-        let console = f.console
-        let caller = f.caller
-        let task = Task { () async throws -> CleanupRunOperation.Output in
-            try await console.perform(operation, as: caller) { _ in
-                events.withLock { $0 += 1 }
-                canceller.cancel()
+            let operation = CleanupRunOperation(
+                execute: true, max: 100, concurrency: 3, graceSeconds: 0, confirmed: true)
+            let canceller = Canceller()
+            let events = Mutex(0)
+            let console = f.console
+            let caller = f.caller
+            let task = Task { () async throws -> CleanupRunOperation.Output in
+                try await console.perform(operation, as: caller) { _ in
+                    events.withLock { $0 += 1 }
+                    canceller.cancel()
+                }
             }
-        }
-        canceller.hold(task)
-        let stopped = try await task.value
-        let report = stopped.report
-        #expect(events.withLock { $0 } >= 1)
-        #expect(report.items.count < orphans, "the run was not stopped early")
-        #expect(report.stoppedReason?.hasPrefix("interrupted") == true)
-        // The calls in flight when the caller went finished: nothing is left half-sent.
-        #expect(report.items.allSatisfy { $0.outcome == "deleted" || $0.outcome == "alreadyGone" }, "\(report.items)")
-        #expect(report.failed == 0)
-        let journal = try f.store.cleanupItems(tenant: f.tenant, states: nil)
-        #expect(journal.count == orphans)
-        let done = Set(report.items.map(\.subOrgId))
-        for item in journal {
-            if done.contains(item.subOrgId) {
-                #expect(item.state == .deleted || item.state == .alreadyGone, "\(item.subOrgId)")
-                #expect(item.body != nil, "\(item.subOrgId) was sent without a journaled body")
-            } else {
-                // Never started: pending, no attempt, no body sent, no cancellation recorded.
-                #expect(item.state == .pending && item.attempts == 0, "\(item.subOrgId): \(item.state)")
-                #expect(item.lastError == nil, "\(item.subOrgId): \(item.lastError ?? "")")
+            canceller.hold(task)
+            let stopped = try await task.value
+            let report = stopped.report
+            #expect(events.withLock { $0 } >= 1)
+            #expect(report.items.count < orphans, "the run was not stopped early")
+            #expect(report.stoppedReason?.hasPrefix("interrupted") == true)
+            // The calls in flight when the caller went finished: nothing is left half-sent.
+            #expect(
+                report.items.allSatisfy { $0.outcome == "deleted" || $0.outcome == "alreadyGone" }, "\(report.items)")
+            #expect(report.failed == 0)
+            let journal = try f.store.cleanupItems(tenant: f.tenant, states: nil)
+            #expect(journal.count == orphans)
+            let done = Set(report.items.map(\.subOrgId))
+            for item in journal {
+                if done.contains(item.subOrgId) {
+                    #expect(item.state == .deleted || item.state == .alreadyGone, "\(item.subOrgId)")
+                    #expect(item.body != nil, "\(item.subOrgId) was sent without a journaled body")
+                } else {
+                    // Never started: pending, no attempt, no body sent, no cancellation recorded.
+                    #expect(item.state == .pending && item.attempts == 0, "\(item.subOrgId): \(item.state)")
+                    #expect(item.lastError == nil, "\(item.subOrgId): \(item.lastError ?? "")")
+                }
             }
-        }
-        let wire = try roundTrip(stopped)
-        #expect(wire.report.stoppedReason == report.stoppedReason)
+            let wire = try roundTrip(stopped)
+            #expect(wire.report.stoppedReason == report.stoppedReason)
 
-        // The next run, not cancelled, finishes the rest.
-        let rest = try await f.console.perform(operation, as: f.caller)
-        #expect(rest.report.stoppedReason == nil)
-        #expect(rest.report.deleted + rest.report.alreadyGone == orphans - report.items.count)
-        let status = try await f.console.perform(
-            CleanupStatusOperation(states: ["pending"], reason: nil, limit: 10), as: f.caller)
-        #expect(status.pending == 0 && status.matching == 0)
-        try roundTrip(status)
+            // The next run, not cancelled, finishes the rest.
+            let rest = try await f.console.perform(operation, as: f.caller)
+            #expect(rest.report.stoppedReason == nil)
+            #expect(rest.report.deleted + rest.report.alreadyGone == orphans - report.items.count)
+            let status = try await f.console.perform(
+                CleanupStatusOperation(states: ["pending"], reason: nil, limit: 10), as: f.caller)
+            #expect(status.pending == 0 && status.matching == 0)
+            try roundTrip(status)
+        }
     }
 
     @Test func anExecutingRunNeedsConfirmation() async throws {
-        let f = try SandboxConsole(orphans: 2)
-        defer { f.cleanUp() }
-        let refused = await #expect(throws: ConsoleError.self) {
-            try await f.console.perform(
-                CleanupRunOperation(execute: true, max: 10, concurrency: 1, graceSeconds: 0, confirmed: false),
+        try await withSandbox(orphans: 2) { f in
+            let refused = await #expect(throws: ConsoleError.self) {
+                try await f.console.perform(
+                    CleanupRunOperation(execute: true, max: 10, concurrency: 1, graceSeconds: 0, confirmed: false),
+                    as: f.caller)
+            }
+            #expect(refused?.kind == .usage && refused?.message.contains("drill") == true)
+            #expect(try f.store.cleanupCounts(tenant: f.tenant)[.deleted] == nil)
+            let dry = try await f.console.perform(
+                CleanupRunOperation(execute: false, max: 10, concurrency: 1, graceSeconds: 0, confirmed: false),
                 as: f.caller)
+            #expect(dry.report.dryRun && dry.report.items.count == 2)
+            let ingest = try await f.console.perform(
+                CleanupIngestLogOperation(
+                    text: "remove_factor.turnkey_suborg_orphaned suborg_id=\(Self.subOrg)\nother\n"),
+                as: f.caller)
+            #expect(ingest == IngestReport(lines: 2, found: 1, new: 1))
         }
-        #expect(refused?.kind == .usage && refused?.message.contains("drill") == true)
-        #expect(try f.store.cleanupCounts(tenant: f.tenant)[.deleted] == nil)
-        let dry = try await f.console.perform(
-            CleanupRunOperation(execute: false, max: 10, concurrency: 1, graceSeconds: 0, confirmed: false),
-            as: f.caller)
-        #expect(dry.report.dryRun && dry.report.items.count == 2)
-        let ingest = try await f.console.perform(
-            CleanupIngestLogOperation(text: "remove_factor.turnkey_suborg_orphaned suborg_id=\(Self.subOrg)\nother\n"),
-            as: f.caller)
-        #expect(ingest == IngestReport(lines: 2, found: 1, new: 1))
     }
 
     static var fixtures: URL {
@@ -325,72 +342,73 @@ import Testing
     /// here and against `backupctl serve` there): find, proof with the Root Key, wipe, and the
     /// teardown submit that only a cleaner may send.
     @Test func walkthroughRunsOnTheOperations() async throws {
-        let f = try SandboxConsole(orphans: 0)
-        defer { f.cleanUp() }
-        let imported = try BackupImporter(store: f.store).run(
-            directory: Self.fixtures.appendingPathComponent("export"), tenant: f.tenant, dryRun: false,
-            operatorName: "root")
-        #expect(imported.imported == 2)
-        let backupId = "backup_account_030b2e4ce2de76318c0ef50964d225910b64019d8e43620d6d166b6bd100ad26e8"
-        let support = try f.caller("sam", role: .support)
-        let viewer = try f.caller("vera", role: .viewer)
-        let denied = await #expect(throws: ConsoleError.self) {
-            try await f.console.perform(ResetWalkthroughOperation(), as: viewer)
-        }
-        #expect(denied?.code == "permission_denied")
-        let reviewDenied = await #expect(throws: ConsoleError.self) {
-            try await f.console.perform(ResetReviewOperation(query: backupId), as: viewer)
-        }
-        #expect(reviewDenied?.code == "permission_denied")
+        try await withSandbox(orphans: 0) { f in
+            let imported = try BackupImporter(store: f.store).run(
+                directory: Self.fixtures.appendingPathComponent("export"), tenant: f.tenant, dryRun: false,
+                operatorName: "root")
+            #expect(imported.imported == 2)
+            let backupId = "backup_account_030b2e4ce2de76318c0ef50964d225910b64019d8e43620d6d166b6bd100ad26e8"
+            let support = try f.caller("sam", role: .support)
+            let viewer = try f.caller("vera", role: .viewer)
+            let denied = await #expect(throws: ConsoleError.self) {
+                try await f.console.perform(ResetWalkthroughOperation(), as: viewer)
+            }
+            #expect(denied?.code == "permission_denied")
+            let reviewDenied = await #expect(throws: ConsoleError.self) {
+                try await f.console.perform(ResetReviewOperation(query: backupId), as: viewer)
+            }
+            #expect(reviewDenied?.code == "permission_denied")
 
-        let who = try await f.console.perform(ResetWalkthroughOperation(), as: support)
-        #expect(who == ResetWalkthroughOperation.Output(tenant: "drill", operator: "sam"))
-        var walk = ResetWalkthrough(
-            backend: ConsoleResetBackend(api: f.console, caller: support), tenant: who.tenant,
-            operatorName: who.operator)
-        guard case .review(let review) = try await walk.handle(.identify(backupId)) else {
-            Issue.record("no review")
-            return
-        }
-        #expect(review.backupId == backupId && review.lookupRows == 3 && review.factors.count == 2)
-        guard case .proof = try await walk.handle(.proceed) else {
-            Issue.record("no proof step")
-            return
-        }
-        let json = try Data(contentsOf: Self.fixtures.appendingPathComponent("root-key.json"))
-        let rootKey = try UserRecovery.rootKey(json: Array(json))
-        guard case .confirm(let tenant, _) = try await walk.handle(.presentProof(rootKey)) else {
-            Issue.record("no confirmation step")
-            return
-        }
-        #expect(tenant == "drill")
-        _ = try await walk.handle(.confirm(tenantName: "drill"))
-        guard case .teardown(let result, let items, let needStamps) = try await walk.handle(.wipe) else {
-            Issue.record("no teardown step")
-            return
-        }
-        #expect(result.wiped && result.backupId == backupId && !needStamps)
-        #expect(try f.store.backup(tenant: f.tenant, id: backupId) == nil)
-        let stamped = items.compactMap { item in
-            item.stamp.map { ResetTeardownOperation.Item(subOrgId: item.subOrgId, body: item.body.text, stamp: $0) }
-        }
-        #expect(stamped.count == 1)
+            let who = try await f.console.perform(ResetWalkthroughOperation(), as: support)
+            #expect(who == ResetWalkthroughOperation.Output(tenant: "drill", operator: "sam"))
+            var walk = ResetWalkthrough(
+                backend: ConsoleResetBackend(api: f.console, caller: support), tenant: who.tenant,
+                operatorName: who.operator)
+            guard case .review(let review) = try await walk.handle(.identify(backupId)) else {
+                Issue.record("no review")
+                return
+            }
+            #expect(review.backupId == backupId && review.lookupRows == 3 && review.factors.count == 2)
+            guard case .proof = try await walk.handle(.proceed) else {
+                Issue.record("no proof step")
+                return
+            }
+            let json = try Data(contentsOf: Self.fixtures.appendingPathComponent("root-key.json"))
+            let rootKey = try UserRecovery.rootKey(json: Array(json))
+            guard case .confirm(let tenant, _) = try await walk.handle(.presentProof(rootKey)) else {
+                Issue.record("no confirmation step")
+                return
+            }
+            #expect(tenant == "drill")
+            _ = try await walk.handle(.confirm(tenantName: "drill"))
+            guard case .teardown(let result, let items, let needStamps) = try await walk.handle(.wipe) else {
+                Issue.record("no teardown step")
+                return
+            }
+            #expect(result.wiped && result.backupId == backupId && !needStamps)
+            #expect(try f.store.backup(tenant: f.tenant, id: backupId) == nil)
+            let stamped = items.compactMap { item in
+                item.stamp.map { ResetTeardownOperation.Item(subOrgId: item.subOrgId, body: item.body.text, stamp: $0) }
+            }
+            #expect(stamped.count == 1)
 
-        // Submitting is a cleaner's action: for support nothing is sent and no refusal is audited.
-        let before = try f.store.latestAuditEntries(tenant: f.tenant, limit: 1000)
-        let notSent = try await f.console.perform(ResetTeardownOperation(items: stamped), as: support)
-        #expect(notSent == ResetTeardownOperation.Output(permitted: false, outcomes: []))
-        #expect(try f.store.latestAuditEntries(tenant: f.tenant, limit: 1000).count == before.count)
-        #expect(try f.store.stampedTeardown(tenant: f.tenant, subOrgId: stamped[0].subOrgId) == nil)
-        let sent = try await f.console.perform(ResetTeardownOperation(items: stamped), as: f.caller)
-        #expect(sent.permitted && sent.outcomes.count == 1 && sent.outcomes[0].notSent == nil, "\(sent)")
-        #expect(["deleted", "alreadyGone"].contains(sent.outcomes[0].outcome ?? ""), "\(sent)")
-        try roundTrip(sent)
+            // Submitting is a cleaner's action: for support nothing is sent and no refusal is audited.
+            let before = try f.store.latestAuditEntries(tenant: f.tenant, limit: 1000)
+            let notSent = try await f.console.perform(ResetTeardownOperation(items: stamped), as: support)
+            #expect(notSent == ResetTeardownOperation.Output(permitted: false, outcomes: []))
+            #expect(try f.store.latestAuditEntries(tenant: f.tenant, limit: 1000).count == before.count)
+            #expect(try f.store.stampedTeardown(tenant: f.tenant, subOrgId: stamped[0].subOrgId) == nil)
+            let sent = try await f.console.perform(ResetTeardownOperation(items: stamped), as: f.caller)
+            #expect(sent.permitted && sent.outcomes.count == 1 && sent.outcomes[0].notSent == nil, "\(sent)")
+            #expect(["deleted", "alreadyGone"].contains(sent.outcomes[0].outcome ?? ""), "\(sent)")
+            try roundTrip(sent)
 
-        let audit = try f.store.latestAuditEntries(tenant: f.tenant, limit: 1000)
-        let actions = Set(audit.filter { $0.operatorName == "sam" }.map(\.action))
-        #expect(actions.isSuperset(of: ["reset.walkthrough.review", "reset.begin", "reset.complete"]), "\(actions)")
-        // The reset token is a bearer credential: the audit keeps a prefix of its hash only.
-        #expect(!audit.contains { $0.details.values.contains { $0.hasPrefix("sbx.") } })
+            let audit = try f.store.latestAuditEntries(tenant: f.tenant, limit: 1000)
+            let actions = Set(audit.filter { $0.operatorName == "sam" }.map(\.action))
+            #expect(
+                actions.isSuperset(of: ["reset.walkthrough.review", "reset.begin", "reset.complete"]), "\(actions)")
+            // The reset token is a bearer credential: the audit keeps a prefix of its hash only.
+            #expect(!audit.contains { $0.details.values.contains { $0.hasPrefix("sbx.") } })
+        }
     }
 }
