@@ -193,8 +193,8 @@ let package = Package(
         .testTarget(
             name: "ConsoleServiceTests",
             dependencies: [
-                "ConsoleService", "ConsoleClient", "ConsoleStore", "Access", "Inspect", "BackupModel", "BackupCrypto",
-                "BackupctlTestSupport",
+                "ConsoleService", "ConsoleClient", "ConsoleStore", "Access", "Inspect", "Cleanup", "Recovery",
+                "BackupModel", "BackupCrypto", "BackupctlTestSupport",
             ]),
         .testTarget(
             name: "AdminREPLTests",

@@ -44,6 +44,7 @@ struct Executor {
             return ExitStatus.usage
         }
         guard let first = words.first else { return ExitStatus.ok }
+        _ = ArgumentFailure.take()
         let top = first == "help" ? nil : Completion.resolve([first])
         let parse = top.map { top in Result { () throws -> any ParsableCommand in try Self.parse(words, top: top) } }
         let grouped = ctx.groupsReadAudits && (try? parse?.get()) is any GroupsReadAudit
@@ -227,6 +228,11 @@ struct Executor {
             }
             showHelp(root.fullMessage(for: error))
             return ExitStatus.ok
+        }
+        if let refused = ArgumentFailure.take() {
+            // An argument type said why it refused the value: its code and exit status.
+            report(refused)
+            return ExitStatus.code(for: refused.kind)
         }
         if let unknown = Self.unknownSubcommand(words) {
             report(.usage(unknown))

@@ -1,14 +1,14 @@
 /// What `cleanup scan` found; JSON `{listed, referenced, orphans: [{subOrgId, reason, firstSeenAt, eligible}]}`.
-public struct ScanReport: Sendable, Equatable, Encodable {
+public struct ScanReport: Sendable, Equatable, Codable {
     /// Sub-orgs `list_suborgs` returned under the parent.
     public var listed: Int
     /// Of those, how many a backup references.
     public var referenced: Int
     public var orphans: [Orphan]
     /// Journal items that were pending but are no longer listed (now `alreadyGone`).
-    public var vanished: Int
+    public var vanished = 0
 
-    public struct Orphan: Sendable, Equatable, Encodable {
+    public struct Orphan: Sendable, Equatable, Codable {
         public var subOrgId: String
         /// `unreferenced`, `reset`, `service_log`, `break_glass`.
         public var reason: String
@@ -36,9 +36,21 @@ public struct ScanReport: Sendable, Equatable, Encodable {
             self.provenBy = provenBy
         }
 
+        enum CodingKeys: String, CodingKey { case subOrgId, reason, firstSeenAt, eligible, waitingFor, provenBy }
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            self.init(
+                subOrgId: try c.decode(String.self, forKey: .subOrgId),
+                reason: try c.decode(String.self, forKey: .reason),
+                firstSeenAt: try c.decode(Int64.self, forKey: .firstSeenAt),
+                eligible: try c.decode(Bool.self, forKey: .eligible),
+                waitingFor: try c.decodeIfPresent(String.self, forKey: .waitingFor),
+                provenBy: try c.decodeIfPresent(String.self, forKey: .provenBy))
+        }
+
         public func encode(to encoder: any Encoder) throws {
-            enum K: String, CodingKey { case subOrgId, reason, firstSeenAt, eligible, waitingFor, provenBy }
-            var c = encoder.container(keyedBy: K.self)
+            var c = encoder.container(keyedBy: CodingKeys.self)
             try c.encode(subOrgId, forKey: .subOrgId)
             try c.encode(reason, forKey: .reason)
             try c.encode(firstSeenAt, forKey: .firstSeenAt)
@@ -68,7 +80,7 @@ public struct ScanReport: Sendable, Equatable, Encodable {
 }
 
 /// What `cleanup run` did; JSON `{dryRun, deleted, alreadyGone, failed, needsUser, skipped, items: [...]}`.
-public struct RunReport: Sendable, Equatable, Encodable {
+public struct RunReport: Sendable, Equatable, Codable {
     public var dryRun: Bool
     public var deleted = 0
     public var alreadyGone = 0
@@ -83,16 +95,32 @@ public struct RunReport: Sendable, Equatable, Encodable {
     /// Orphans the scan left alone because no fresh snapshot proves them unreferenced.
     public var waitingForSnapshot = 0
 
-    public struct Item: Sendable, Equatable, Encodable {
+    public struct Item: Sendable, Equatable, Codable {
         public var subOrgId: String
         /// `deleted`, `alreadyGone`, `failed`, `needsUser`, `skipped`, `pending`, or `wouldDelete` in a dry run.
         public var outcome: String
         public var attempts: Int
         public var error: String?
 
+        enum CodingKeys: String, CodingKey { case subOrgId, outcome, attempts, error }
+
+        public init(subOrgId: String, outcome: String, attempts: Int, error: String?) {
+            self.subOrgId = subOrgId
+            self.outcome = outcome
+            self.attempts = attempts
+            self.error = error
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            subOrgId = try c.decode(String.self, forKey: .subOrgId)
+            outcome = try c.decode(String.self, forKey: .outcome)
+            attempts = try c.decode(Int.self, forKey: .attempts)
+            error = try c.decodeIfPresent(String.self, forKey: .error)
+        }
+
         public func encode(to encoder: any Encoder) throws {
-            enum K: String, CodingKey { case subOrgId, outcome, attempts, error }
-            var c = encoder.container(keyedBy: K.self)
+            var c = encoder.container(keyedBy: CodingKeys.self)
             try c.encode(subOrgId, forKey: .subOrgId)
             try c.encode(outcome, forKey: .outcome)
             try c.encode(attempts, forKey: .attempts)
@@ -119,7 +147,7 @@ public struct RunReport: Sendable, Equatable, Encodable {
 }
 
 /// `cleanup status`: journal counts per state and the oldest pending item.
-public struct StatusReport: Sendable, Equatable, Encodable {
+public struct StatusReport: Sendable, Equatable, Codable {
     public var pending: Int
     public var deleted: Int
     public var alreadyGone: Int
@@ -134,7 +162,23 @@ public struct StatusReport: Sendable, Equatable, Encodable {
     /// The matching items, oldest first-seen first, at most `--limit`.
     public var items: [Item]
 
-    public struct Item: Sendable, Equatable, Encodable {
+    public init(
+        pending: Int, deleted: Int, alreadyGone: Int, failed: Int, needsUser: Int, skipped: Int, stamped: Int,
+        oldestPendingFirstSeenAt: Int64?, matching: Int, items: [Item]
+    ) {
+        self.pending = pending
+        self.deleted = deleted
+        self.alreadyGone = alreadyGone
+        self.failed = failed
+        self.needsUser = needsUser
+        self.skipped = skipped
+        self.stamped = stamped
+        self.oldestPendingFirstSeenAt = oldestPendingFirstSeenAt
+        self.matching = matching
+        self.items = items
+    }
+
+    public struct Item: Sendable, Equatable, Codable {
         public var subOrgId: String
         public var state: String
         public var reason: String
@@ -143,9 +187,36 @@ public struct StatusReport: Sendable, Equatable, Encodable {
         public var lastError: String?
         public var lastBackupId: String?
 
+        enum CodingKeys: String, CodingKey {
+            case subOrgId, state, reason, firstSeenAt, attempts, lastError, lastBackupId
+        }
+
+        public init(
+            subOrgId: String, state: String, reason: String, firstSeenAt: Int64, attempts: Int, lastError: String?,
+            lastBackupId: String?
+        ) {
+            self.subOrgId = subOrgId
+            self.state = state
+            self.reason = reason
+            self.firstSeenAt = firstSeenAt
+            self.attempts = attempts
+            self.lastError = lastError
+            self.lastBackupId = lastBackupId
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            subOrgId = try c.decode(String.self, forKey: .subOrgId)
+            state = try c.decode(String.self, forKey: .state)
+            reason = try c.decode(String.self, forKey: .reason)
+            firstSeenAt = try c.decode(Int64.self, forKey: .firstSeenAt)
+            attempts = try c.decode(Int.self, forKey: .attempts)
+            lastError = try c.decodeIfPresent(String.self, forKey: .lastError)
+            lastBackupId = try c.decodeIfPresent(String.self, forKey: .lastBackupId)
+        }
+
         public func encode(to encoder: any Encoder) throws {
-            enum K: String, CodingKey { case subOrgId, state, reason, firstSeenAt, attempts, lastError, lastBackupId }
-            var c = encoder.container(keyedBy: K.self)
+            var c = encoder.container(keyedBy: CodingKeys.self)
             try c.encode(subOrgId, forKey: .subOrgId)
             try c.encode(state, forKey: .state)
             try c.encode(reason, forKey: .reason)
@@ -158,8 +229,14 @@ public struct StatusReport: Sendable, Equatable, Encodable {
 }
 
 /// `cleanup ingest-log`: lines read, ids found, new journal items.
-public struct IngestReport: Sendable, Equatable, Encodable {
+public struct IngestReport: Sendable, Equatable, Codable {
     public var lines: Int
     public var found: Int
     public var new: Int
+
+    public init(lines: Int, found: Int, new: Int) {
+        self.lines = lines
+        self.found = found
+        self.new = new
+    }
 }

@@ -4,6 +4,10 @@ public enum ConsoleOperations {
     public static let all: [any ConsoleOperation.Type] = [
         LookupOperation.self, ShowOperation.self, CheckOperation.self, StatsOperation.self,
         BackupsListOperation.self, WhoamiOperation.self, UseOperation.self,
+        ResetBeginOperation.self, ResetPlanOperation.self, ResetCompleteOperation.self,
+        ResetWalkthroughOperation.self, ResetReviewOperation.self, ResetTeardownOperation.self,
+        CleanupScanOperation.self, CleanupRunOperation.self, CleanupStatusOperation.self,
+        CleanupIngestLogOperation.self, CleanupTeardownRequestOperation.self, CleanupSubmitOperation.self,
     ]
 
     public static let byName: [String: any ConsoleOperation.Type] = Dictionary(

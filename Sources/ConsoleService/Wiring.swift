@@ -26,6 +26,19 @@ actor Wiring {
         sandboxes[tenant.rawValue] = server
         return server.baseURL
     }
+
+    /// Stops the sandbox emulators started so far (a later call starts them again).
+    func stopAll() async {
+        let running = sandboxes.values
+        sandboxes = [:]
+        for server in running { await server.stop() }
+    }
+}
+
+extension LocalConsole {
+    /// Stops the loopback emulators of sandbox tenants this console started (the end of a
+    /// server's life, or of a test).
+    public func stopSandboxes() async { await wiring.stopAll() }
 }
 
 extension OperationContext {

@@ -31,7 +31,7 @@ public struct ResetChallenge: Sendable {
 }
 
 /// What a completed reset wiped, for the `reset complete` output and the ticket summary.
-public struct ResetResult: Sendable, Equatable {
+public struct ResetResult: Sendable, Equatable, Codable {
     public let backupId: String
     /// Always true on success: metadata, blob, lookup rows and sub-org refs are gone.
     public let wiped: Bool

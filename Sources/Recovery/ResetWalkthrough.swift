@@ -36,13 +36,13 @@ public struct ResetWalkthrough: Sendable {
     }
 
     public private(set) var step: Step = .find
-    let service: ResetService
-    let finder: any BackupFinder
-    let store: any ConsoleStore
-    let session: Session
+    let backend: any ResetBackend
+    /// The tenant the reset happens in (what the operator types to confirm).
+    let tenant: String
+    let operatorName: String
     let clock: WallClock
 
-    private var backup: BackupRecord?
+    private var backupId: String?
     private var challenge: ResetChallenge?
     private var signature: String?
     private var mode: ProofMode = .remote
@@ -50,6 +50,19 @@ public struct ResetWalkthrough: Sendable {
     private var result: ResetResult?
     private var teardown: [TeardownItem] = []
 
+    /// A walkthrough over `backend`, for an operator the services already allowed to reset
+    /// (the console's `reset.walkthrough` operation checks the role).
+    /// - Parameters:
+    ///   - tenant: the tenant the backend works in.
+    ///   - operatorName: who runs it, for the ticket summary.
+    public init(backend: any ResetBackend, tenant: String, operatorName: String, clock: WallClock = .system) {
+        self.backend = backend
+        self.tenant = tenant
+        self.operatorName = operatorName
+        self.clock = clock
+    }
+
+    /// An in-process walkthrough on `store`.
     /// - Parameters:
     ///   - service: the reset service of the session's tenant (its Backup Service).
     ///   - finder: how `find` resolves what the user knows (the lookup service's rules).
@@ -60,11 +73,9 @@ public struct ResetWalkthrough: Sendable {
     ) throws(ConsoleError) {
         try session.require(.resetBegin)
         try session.require(.resetComplete)
-        self.store = store
-        self.session = session
-        self.clock = clock
-        self.service = service
-        self.finder = finder
+        self.init(
+            backend: LocalResetBackend(store: store, session: session, service: service, finder: finder),
+            tenant: session.tenantName.rawValue, operatorName: session.operatorName.rawValue, clock: clock)
     }
 
     /// The first prompt.
@@ -80,14 +91,13 @@ public struct ResetWalkthrough: Sendable {
             step = .finished
             return .aborted(step: was.rawValue)
         case (.find, .identify(let query)):
-            let record = try finder.find(query, session: session)
-            try store.appendAudit(session.audit("reset.walkthrough.review", target: record.backupId))
-            backup = record
+            let review = try await backend.review(query)
+            backupId = review.backupId
             step = .review
-            return .review(try review(record))
+            return .review(review)
         case (.review, .proceed):
-            guard let backup else { throw Self.outOfOrder(step) }
-            let begun = try await service.begin(backupAccountId: backup.backupId, session: session)
+            guard let backupId else { throw Self.outOfOrder(step) }
+            let begun = try await backend.begin(backupAccountId: backupId)
             challenge = begun
             step = .proof
             return .proof(
@@ -114,19 +124,17 @@ public struct ResetWalkthrough: Sendable {
             mode = .present
             return toConfirm()
         case (.confirm, .confirm(let typed)):
-            guard let backup else { throw Self.outOfOrder(step) }
-            guard typed.trimmingCharacters(in: .whitespaces) == session.tenantName.rawValue else {
+            guard let backupId else { throw Self.outOfOrder(step) }
+            guard typed.trimmingCharacters(in: .whitespaces) == tenant else {
                 throw ConsoleError(
-                    .conflict, code: "not_confirmed",
-                    "The tenant name did not match \(session.tenantName); nothing was changed.")
+                    .conflict, code: "not_confirmed", "The tenant name did not match \(tenant); nothing was changed.")
             }
             step = .wipe
-            return .readyToWipe(backupId: backup.backupId)
+            return .readyToWipe(backupId: backupId)
         case (.wipe, .wipe):
             guard let challenge, let signature else { throw Self.outOfOrder(step) }
-            let done = try await service.complete(
-                token: challenge.token, signature: signature, backupAccountId: challenge.backupId.rawValue,
-                session: session)
+            let done = try await backend.complete(
+                token: challenge.token, signature: signature, backupAccountId: challenge.backupId.rawValue)
             result = done
             teardown = try teardownItems(done.turnkeySubOrgIds)
             signer = nil
@@ -147,7 +155,7 @@ public struct ResetWalkthrough: Sendable {
 
     private mutating func toConfirm() -> WalkthroughPrompt {
         step = .confirm
-        return .confirm(tenant: session.tenantName.rawValue, backupId: backup?.backupId ?? "")
+        return .confirm(tenant: tenant, backupId: backupId ?? "")
     }
 
     /// The service's signature rules, checked here so a mistyped signature is refused before
@@ -156,20 +164,6 @@ public struct ResetWalkthrough: Sendable {
         guard let challenge else { throw Self.outOfOrder(step) }
         try ResetService.verify(
             signature: signature, challenge: challenge.challenge, publicKey: challenge.backupId.publicKey)
-    }
-
-    private func review(_ record: BackupRecord) throws(ConsoleError) -> WalkthroughReview {
-        let rows = try store.lookupRows(tenant: session.tenantName, backupId: record.backupId)
-        return WalkthroughReview(
-            backupId: record.backupId, factors: record.metadata.factors.map(Self.describe),
-            devices: record.metadata.syncFactors.map(Self.describe),
-            turnkeySubOrgIds: record.metadata.turnkeySubOrgIds, lookupRows: rows.count,
-            sealedBlobBytes: record.blobSize,
-            notWiped: [
-                "the Root Key: it stays on the user's device, and the Backup Account ID stays the same",
-                "the Turnkey sub-orgs themselves: they are queued for teardown, not deleted by the wipe",
-                "the audit log of this console",
-            ])
     }
 
     /// Bodies for every sub-org, stamped locally when the Root Key was typed here.
@@ -219,8 +213,7 @@ public struct ResetWalkthrough: Sendable {
                 "\(teardown.count) sub-org(s) queued for `cleanup` with reason reset; \(stamped) break-glass stamp(s) ready to submit."
         }
         let summary = WalkthroughSummary(
-            tenant: session.tenantName.rawValue, operatorName: session.operatorName.rawValue,
-            backupId: result?.backupId ?? backup?.backupId ?? "", proof: mode,
+            tenant: tenant, operatorName: operatorName, backupId: result?.backupId ?? backupId ?? "", proof: mode,
             result: result ?? ResetResult(backupId: "", wiped: false, lookupRowsRemoved: 0, turnkeySubOrgIds: []),
             teardown: teardown, teardownStatus: status,
             nextSteps: [

@@ -2,7 +2,7 @@ import BackupModel
 import Turnkey
 
 /// What the walkthrough shows before anything happens: what goes and what stays.
-public struct WalkthroughReview: Sendable, Equatable {
+public struct WalkthroughReview: Sendable, Equatable, Codable {
     public var backupId: String
     /// One line per main factor, e.g. `PASSKEY "iCloud Keychain" (enrolled 2026-05-01)`.
     public var factors: [String]
@@ -13,6 +13,19 @@ public struct WalkthroughReview: Sendable, Equatable {
     public var sealedBlobBytes: Int?
     /// What the reset does not touch.
     public var notWiped: [String]
+
+    public init(
+        backupId: String, factors: [String], devices: [String], turnkeySubOrgIds: [String], lookupRows: Int,
+        sealedBlobBytes: Int?, notWiped: [String]
+    ) {
+        self.backupId = backupId
+        self.factors = factors
+        self.devices = devices
+        self.turnkeySubOrgIds = turnkeySubOrgIds
+        self.lookupRows = lookupRows
+        self.sealedBlobBytes = sealedBlobBytes
+        self.notWiped = notWiped
+    }
 }
 
 /// One sub-org's break-glass teardown request: the body and, when available, its stamp.

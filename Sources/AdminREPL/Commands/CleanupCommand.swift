@@ -1,11 +1,8 @@
-import Access
 import ArgumentParser
 import BackupModel
 import Cleanup
-import ConsoleStore
+import ConsoleService
 import Foundation
-import Turnkey
-import TurnkeySandbox
 
 /// `cleanup …`: find and delete orphaned Turnkey sub-organizations (DESIGN §2, issue 5).
 struct CleanupCommand: ParsableCommand {
@@ -17,20 +14,20 @@ struct CleanupCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List sub-orgs under the parent org that no backup references (viewer).")
 
-        @Option(help: "Grace period, e.g. 0, 90s, 30m, 24h, 2d (default: the tenant's, 24h).") var grace: String?
+        @Option(help: "Grace period, e.g. 0, 90s, 30m, 24h, 2d (default: the tenant's, 24h).")
+        var grace: GraceDuration?
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-            let session = try ctx.session()
-            let report = try await Progress.waiting("cleanup scan") {
-                try await CleanupWiring.service(ctx, session).scan(
-                    session: session, graceSeconds: try grace.map(CleanupWiring.parseDuration))
+            let scanned = try await Progress.waiting("cleanup scan") {
+                try await ctx.perform(CleanupScanOperation(graceSeconds: grace?.seconds))
             }
+            let report = scanned.report
             return CommandOutput(json: report) { style in
                 var head =
                     "listed \(report.listed), referenced \(report.referenced), orphans \(report.orphans.count) (\(report.orphans.filter(\.eligible).count) eligible, \(report.waitingForSnapshot) waiting for a snapshot)"
                 if let at = report.snapshotAt, let age = report.snapshotAgeSeconds {
                     head += "\nnewest complete snapshot: \(at) (\(age / 3600)h \(age % 3600 / 60)m old)"
-                } else if !session.tenant.isSandbox {
+                } else if !scanned.sandbox {
                     head += "\nno complete snapshot with a known time: nothing unreferenced can be proven orphaned yet"
                 }
                 return head + "\n"
@@ -55,43 +52,38 @@ struct CleanupCommand: ParsableCommand {
         @Flag(help: "Delete for real (otherwise only report what would be deleted).") var execute = false
         @Option(help: "Refuse a run that would delete more than this.") var max: Int = 100
         @Option(help: "Deletions in flight at once.") var concurrency: Int = 4
-        @Option(help: "Grace period, e.g. 0, 30m, 24h (default: the tenant's).") var grace: String?
+        @Option(help: "Grace period, e.g. 0, 30m, 24h (default: the tenant's).") var grace: GraceDuration?
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-            let session = try ctx.session()
-            guard max >= 0, (1...64).contains(concurrency) else {
-                throw ConsoleError.usage("--max must be ≥ 0 and --concurrency between 1 and 64.")
-            }
-            let service = try await CleanupWiring.service(ctx, session)
-            let graceSeconds = try grace.map(CleanupWiring.parseDuration)
             // Plan, then apply: on a terminal the operator confirms the count the dry run found,
             // and the run may delete no more than that (--max lowered to it).
             var approvedMax = max
             if execute && !ctx.settings.yes && ctx.interactive {
-                let plan = try await service.run(
-                    session: session,
-                    options: CleanupRunOptions(execute: false, max: max, graceSeconds: graceSeconds))
+                let planned = try await ctx.perform(
+                    CleanupRunOperation(
+                        execute: false, max: max, concurrency: concurrency, graceSeconds: grace?.seconds,
+                        confirmed: false))
+                let plan = planned.report
+                let tenant = try TenantName(planned.tenant)
                 guard !plan.items.isEmpty else {
                     return .message(
-                        "Nothing to delete: no orphan of \(session.tenantName) is eligible"
+                        "Nothing to delete: no orphan of \(tenant) is eligible"
                             + (plan.waitingForSnapshot > 0
                                 ? " (\(plan.waitingForSnapshot) wait for a fresh snapshot)." : "."),
                         json: plan)
                 }
                 let shown = plan.items.prefix(10).map { "  \($0.subOrgId)" }.joined(separator: "\n")
                 Terminal.writeErr(
-                    "Plan: delete \(plan.items.count) Turnkey sub-org(s) of \(session.tenantName) (deleteWithoutExport):\n"
+                    "Plan: delete \(plan.items.count) Turnkey sub-org(s) of \(tenant) (deleteWithoutExport):\n"
                         + shown + (plan.items.count > 10 ? "\n  … and \(plan.items.count - 10) more" : ""))
                 try ctx.confirmDestructive(
-                    "Deleting these \(plan.items.count) sub-orgs destroys the keys inside them",
-                    tenant: session.tenantName)
+                    "Deleting these \(plan.items.count) sub-orgs destroys the keys inside them", tenant: tenant)
                 approvedMax = plan.items.count
-            } else if execute {
-                try ctx.confirmDestructive(
-                    "Deleting orphaned Turnkey sub-orgs of \(session.tenantName)", tenant: session.tenantName)
             }
-            let progress = Progress(label: execute ? "cleanup run" : "cleanup run (dry run)")
-            defer { progress.finish() }
+            // Without --yes a batch run is refused by the service (nothing destructive by default).
+            let operation = CleanupRunOperation(
+                execute: execute, max: approvedMax, concurrency: concurrency, graceSeconds: grace?.seconds,
+                confirmed: !execute || ctx.settings.yes || ctx.interactive)
             SignalFlag.drain()
             SignalFlag.install()
             TermSignal.install()  // SIGTERM stops a run like Ctrl-C: in-flight calls finish and are recorded
@@ -99,20 +91,9 @@ struct CleanupCommand: ParsableCommand {
                 TermSignal.restore()
                 SignalFlag.drain()
             }
-            let options = CleanupRunOptions(
-                execute: execute, max: approvedMax, concurrency: concurrency, graceSeconds: graceSeconds)
-            let onProgress: (@Sendable (RunReport, Int) -> Void)? =
-                execute
-                ? { @Sendable report, total in
-                    progress.set(
-                        done: report.items.count, total: total,
-                        detail:
-                            "\(report.deleted) deleted, \(report.alreadyGone) gone, \(report.failed) failed, \(report.needsUser) need user"
-                    )
-                } : nil
-            let report = try await service.run(
-                session: session, options: options, progress: onProgress, shouldStop: { SignalFlag.isRaised })
+            let ran = try await ctx.performJob(operation, label: execute ? "cleanup run" : "cleanup run (dry run)")
             TermSignal.restore()
+            let report = ran.report
             var output = CommandOutput(json: report) { style in
                 let waiting =
                     report.waitingForSnapshot > 0
@@ -136,7 +117,7 @@ struct CleanupCommand: ParsableCommand {
                 let failed = report.items.filter { $0.outcome == "failed" }.map(\.subOrgId)
                 output.failure = ConsoleError(
                     .remote, code: "cleanup_incomplete",
-                    "\(report.failed) eligible sub-org(s) of \(session.tenantName) are left failed after the run's retries (\(failed.prefix(5).joined(separator: ", "))\(failed.count > 5 ? ", …" : "")); run `cleanup run --execute` again, and see `cleanup status --state failed`."
+                    "\(report.failed) eligible sub-org(s) of \(ran.tenant) are left failed after the run's retries (\(failed.prefix(5).joined(separator: ", "))\(failed.count > 5 ? ", …" : "")); run `cleanup run --execute` again, and see `cleanup status --state failed`."
                 )
             }
             return output
@@ -155,25 +136,7 @@ struct CleanupCommand: ParsableCommand {
         @Option(help: "List at most this many items (oldest first seen first).") var limit: Int = 50
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-            let session = try ctx.session()
-            var states: Set<CleanupItemRecord.State>?
-            if !state.isEmpty {
-                states = []
-                for name in state {
-                    guard let parsed = CleanupItemRecord.State(rawValue: name) else {
-                        throw ConsoleError.invalid(
-                            "invalid_state",
-                            "--state must be pending, deleted, alreadyGone, failed, needsUser or skipped, got \(name.prefix(32))."
-                        )
-                    }
-                    states?.insert(parsed)
-                }
-            }
-            guard (0...100_000).contains(limit) else {
-                throw ConsoleError.usage("--limit must be between 0 and 100000.")
-            }
-            let report = try await CleanupWiring.service(ctx, session).status(
-                session: session, states: states, reason: reason, limit: limit)
+            let report = try await ctx.perform(CleanupStatusOperation(states: state, reason: reason, limit: limit))
             return CommandOutput(json: report) { style in
                 var out = TextTable(
                     [
@@ -217,13 +180,11 @@ struct CleanupCommand: ParsableCommand {
         @Argument(help: "Log file; `-` reads stdin.") var file: String
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-            let session = try ctx.session()
             let data =
                 file == "-"
                 ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: file)
             guard let data else { throw ConsoleError.invalid("invalid_file", "Cannot read the log file \(file).") }
-            let report = try await CleanupWiring.service(ctx, session).ingestLog(
-                session: session, text: String(decoding: data, as: UTF8.self))
+            let report = try await ctx.perform(CleanupIngestLogOperation(text: String(decoding: data, as: UTF8.self)))
             return .message(
                 "read \(report.lines) lines: \(report.found) sub-org ids, \(report.new) new in the journal",
                 json: report)
@@ -240,14 +201,12 @@ struct CleanupCommand: ParsableCommand {
         var out: String?
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-            let session = try ctx.session()
             // The file is opened before anything is journaled or audited: an unwritable --out
             // fails the command with nothing recorded.
             let file = try out.map { path throws(ConsoleError) in try OutputFile(opening: path) }
             let body: String
             do {
-                body = try await CleanupWiring.service(ctx, session).teardownRequest(
-                    session: session, subOrgId: subOrgId)
+                body = try await ctx.perform(CleanupTeardownRequestOperation(subOrgId: subOrgId)).body
             } catch {
                 file?.abandon()
                 throw error
@@ -271,13 +230,11 @@ struct CleanupCommand: ParsableCommand {
         @Option(help: "The X-Stamp value from `recovery stamp`.") var stamp: String
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-            let session = try ctx.session()
             guard let body = FileManager.default.contents(atPath: bodyFile) else {
                 throw ConsoleError.invalid("invalid_file", "Cannot read the body file \(bodyFile).")
             }
             let item = try await Progress.waiting("cleanup submit") {
-                try await CleanupWiring.service(ctx, session).submit(
-                    session: session, body: Array(body), stamp: stamp.trimmingCharacters(in: .whitespacesAndNewlines))
+                try await ctx.perform(CleanupSubmitOperation(body: body, stamp: stamp))
             }
             return .message("\(item.subOrgId): \(item.outcome)" + (item.error.map { " (\($0))" } ?? ""), json: item)
         }
@@ -286,7 +243,13 @@ struct CleanupCommand: ParsableCommand {
 
 /// SIGTERM during `cleanup run`: raises the same flag as Ctrl-C, then the default comes back.
 enum TermSignal {
-    static func install() { SandboxCommand.Turnkey.stopOnSIGTERM() }
+    static func install() {
+        var action = sigaction()
+        action.__sigaction_handler.sa_handler = { _ in SignalFlag.raise() }
+        sigemptyset(&action.sa_mask)
+        action.sa_flags = SA_RESTART
+        sigaction(SIGTERM, &action, nil)
+    }
 
     static func restore() {
         var action = sigaction()

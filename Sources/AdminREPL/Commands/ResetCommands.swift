@@ -1,9 +1,7 @@
-import Access
 import ArgumentParser
 import BackupModel
-import ConsoleStore
+import ConsoleService
 import Foundation
-import Recovery
 
 /// `reset begin|complete|walkthrough`: the operator side of /reset (role support).
 struct ResetCommand: ParsableCommand {
@@ -35,27 +33,25 @@ struct ResetCommand: ParsableCommand {
         }
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-            let session = try ctx.session()
             // Refuse an unusable --token-out before a challenge (and its token) is issued.
             let out = try tokenOut.map { (path) throws(ConsoleError) in try SecretFile.create(path, what: "--token-out")
             }
-            let service = try await BackupServiceWiring.resetService(ctx, session)
-            let begun: ResetChallenge
-            do { begun = try await service.begin(backupAccountId: backupAccountId, session: session) } catch {
+            let begun: ResetBeginOperation.Output
+            do { begun = try await ctx.perform(ResetBeginOperation(backupAccountId: backupAccountId)) } catch {
                 out?.discard()
                 throw error
             }
-            let token = begun.token.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+            let token = begun.token
             try out?.write(Array(token.utf8) + [0x0A])
             let factors = begun.factors.map { f in f.accountKind.map { "\(f.kind) (\($0))" } ?? f.kind }
             let result = Result(
-                challenge: begun.challengeBase64, token: out == nil ? token : nil, tokenFile: out?.path,
+                challenge: begun.challenge, token: out == nil ? token : nil, tokenFile: out?.path,
                 expiresAt: begun.expiresAtRFC3339, liveFactors: factors)
             let tokenFlag = out.map { "--token-file \($0.path)" } ?? "--token-file FILE"
             return CommandOutput(json: result) { style in
                 keyValueBlock(
                     [
-                        ("backup", begun.backupId.rawValue),
+                        ("backup", begun.backupId),
                         ("live main factors", factors.isEmpty ? "none" : factors.joined(separator: ", ")),
                         ("challenge", result.challenge),
                         ("token", out.map { "written to \($0.path) (mode 0600)" } ?? token),
@@ -97,22 +93,21 @@ struct ResetCommand: ParsableCommand {
         }
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-            let session = try ctx.session()
             if tokenFile == "-" && signatureFile == "-" {
                 throw ConsoleError.usage("Only one of --token-file and --signature-file can be - (stdin).")
             }
             let secret = try SecretInput.read(
                 value: token, file: tokenFile, what: "reset token", flag: "token", hidden: true)
-            let service = try await BackupServiceWiring.resetService(ctx, session)
-            let plan = try service.plan(token: secret, backupAccountId: backupAccountId, session: session)
+            // Which backup the token resets, before the signature is asked for and the reset confirmed.
+            let plan = try await ctx.perform(ResetPlanOperation(token: secret, backupAccountId: backupAccountId))
             let sig = try SecretInput.read(
                 value: signature, file: signatureFile, what: "signature", flag: "signature", hidden: false)
             let sigText = sig.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
             try ctx.confirmDestructive(
                 "Resetting \(plan.backupId) through the Backup Service deletes the user's backup there and here",
-                tenant: session.tenantName)
-            let r = try await service.complete(
-                token: secret, signature: sigText, backupAccountId: backupAccountId, session: session)
+                tenant: try TenantName(plan.tenant))
+            let r = try await ctx.perform(
+                ResetCompleteOperation(token: secret, signature: sigText, backupAccountId: backupAccountId))
             let result = Result(
                 backupId: r.backupId, wiped: r.wiped, lookupRowsRemoved: r.lookupRowsRemoved,
                 turnkeySubOrgIds: r.turnkeySubOrgIds, resolvedBy: r.resolvedBy)

@@ -1,7 +1,5 @@
-import Access
 import ArgumentParser
 import BackupModel
-import Cleanup
 import ConsoleService
 import Foundation
 import Recovery
@@ -18,17 +16,16 @@ struct ResetWalkthroughCommand: ConsoleCommand {
             throw ConsoleError.usage(
                 "reset walkthrough is interactive; in batch use `reset begin` and `reset complete --yes`.")
         }
-        let session = try ctx.session()
-        let store = try ctx.existingStore()
-        var walk = try ResetWalkthrough(
-            store: store, session: session, service: try await BackupServiceWiring.resetService(ctx, session),
-            finder: LookupFinder(store: store), clock: ctx.clock)
+        let who = try await ctx.perform(ResetWalkthroughOperation())
+        var walk = ResetWalkthrough(
+            backend: ConsoleResetBackend(api: try ctx.console, caller: try ctx.caller), tenant: who.tenant,
+            operatorName: who.operator, clock: ctx.clock)
         let style = ctx.style
         var prompt = walk.firstPrompt
         while true {
             switch prompt {
             case .summary(var s):
-                s.teardownStatus = await Self.submitTeardown(s, ctx: ctx, session: session)
+                s.teardownStatus = await Self.submitTeardown(s, ctx: ctx)
                 return CommandOutput(json: Self.json(s)) { style in Self.render(s, style) }
             case .aborted(let step):
                 return .message("Walkthrough aborted at \(step); nothing was changed.", json: ["aborted": step])
@@ -118,32 +115,29 @@ struct ResetWalkthroughCommand: ConsoleCommand {
 
     /// Step 4's sending: each break-glass-stamped body goes to Turnkey through the cleanup
     /// service, which journals it first; whatever is not sent stays queued for `cleanup`.
-    /// Submitting is a cleaner's action, so a support operator gets the exact next step instead.
-    @MainActor static func submitTeardown(_ s: WalkthroughSummary, ctx: CommandContext, session: Session) async
-        -> String
-    {
-        let stamped = s.teardown.compactMap { item in item.stamp.map { (item, $0) } }
+    /// Submitting is a cleaner's action (the service decides), so a support operator gets the
+    /// exact next step instead.
+    static func submitTeardown(_ s: WalkthroughSummary, ctx: CommandContext) async -> String {
+        let stamped = s.teardown.compactMap { item in
+            item.stamp.map { ResetTeardownOperation.Item(subOrgId: item.subOrgId, body: item.body.text, stamp: $0) }
+        }
         guard !stamped.isEmpty else {
             return s.teardownStatus
                 + " Without break-glass stamps, `cleanup run` tries the tenant's cleanup key; else the user stamps `cleanup teardown-request` bodies later."
         }
-        guard session.role >= Permission.cleanupTeardown.minimumRole else {
+        let sent: ResetTeardownOperation.Output
+        do {
+            sent = try await ctx.perform(ResetTeardownOperation(items: stamped))
+        } catch {
+            return s.teardownStatus + " Not sent: \(error.message) The sub-orgs stay queued for cleanup."
+        }
+        guard sent.permitted else {
             return s.teardownStatus
                 + " Not sent: submitting needs the cleaner role; a cleaner runs `cleanup submit --body-file FILE --stamp STAMP` with the bodies and stamps below."
         }
-        var outcomes: [String] = []
-        do {
-            let service = try await CleanupWiring.service(ctx, session)
-            for (item, stamp) in stamped {
-                do {
-                    let result = try await service.submit(session: session, body: item.body.bytes, stamp: stamp)
-                    outcomes.append("\(item.subOrgId): \(result.outcome)")
-                } catch {
-                    outcomes.append("\(item.subOrgId): not sent (\(error.message)); stays queued for cleanup")
-                }
-            }
-        } catch {
-            return s.teardownStatus + " Not sent: \(error.message) The sub-orgs stay queued for cleanup."
+        let outcomes = sent.outcomes.map { item in
+            item.notSent.map { "\(item.subOrgId): not sent (\($0)); stays queued for cleanup" }
+                ?? "\(item.subOrgId): \(item.outcome ?? "sent")"
         }
         return "Sent to Turnkey: " + outcomes.joined(separator: "; ")
     }
