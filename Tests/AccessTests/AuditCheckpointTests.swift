@@ -110,3 +110,29 @@ import Testing
         #expect(!result.ok && result.code == "bad_signature")
     }
 }
+
+@Suite struct AuditCheckpointStoreTests {
+    @Test func checkpointsRoundTripThroughTheStoreAndADeletedRowIsDetected() throws {
+        let fixture = try TempStore()
+        let (_, session) = try fixture.bootstrap()
+        let key = P256.generatePrivateKey()
+        var previous: AuditCheckpoint?
+        for i in 0..<3 {
+            let entry = try fixture.store.appendAudit(session.audit("backup.show", target: "backup_\(i)"))
+            let checkpoint = try AuditCheckpoint.sign(
+                seq: entry.seq, headHash: entry.hash, atMillis: entry.at, previous: previous, privateKey: key)
+            try fixture.store.appendAuditCheckpoint(checkpoint)
+            previous = checkpoint
+        }
+        let stored = try fixture.store.auditCheckpoints()
+        #expect(stored.count == 3 && stored.last == previous)
+        let publicKey = try P256.publicKey(privateKey: key, compressed: true)
+        #expect(try AuditLog.verifyCheckpoints(store: fixture.store, checkpoints: stored, publicKey: publicKey).ok)
+
+        let queue = try DatabaseQueue(path: fixture.path)
+        try queue.write { try $0.execute(sql: "DELETE FROM audit_checkpoints WHERE id = 2") }
+        let result = try AuditLog.verifyCheckpoints(
+            store: fixture.store, checkpoints: try fixture.store.auditCheckpoints(), publicKey: publicKey)
+        #expect(!result.ok && result.code == "checkpoint_missing" && result.badSeq == stored[2].seq)
+    }
+}
