@@ -120,3 +120,27 @@ extension AuditLog {
             lastCheckpointSeq: previousSeq, uncoveredEntries: max(0, Int(head - previousSeq)))
     }
 }
+
+extension AuditLog {
+    /// Signs and stores a checkpoint of the current head when one is due: every `every` entries,
+    /// or when the last checkpoint is older than `maxAgeMillis` and entries followed it, or
+    /// always when `force` (`audit checkpoint`). Returns the new checkpoint, or `nil` if none was due.
+    @discardableResult
+    public static func checkpointIfDue(
+        store: any AuditCheckpointStore, privateKey: SecretBytes, nowMillis: Int64, every: Int64 = 100,
+        maxAgeMillis: Int64 = 300_000, force: Bool = false
+    ) throws(ConsoleError) -> AuditCheckpoint? {
+        guard let head = try store.latestAuditEntries(tenant: nil, limit: 1).last else { return nil }
+        let last = try store.auditCheckpoints().last
+        let lastSeq = last?.seq ?? 0
+        let lastAt = last?.atMillis ?? Int64.min
+        let due =
+            force || head.seq - lastSeq >= every
+            || (head.seq > lastSeq && (last == nil || nowMillis - lastAt >= maxAgeMillis))
+        guard due else { return nil }
+        let checkpoint = try AuditCheckpoint.sign(
+            seq: head.seq, headHash: head.hash, atMillis: nowMillis, previous: last, privateKey: privateKey)
+        try store.appendAuditCheckpoint(checkpoint)
+        return checkpoint
+    }
+}

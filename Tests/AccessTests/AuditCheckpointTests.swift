@@ -136,3 +136,40 @@ import Testing
         #expect(!result.ok && result.code == "checkpoint_missing" && result.badSeq == stored[2].seq)
     }
 }
+
+@Suite struct AuditCheckpointPolicyTests {
+    @Test func checkpointsAreWrittenEveryNEntriesAndAfterAQuietPeriod() throws {
+        let fixture = try TempStore()
+        let (_, session) = try fixture.bootstrap()
+        let key = P256.generatePrivateKey()
+        let now: Int64 = 1_000_000
+        // The first call signs the bootstrap entries (no checkpoint yet).
+        #expect(try AuditLog.checkpointIfDue(store: fixture.store, privateKey: key, nowMillis: now, every: 5) != nil)
+        var written = 0
+        for i in 0..<10 {
+            try fixture.store.appendAudit(session.audit("backup.show", target: "backup_\(i)"))
+            if try AuditLog.checkpointIfDue(store: fixture.store, privateKey: key, nowMillis: now, every: 5) != nil {
+                written += 1
+            }
+        }
+        #expect(written == 2)
+        // Quiet: nothing new, nothing due even much later; one new entry after T is due.
+        #expect(
+            try AuditLog.checkpointIfDue(store: fixture.store, privateKey: key, nowMillis: now + 600_000, every: 5)
+                == nil)
+        try fixture.store.appendAudit(session.audit("backup.show", target: "late"))
+        #expect(
+            try AuditLog.checkpointIfDue(store: fixture.store, privateKey: key, nowMillis: now + 299_999, every: 5)
+                == nil)
+        #expect(
+            try AuditLog.checkpointIfDue(store: fixture.store, privateKey: key, nowMillis: now + 300_000, every: 5)
+                != nil)
+        #expect(
+            try AuditLog.checkpointIfDue(
+                store: fixture.store, privateKey: key, nowMillis: now + 300_001, every: 5, force: true) != nil)
+        let stored = try fixture.store.auditCheckpoints()
+        #expect(stored.count == 5)
+        let publicKey = try P256.publicKey(privateKey: key, compressed: false)
+        #expect(try AuditLog.verifyCheckpoints(store: fixture.store, checkpoints: stored, publicKey: publicKey).ok)
+    }
+}
