@@ -105,11 +105,29 @@ let package = Package(
             name: "Recovery",
             dependencies: ["BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Turnkey", "BackupService"],
             swiftSettings: strict),
+        // The service layer: one protocol, the in-process implementation and every operation.
+        .target(
+            name: "ConsoleService",
+            dependencies: [
+                "BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Inspect", "Recovery", "Turnkey",
+                "TurnkeySandbox", "Cleanup", "BackupService", "BackupServiceSandbox",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
+        // The service layer over HTTP, against `backupctl serve`.
+        .target(
+            name: "ConsoleClient",
+            dependencies: [
+                "BackupModel", "ConsoleService",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
+            swiftSettings: strict),
         .executableTarget(
             name: "AdminREPL",
             dependencies: [
                 "BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Inspect", "Recovery", "Turnkey",
                 "TurnkeySandbox", "Cleanup", "CReadline", "BackupService", "BackupServiceSandbox",
+                "ConsoleService", "ConsoleClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -172,7 +190,9 @@ let package = Package(
             ]),
         .testTarget(
             name: "AdminREPLTests",
-            dependencies: ["AdminREPL", "BackupctlTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
+            dependencies: ["AdminREPL", "BackupctlTestSupport", .product(name: "GRDB", package: "GRDB.swift")],
+            // Read from the source tree by path (golden files), not bundled.
+            exclude: ["Goldens"]),
     ],
     swiftLanguageModes: [.v6]
 )

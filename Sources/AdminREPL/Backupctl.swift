@@ -19,6 +19,7 @@ struct Backupctl: AsyncParsableCommand {
     @Option(help: "The embedded store (default $BACKUPCTL_DB, else $XDG_DATA_HOME/backupctl/console.db).")
     var db: String?
     @Option(help: "Tenant for this run (default $BACKUPCTL_TENANT).") var tenant: String?
+    @Option(help: "Run commands on this `backupctl serve` (default $BACKUPCTL_SERVER).") var server: String?
     @Option(help: "table, json, yaml or csv (default $BACKUPCTL_FORMAT, else table).") var format: String?
     @Option(help: "File holding the operator token (default: the token in $BACKUPCTL_TOKEN).") var tokenFile: String?
     @Option(
@@ -48,7 +49,8 @@ struct Backupctl: AsyncParsableCommand {
         }
         return GlobalSettings(
             dbPath: db ?? GlobalSettings.defaultDBPath(environment: environment), tenant: tenant, format: format,
-            tokenFile: tokenFile, continueOnError: continueOnError, yes: yes, color: color, noPager: noPager)
+            tokenFile: tokenFile, continueOnError: continueOnError, yes: yes, color: color, noPager: noPager,
+            server: server ?? environment["BACKUPCTL_SERVER"].flatMap { $0.isEmpty ? nil : $0 })
     }
 
     /// Parses the global options itself so that a bad one is the same one-line error, with its
@@ -59,7 +61,8 @@ struct Backupctl: AsyncParsableCommand {
             let inline = arguments[index].split(separator: "=", maxSplits: 1).dropFirst().first.map(String.init)
             let shell = inline ?? (index + 1 < arguments.count ? arguments[index + 1] : "")
             guard let script = CompletionRoot.script(for: shell) else {
-                reportUsage("--generate-completion-script takes bash, zsh or fish, got '\(shell)'.", arguments: arguments)
+                reportUsage(
+                    "--generate-completion-script takes bash, zsh or fish, got '\(shell)'.", arguments: arguments)
                 Foundation.exit(ExitStatus.usage)
             }
             Terminal.writeOut(script)

@@ -1,6 +1,8 @@
 import Access
 import BackupCrypto
 import BackupModel
+import ConsoleClient
+import ConsoleService
 import ConsoleStore
 import Foundation
 
@@ -18,16 +20,10 @@ final class CommandContext {
     /// Whether a person is at a terminal (prompts, confirmations, hidden input).
     let interactive: Bool
 
-    private var openedStore: (any ConsoleStore)?
-    private var cachedOperator: OperatorRecord?
+    /// The service layer: in-process on `--db`, or a `backupctl serve` with `--server`.
+    private var openedConsole: (any ConsoleAPI)?
     /// The tenant chosen by `use`, `--tenant` or `$BACKUPCTL_TENANT`.
-    var tenantName: String? {
-        didSet { cachedSession = nil }
-    }
-    /// The last session and when it was read (monotonic ns). Reused for at most a second, so a
-    /// 100,000-line script does not re-read its grant per line, yet a revoked role stops
-    /// working within a second in a long REPL or batch.
-    private var cachedSession: (session: Session, readAt: UInt64)?
+    var tenantName: String?
     /// Set by `quit`/`exit`.
     var quitRequested = false
     /// A token handed over in-process (`demo`), instead of the file or environment.
@@ -49,7 +45,7 @@ final class CommandContext {
     var groupsReadAudits = false
     /// Whether the running command's read audits are held (applied to the store when it opens).
     var holdingReadAudits = false {
-        didSet { openedStore?.holdReadAudits(holdingReadAudits) }
+        didSet { openedConsole?.holdReadAudits(holdingReadAudits) }
     }
 
     init(
@@ -75,7 +71,7 @@ final class CommandContext {
     /// record) and the error says so.
     func releaseHeld() throws(ConsoleError) {
         do {
-            try openedStore?.flushAudit()
+            try openedConsole?.flushReadAudits()
         } catch {
             Terminal.discardHeld()
             throw ConsoleError(
@@ -89,40 +85,69 @@ final class CommandContext {
     /// Points this context at another store file (closing nothing: SQLite handles close on release).
     func switchStore(to path: String) {
         settings.dbPath = path
-        openedStore = nil
-        cachedOperator = nil
-        cachedSession = nil
+        settings.server = nil
+        openedConsole = nil
+    }
+
+    /// The service layer this context talks to, made on first use.
+    var console: any ConsoleAPI {
+        get throws(ConsoleError) {
+            if let openedConsole { return openedConsole }
+            let made: any ConsoleAPI
+            if let server = settings.server {
+                made = try RemoteConsole(server: server)
+            } else {
+                made = LocalConsole(storePath: settings.dbPath, clock: clock, random: random, environment: environment)
+            }
+            made.holdReadAudits(holdingReadAudits)
+            openedConsole = made
+            return made
+        }
+    }
+
+    /// Who is calling: the token (when one was given) and the chosen tenant.
+    var caller: Caller {
+        get throws(ConsoleError) {
+            let token: SecretBytes?
+            do { token = try readToken() } catch  where error.code == "missing_token" { token = nil }
+            return Caller(token: token, tenant: tenantName)
+        }
+    }
+
+    /// Runs one operation of the service layer as this context's operator.
+    func perform<Op: ConsoleOperation>(_ operation: Op, progress: ProgressSink? = nil) async throws(ConsoleError)
+        -> Op.Output
+    {
+        try await console.perform(operation, as: try caller, progress: progress)
+    }
+
+    /// The in-process console; commands that only make sense next to the store (`init`,
+    /// `demo`) use it, and refuse against a server.
+    var local: LocalConsole {
+        get throws(ConsoleError) {
+            guard let local = try console as? LocalConsole else {
+                throw .usage("This command works on the local store only; run it without --server.")
+            }
+            return local
+        }
     }
 
     func store() throws(ConsoleError) -> any ConsoleStore {
-        if let openedStore { return openedStore }
-        let store = try SQLiteConsoleStore(path: settings.dbPath, clock: clock.millis)
-        store.holdReadAudits(holdingReadAudits)
-        openedStore = store
-        return store
+        try local.store(create: true)
     }
 
     /// Opens the store only if its file exists (for commands that must not create it).
     func existingStore() throws(ConsoleError) -> any ConsoleStore {
-        if openedStore == nil, !FileManager.default.fileExists(atPath: settings.dbPath) {
-            throw ConsoleError(
-                .notFound, code: "no_store",
-                "No console store at \(settings.dbPath); run `backupctl init --admin NAME` first (or pass --db).")
-        }
-        return try store()
+        try local.store()
     }
 
     var access: AccessService {
         get throws(ConsoleError) { AccessService(store: try existingStore(), clock: clock, random: random) }
     }
 
-    /// The operator behind `--token-file` or `$BACKUPCTL_TOKEN`, authenticated once.
+    /// The operator behind `--token-file` or `$BACKUPCTL_TOKEN` (in-process commands only).
     func currentOperator() throws(ConsoleError) -> OperatorRecord {
-        if let cachedOperator { return cachedOperator }
-        let token = try readToken()
-        let op = try access.authenticate(token: token)
-        cachedOperator = op
-        return op
+        try local.authenticate(try caller)
     }
 
     private func readToken() throws(ConsoleError) -> SecretBytes {
@@ -142,46 +167,9 @@ final class CommandContext {
             "No operator token: pass --token-file PATH or set BACKUPCTL_TOKEN.")
     }
 
-    /// The session for the selected tenant (or the operator's only tenant).
+    /// The session for the selected tenant (or the operator's only tenant), in-process.
     func session() throws(ConsoleError) -> Session {
-        let now = DispatchTime.now().uptimeNanoseconds
-        if let cached = cachedSession, now - cached.readAt < 1_000_000_000 { return cached.session }
-        let session = try readSession()
-        cachedSession = (session, now)
-        return session
-    }
-
-    private func readSession() throws(ConsoleError) -> Session {
-        let op = try currentOperator()
-        let access = try access
-        let name: TenantName
-        if let chosen = tenantName {
-            name = try TenantName(chosen)
-        } else {
-            let visible = try access.tenants(visibleTo: op)
-            guard visible.count == 1, let only = visible.first else {
-                throw ConsoleError.usage(
-                    visible.isEmpty
-                        ? "Operator \(op.name) has no role in any tenant."
-                        : "No tenant selected: pass --tenant NAME or run `use NAME` (tenant list shows yours).")
-            }
-            name = only.0.name
-        }
-        return try session(operator: op, tenant: name)
-    }
-
-    /// The operator's session in `name`; a miss names a tenant of theirs that is spelled alike.
-    func session(operator op: OperatorRecord, tenant name: TenantName) throws(ConsoleError) -> Session {
-        let access = try access
-        do {
-            return try access.session(operator: op, tenant: name)
-        } catch {
-            guard error.kind == .permissionDenied || error.kind == .notFound else { throw error }
-            let visible = ((try? access.tenants(visibleTo: op)) ?? []).map(\.0.name.rawValue)
-            let hint = Suggest.didYouMean(name.rawValue, among: visible)
-            guard !hint.isEmpty else { throw error }
-            throw ConsoleError(error.kind, code: error.code, error.message + hint)
-        }
+        try local.session(try caller)
     }
 
     /// Asks the operator to type the tenant name before a destructive action; in batch mode

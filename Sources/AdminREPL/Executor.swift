@@ -1,5 +1,6 @@
 import ArgumentParser
 import BackupModel
+import ConsoleService
 import Foundation
 
 /// Runs one command line: parse with the shared tree, execute, render, report errors.

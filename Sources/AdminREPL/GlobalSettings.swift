@@ -20,6 +20,8 @@ struct GlobalSettings {
     var color: ColorMode
     /// `--no-pager` (or `set pager off`): never start a pager.
     var noPager = false
+    /// `--server URL` / `$BACKUPCTL_SERVER`: run every command on that `backupctl serve`.
+    var server: String?
 
     static func defaultDBPath(environment: [String: String]) -> String {
         if let db = environment["BACKUPCTL_DB"], !db.isEmpty { return db }

@@ -21,6 +21,7 @@ extension SQLiteConsoleStore: LiveTenantStore {
             seq: row[0], snapshotAt: row[1], complete: row[2], importedAt: row[3], backups: row[4], retired: row[5])
     }
 
+    @discardableResult
     public func recordSnapshot(tenant: TenantName, _ snapshot: SnapshotRecord, audit: AuditDraft?)
         throws(ConsoleError) -> SnapshotRecord
     {

@@ -6,7 +6,7 @@ import ConsoleStore
 /// factor kind, health and age — the way from "some backups fail" to the ones to `show`.
 public struct BackupList: Sendable {
     /// A main-factor kind to filter on, as operators name them.
-    public enum FactorKindFilter: String, Sendable, CaseIterable {
+    public enum FactorKindFilter: String, Sendable, CaseIterable, Codable {
         case passkey, oidc, keypair
 
         func matches(_ kind: FactorKind) -> Bool {
@@ -18,7 +18,7 @@ public struct BackupList: Sendable {
     }
 
     /// What to list; `nil` filters are off.
-    public struct Query: Sendable, Equatable {
+    public struct Query: Sendable, Equatable, Codable {
         public var factorKind: FactorKindFilter?
         public var health: HealthStatus?
         /// Created (its oldest main factor) at least this many seconds ago.

@@ -33,7 +33,7 @@ public struct CheckReport: Sendable, Equatable, Codable {
 
 /// Which non-ok results a report lists: `check --failing` and `check --check NAME`. The
 /// counts by check and status always cover every result.
-public struct FindingFilter: Sendable, Equatable {
+public struct FindingFilter: Sendable, Equatable, Codable {
     /// The least severe status listed: `.warn` lists warnings and failures, `.fail` failures only.
     public var minimum: HealthStatus
     /// Only this check's findings, when set.

@@ -6,7 +6,7 @@ import Foundation
 ///
 /// Values are kept as pasted; ``LookupQuery/candidateKeys()`` turns them into the FactorLookup
 /// keys the service stores, accepting the forms operators meet in logs and tickets.
-public enum LookupQuery: Sendable, Equatable {
+public enum LookupQuery: Sendable, Equatable, Codable {
     /// A WebAuthn credential id: base64url (padded or not), standard base64, or hex.
     case passkey(credentialId: String)
     /// `google`, `apple` or an issuer URL, and the account's `sub`.

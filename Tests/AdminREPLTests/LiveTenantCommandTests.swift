@@ -14,7 +14,7 @@ import Testing
     func path(_ cli: CLI, _ name: String) -> String { cli.directory.appendingPathComponent(name).path }
 
     @Test func resetWithFilesThenBreakGlassTeardownOnASandboxTenant() throws {
-        var cli = try CLI()
+        var cli = CLI()
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
         let imported = try cli.run(["import", Self.fixtures.appendingPathComponent("export").path])
@@ -78,7 +78,7 @@ import Testing
     }
 
     @Test func tenantBackupServiceURLIsCheckedBeforeItIsSaved() throws {
-        var cli = try CLI()
+        var cli = CLI()
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
         // A sandbox tenant always uses the emulator.

@@ -60,15 +60,22 @@ import Testing
         #expect(!audit.stdout.contains("0102030405060708090a0b0c0d0e0f"))
     }
 
-    @Test func aWrongTenantNameAtConfirmationChangesNothing() throws {
-        var cli = CLI()
-        defer { cli.cleanUp() }
+    /// A store with the imported backup and a walkthrough that has found it and asks the
+    /// runbook's "no reset" question.
+    func walkthroughAtTheFactorQuestion(_ cli: inout CLI) throws -> PTY {
         _ = try cli.bootstrap()
         try importBackup(cli)
         let pty = try PTY(arguments: ["reset", "walkthrough"], environment: cli.environment)
         #expect(pty.expect("backup or factor>"))
         pty.send(Self.backupId + "\r")
         #expect(pty.expect("still have ANY factor listed above? (yes/no)>"))
+        return pty
+    }
+
+    @Test func aWrongTenantNameAtConfirmationChangesNothing() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        let pty = try walkthroughAtTheFactorQuestion(&cli)
         pty.send("no\r")
         #expect(pty.expect("Issue a reset challenge? (yes/no)>"))
         pty.send("yes\r")
@@ -81,5 +88,20 @@ import Testing
         #expect(pty.waitForExit())
         #expect(pty.process.terminationStatus == 1, "\(pty.transcript)")
         #expect(try cli.run(["show", Self.backupId]).status == 0)
+    }
+
+    /// The runbook's "no reset" test comes first: a user who still has a listed factor gets no
+    /// challenge, and nothing is issued, audited as a reset or changed.
+    @Test func aUserWhoStillHasAFactorGetsNoReset() throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        let pty = try walkthroughAtTheFactorQuestion(&cli)
+        pty.send("yes\r")
+        #expect(pty.expect("No reset"), "\(pty.transcript)")
+        #expect(pty.waitForExit())
+        #expect(!pty.transcript.contains("challenge:"))
+        #expect(try cli.run(["show", Self.backupId]).status == 0)
+        let audit = try cli.run(["--format", "json", "audit", "list", "--limit", "50"])
+        #expect(!audit.stdout.contains("reset.begin") && !audit.stdout.contains("reset.complete"))
     }
 }

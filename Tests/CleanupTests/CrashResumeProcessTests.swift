@@ -18,6 +18,15 @@ struct CrashResumeProcessTests {
         "--concurrency", "4",
     ]
 
+    /// Polls (synchronously, so a busy task pool cannot stretch the wait) until the sandbox has
+    /// received `count` deletion bodies or the console has exited; at most 20 s.
+    static func waitUntil(_ console: BackupctlProcess, bodiesBeyond count: Int, _ drill: ProcessDrill) throws {
+        for _ in 0..<1000 where console.isRunning {
+            if try drill.bodiesReceived() >= count { return }
+            usleep(20_000)
+        }
+    }
+
     /// The live tenant's proof: a scan records when the orphans were first seen unreferenced,
     /// then a complete snapshot taken no earlier says they still are (what importing a fresh
     /// export with `--complete` records).
@@ -60,18 +69,26 @@ struct CrashResumeProcessTests {
         try await Self.freshSnapshot(drill)
 
         var killedMidRun = 0
+        var early: [String] = []
         var progressAtKill: [Int] = []
         for round in 0..<10 {
+            // The checkpoint: this round's console has had 1–3 more deletions accepted by the
+            // sandbox (its state file, saved every 200 ms). A fixed delay drifted when the test
+            // pool was busy, and the consoles finished the work before their kills.
+            let before = try drill.bodiesReceived()
             let console = try BackupctlProcess(Self.runCommand, environment: drill.environment)
-            try await Task.sleep(nanoseconds: UInt64(300 + 150 * round) * 1_000_000)
+            try Self.waitUntil(console, bodiesBeyond: before + 1 + round % 3, drill)
             if console.isRunning {
                 console.signal(SIGKILL)
                 killedMidRun += 1
+                _ = await console.waitExit(seconds: 30)
+            } else if let status = await console.waitExit(seconds: 30), status != 0 {
+                early.append("round \(round): exit \(status): \(console.stderr.prefix(300))")
             }
-            _ = await console.waitExit(seconds: 30)
             progressAtKill.append(try drill.bodiesReceived())
         }
-        #expect(killedMidRun >= 6, "only \(killedMidRun) of 10 kills hit a running console")
+        #expect(early.isEmpty, "runs that failed before their kill: \(early)")
+        #expect(killedMidRun >= 6, "only \(killedMidRun) of 10 kills hit a running console; \(early)")
         #expect(progressAtKill.last ?? 0 > 0, "no deletion happened before the final run")
         #expect(progressAtKill.last ?? 0 < orphans.count * 2, "the kills did not interrupt the work")
 

@@ -2,6 +2,7 @@ import Access
 import BackupModel
 import BackupService
 import BackupServiceSandbox
+import ConsoleService
 import ConsoleStore
 import Inspect
 import Recovery
@@ -43,19 +44,5 @@ enum BackupServiceWiring {
         ResetService(
             store: try liveStore(ctx), service: try await client(ctx, session), clock: ctx.clock,
             checkpoint: CrashHook.checkpoint(environment: ctx.environment))
-    }
-}
-
-/// The walkthrough's "find" step on the lookup service: the same rules as `lookup`, audited
-/// the same way (`unauthorized_factor` and `dangling_lookup` are refusals, not hits).
-struct LookupFinder: BackupFinder {
-    let store: any ConsoleStore
-
-    func find(_ query: String, session: Session) throws(ConsoleError) -> BackupRecord {
-        let result = try LookupService(store: store).lookup(try LookupQuery(text: query), session: session)
-        guard let record = try store.backup(tenant: session.tenantName, id: result.backupId) else {
-            throw .notFound("Backup \(result.backupId) does not exist in tenant \(session.tenantName).")
-        }
-        return record
     }
 }

@@ -1,6 +1,7 @@
 import Access
 import ArgumentParser
 import BackupModel
+import ConsoleService
 import Inspect
 
 /// `backups list`: find backups by factor kind, health and age, then `show` one by a prefix.
@@ -46,9 +47,7 @@ struct BackupsCommand: ParsableCommand {
             query.newerThanSeconds = try newerThan.map { text throws(ConsoleError) in
                 try Readable.duration(text, option: "--newer-than")
             }
-            let clock = ctx.clock
-            let listing = try BackupList(store: try ctx.existingStore(), now: { clock.seconds }).list(
-                query, session: try ctx.session())
+            let listing = try await ctx.perform(BackupsListOperation(query))
             var output = CommandOutput(json: listing) { style in Self.table(listing, style) }
             output.records = ListRecords(
                 ["backupId", "createdAt", "factors", "syncFactors", "blobBytes", "health"],

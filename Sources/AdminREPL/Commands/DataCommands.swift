@@ -19,7 +19,8 @@ struct ImportCommand: ConsoleCommand {
         let session = try ctx.session()
         let service = DataAdminService(store: try ctx.existingStore(), clock: ctx.clock)
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        let progress = Progress(label: "import", total: entries.filter { $0 != "factor_lookup.jsonl" && $0 != SnapshotManifest.fileName }.count)
+        let backupDirectories = entries.filter { $0 != "factor_lookup.jsonl" && $0 != SnapshotManifest.fileName }
+        let progress = Progress(label: "import", total: backupDirectories.count)
         defer { progress.finish() }
         let report = try service.importExport(
             directory: directory, dryRun: dryRun, session: session, snapshotAt: snapshotAt, complete: complete,

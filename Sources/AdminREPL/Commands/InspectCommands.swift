@@ -1,6 +1,7 @@
 import Access
 import ArgumentParser
 import BackupModel
+import ConsoleService
 import ConsoleStore
 import Inspect
 
@@ -16,7 +17,7 @@ struct LookupCommand: ParsableCommand {
         @Argument(help: "The credential id.") var credentialId: String
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-            try LookupCommand.run(.passkey(credentialId: credentialId), ctx)
+            try await LookupCommand.run(.passkey(credentialId: credentialId), ctx)
         }
     }
 
@@ -26,7 +27,7 @@ struct LookupCommand: ParsableCommand {
         @Argument(help: "The account's sub.") var sub: String
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-            try LookupCommand.run(.oidc(provider: provider, sub: sub), ctx)
+            try await LookupCommand.run(.oidc(provider: provider, sub: sub), ctx)
         }
     }
 
@@ -37,7 +38,7 @@ struct LookupCommand: ParsableCommand {
         @Flag(help: "Look in the SYNC scope (device keys) instead of MAIN.") var sync = false
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-            try LookupCommand.run(.keypair(publicKey: publicKey, sync: sync), ctx)
+            try await LookupCommand.run(.keypair(publicKey: publicKey, sync: sync), ctx)
         }
     }
 
@@ -46,41 +47,17 @@ struct LookupCommand: ParsableCommand {
         @Argument(help: "backup_account_<66 hex>.") var backupAccountId: String
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-            try LookupCommand.run(.account(backupAccountId), ctx)
+            try await LookupCommand.run(.account(backupAccountId), ctx)
         }
     }
 
-    @MainActor static func run(_ query: LookupQuery, _ ctx: CommandContext) throws -> CommandOutput {
-        let service = LookupService(store: try ctx.existingStore())
-        let session = try ctx.session()
-        let result: LookupResult
-        do {
-            result = try service.lookup(query, session: session)
-        } catch  where error.code == "not_found" {
-            throw Self.scopeHint(error, query: query, service: service, session: session)
-        }
+    @MainActor static func run(_ query: LookupQuery, _ ctx: CommandContext) async throws -> CommandOutput {
+        let result = try await ctx.perform(LookupOperation(query))
         return CommandOutput(json: result) { style in
             keyValueBlock(
                 [("backup", style.cyan(result.backupId)), ("scope", result.scope), ("lookup key", result.lookupKey)]
                     + (result.factorId.map { [("factor", $0)] } ?? []), style)
         }
-    }
-}
-
-extension LookupCommand {
-    /// A keypair miss in one scope that the other scope would hit says so ("did you mean
-    /// --sync?"); the probe neither shows nor audits the backup (the operator must ask for it).
-    static func scopeHint(
-        _ error: ConsoleError, query: LookupQuery, service: LookupService, session: Session
-    ) -> ConsoleError {
-        guard case .keypair(let key, let sync) = query,
-            (try? service.resolve(.keypair(publicKey: key, sync: !sync), tenant: session.tenantName)) != nil
-        else { return error }
-        let hint =
-            sync
-            ? " It is in the MAIN scope (an iCloud Keychain key): did you mean `lookup keypair` without --sync?"
-            : " It is in the SYNC scope (a device key): did you mean `lookup keypair \(key) --sync`?"
-        return ConsoleError(error.kind, code: error.code, error.message + hint)
     }
 }
 
@@ -92,8 +69,7 @@ struct ShowCommand: ConsoleCommand {
     @Argument(help: "The backup id (its Backup Account ID), or a unique prefix of it.") var backupId: String
 
     func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-        let report = try BackupInspector(store: try ctx.existingStore(), clock: ctx.clock).show(
-            backupId: backupId, session: try ctx.session())
+        let report = try await ctx.perform(ShowOperation(backupId: backupId))
         return CommandOutput(json: report) { style in InspectRender.show(report, style) }
     }
 }
@@ -109,17 +85,11 @@ struct CheckCommand: ConsoleCommand, ListsRecords {
     @Option(help: "List at most N findings (default 100); the rest are counted.") var limit: Int = 100
 
     func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-        var scan = HealthScan(store: try ctx.existingStore())
-        guard (1...100_000).contains(limit) else {
-            throw ConsoleError.invalid("invalid_limit", "--limit must be between 1 and 100000, got \(limit).")
-        }
-        scan.findingLimit = limit
-        scan.filter = FindingFilter(minimum: failing ? .fail : .warn, check: try check.map(Self.checkName))
-        let progress = Progress(label: "check")
-        defer { progress.finish() }
-        let onProgress: ((Int) throws(ConsoleError) -> Void)? =
-            backupId == nil ? { done throws(ConsoleError) in try progress.update(done) } : nil
-        let report = try scan.check(backupId: backupId, session: try ctx.session(), progress: onProgress)
+        let operation = CheckOperation(
+            backupId: backupId,
+            filter: FindingFilter(minimum: failing ? .fail : .warn, check: try check.map(Self.checkName)),
+            limit: limit)
+        let report = try await ctx.performJob(operation, label: "check")
         var output = CommandOutput(json: report) { style in InspectRender.check(report, style) }
         output.records = ListRecords(
             ["backupId", "check", "status", "detail"],
@@ -150,7 +120,7 @@ struct StatsCommand: ConsoleCommand {
         commandName: "stats", abstract: "Counts by factor mix, devices per backup, blob sizes and sub-orgs (viewer).")
 
     func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-        let stats = try StatsService(store: try ctx.existingStore(), clock: ctx.clock).stats(session: try ctx.session())
+        let stats = try await ctx.perform(StatsOperation())
         return CommandOutput(json: stats) { style in InspectRender.stats(stats, style) }
     }
 }

@@ -135,19 +135,3 @@ struct ResetCommand: ParsableCommand {
         }
     }
 }
-
-/// Debug builds only: `BACKUPCTL_CRASH_AT=<checkpoint>` makes `reset complete` die with
-/// `_exit(137)` at that ``ResetCheckpoint``, for the crash-atomicity test. Release builds
-/// compile the no-op, so the variable means nothing there.
-enum CrashHook {
-    static func checkpoint(environment: [String: String]) -> @Sendable (ResetCheckpoint) -> Void {
-        #if DEBUG
-            guard let name = environment["BACKUPCTL_CRASH_AT"], let target = ResetCheckpoint(rawValue: name) else {
-                return { _ in }
-            }
-            return { point in if point == target { _exit(137) } }
-        #else
-            return { _ in }
-        #endif
-    }
-}

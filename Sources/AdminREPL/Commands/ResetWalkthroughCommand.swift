@@ -2,6 +2,7 @@ import Access
 import ArgumentParser
 import BackupModel
 import Cleanup
+import ConsoleService
 import Foundation
 import Recovery
 
@@ -42,7 +43,8 @@ struct ResetWalkthroughCommand: ConsoleCommand {
                 // A refused reset ends it too: the wipe step has no input to correct.
                 if error.code == "not_confirmed" || error.kind == .usage || walk.step == .wipe { throw error }
                 Terminal.writeErr(
-                    style.red("error[\(error.code)]:") + " " + SafeText.message(error.message) + " Try again, or type abort.")
+                    style.red("error[\(error.code)]:") + " " + SafeText.message(error.message)
+                        + " Try again, or type abort.")
             }
         }
     }

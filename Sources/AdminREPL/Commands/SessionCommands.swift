@@ -1,6 +1,7 @@
 import Access
 import ArgumentParser
 import BackupModel
+import ConsoleService
 import ConsoleStore
 
 struct InitCommand: ConsoleCommand {
@@ -36,12 +37,9 @@ struct UseCommand: ConsoleCommand {
     @Argument(help: "Tenant name.", completion: .shellCommand(CompletionRoot.tenantNames)) var tenant: String
 
     func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-        let name = try TenantName(tenant)
-        let session = try ctx.session(operator: try ctx.currentOperator(), tenant: name)
-        ctx.tenantName = name.rawValue
-        return .message(
-            "Using tenant \(name) as \(session.role).",
-            json: ["tenant": name.rawValue, "role": session.role.name])
+        let chosen = try await ctx.perform(UseOperation(tenant: tenant))
+        ctx.tenantName = chosen.tenant
+        return .message("Using tenant \(chosen.tenant) as \(chosen.role).", json: chosen)
     }
 }
 
@@ -49,29 +47,18 @@ struct WhoamiCommand: ConsoleCommand {
     static let configuration = CommandConfiguration(
         commandName: "whoami", abstract: "Show the operator, the current tenant and your roles.")
 
-    struct Result: Encodable {
-        var `operator`: String
-        var tenant: String?
-        var role: String?
-        var canCreateTenants: Bool
-        var grants: [[String: String]]
-    }
-
     func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-        let op = try ctx.currentOperator()
-        let visible = try ctx.access.tenants(visibleTo: op)
-        // A tenant asked for (--tenant, use, $BACKUPCTL_TENANT) must be one the operator holds;
-        // without one, whoami still answers for an operator with several tenants.
-        let current = ctx.tenantName != nil ? try ctx.session() : try? ctx.session()
-        let result = Result(
-            operator: op.name.rawValue, tenant: current?.tenantName.rawValue, role: current?.role.name,
-            canCreateTenants: op.canCreateTenants,
-            grants: visible.map { ["tenant": $0.0.name.rawValue, "role": $0.1.name] })
+        let result = try await ctx.perform(WhoamiOperation())
         return CommandOutput(json: result) { style in
-            var pairs = [("operator", op.name.rawValue)]
-            pairs.append(("tenant", current.map { "\($0.tenantName) (\($0.role))" } ?? "none selected"))
-            pairs.append(("roles", visible.map { "\($0.0.name)=\($0.1)" }.joined(separator: ", ")))
-            return keyValueBlock(pairs, style)
+            keyValueBlock(
+                [
+                    ("operator", result.operator),
+                    ("tenant", result.tenant.map { "\($0) (\(result.role ?? "?"))" } ?? "none selected"),
+                    (
+                        "roles",
+                        result.grants.map { "\($0["tenant"] ?? "")=\($0["role"] ?? "")" }.joined(separator: ", ")
+                    ),
+                ], style)
         }
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BackupModel
+import ConsoleService
 
 /// `set NAME VALUE` (also `\NAME VALUE`, as psql's `\pset`): change an output setting for the
 /// rest of the session — `format table|json`, `pager on|off`, `color auto|always|never`.

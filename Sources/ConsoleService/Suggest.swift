@@ -1,8 +1,8 @@
 /// "Did you mean …?" for a mistyped command, subcommand or tenant name: the closest candidate
 /// within a small edit distance, or a unique candidate the word is a prefix of.
-enum Suggest {
+public enum Suggest {
     /// The closest candidate, if it is close enough to be what the operator meant.
-    static func closest(to word: String, among candidates: [String]) -> String? {
+    public static func closest(to word: String, among candidates: [String]) -> String? {
         let lowered = word.lowercased()
         let prefixed = candidates.filter { $0.hasPrefix(lowered) && $0 != lowered }
         if prefixed.count == 1, lowered.count >= 2 { return prefixed[0] }
@@ -12,12 +12,12 @@ enum Suggest {
     }
 
     /// `" (did you mean 'X'?)"`, or nothing.
-    static func didYouMean(_ word: String, among candidates: [String]) -> String {
+    public static func didYouMean(_ word: String, among candidates: [String]) -> String {
         closest(to: word, among: candidates).map { " (did you mean '\($0)'?)" } ?? ""
     }
 
     /// Levenshtein distance with transpositions counted as one edit (bounded input: words).
-    static func distance(_ a: String, _ b: String) -> Int {
+    public static func distance(_ a: String, _ b: String) -> Int {
         let x = Array(a.unicodeScalars.prefix(64))
         let y = Array(b.unicodeScalars.prefix(64))
         if x.isEmpty { return y.count }

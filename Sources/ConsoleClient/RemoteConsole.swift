@@ -1,0 +1,139 @@
+import AsyncHTTPClient
+import BackupModel
+import ConsoleService
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// The service layer over HTTP: every operation goes to a `backupctl serve`, which alone opens
+/// the store, holds the keys and writes the audit. Errors come back with their code and kind,
+/// so the console prints and exits exactly as it would in-process.
+public final class RemoteConsole: ConsoleAPI {
+    public let baseURL: String
+    let client: HTTPClient
+    let timeout: TimeAmount
+
+    /// - Parameters:
+    ///   - server: `http://HOST:PORT` or `https://HOST:PORT` (a trailing slash is ignored).
+    ///   - client: the HTTP client (its TLS configuration trusts the server's certificate).
+    public init(server: String, client: HTTPClient = .shared, timeout: TimeAmount = .seconds(600)) throws(ConsoleError)
+    {
+        var url = server
+        while url.hasSuffix("/") { url.removeLast() }
+        guard let parsed = URL(string: url), let scheme = parsed.scheme, ["http", "https"].contains(scheme),
+            parsed.host != nil, parsed.path.isEmpty, parsed.query == nil
+        else {
+            throw .invalid(
+                "invalid_server", "--server must be http://HOST:PORT or https://HOST:PORT, got \(server.prefix(80)).")
+        }
+        baseURL = url
+        self.client = client
+        self.timeout = timeout
+    }
+
+    public func perform<Op: ConsoleOperation>(
+        _ operation: Op, as caller: Caller, progress: ProgressSink?
+    ) async throws(ConsoleError) -> Op.Output {
+        var request = HTTPClientRequest(url: baseURL + Wire.opsPrefix + Op.name)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/json")
+        if let token = caller.token {
+            let text = token.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+            request.headers.add(name: "Authorization", value: "Bearer " + text)
+        }
+        if let tenant = caller.tenant { request.headers.add(name: Wire.tenantHeader, value: tenant) }
+        if Op.streams { request.headers.add(name: "Accept", value: Wire.jsonLines) }
+        do {
+            request.body = .bytes(ByteBuffer(data: try Wire.encoder().encode(operation)))
+        } catch {
+            throw .internalError("Could not encode \(Op.name): \(error)")
+        }
+        let response: HTTPClientResponse
+        do {
+            response = try await client.execute(request, timeout: timeout)
+        } catch {
+            throw Self.transportError(error, server: baseURL)
+        }
+        if Op.streams, response.status == .ok {
+            return try await Self.readFrames(response, as: Op.Output.self, progress: progress, server: baseURL)
+        }
+        let body = try await Self.collect(response, server: baseURL)
+        guard response.status == .ok else { throw Self.error(status: response.status, body: body) }
+        do {
+            return try JSONDecoder().decode(Op.Output.self, from: body)
+        } catch {
+            throw ConsoleError(
+                .remote, code: "bad_server_answer", "The server's answer to \(Op.name) could not be read: \(error).")
+        }
+    }
+
+    /// A server commits each request's audit before it answers: nothing is ever held here.
+    public func holdReadAudits(_ hold: Bool) {}
+    public func flushReadAudits() throws(ConsoleError) {}
+
+    static func collect(_ response: HTTPClientResponse, server: String) async throws(ConsoleError) -> Data {
+        do {
+            var buffer = try await response.body.collect(upTo: 64 << 20)
+            return Data(buffer.readBytes(length: buffer.readableBytes) ?? [])
+        } catch {
+            throw transportError(error, server: server)
+        }
+    }
+
+    static func readFrames<Output: Codable & Sendable>(
+        _ response: HTTPClientResponse, as: Output.Type, progress: ProgressSink?, server: String
+    ) async throws(ConsoleError) -> Output {
+        var pending = Data()
+        let decoder = JSONDecoder()
+        do {
+            for try await chunk in response.body {
+                pending.append(contentsOf: chunk.readableBytesView)
+                while let newline = pending.firstIndex(of: 0x0A) {
+                    let line = pending[pending.startIndex..<newline]
+                    pending = Data(pending[(newline + 1)...])
+                    guard !line.isEmpty else { continue }
+                    let frame = try decoder.decode(Wire.Frame<Output>.self, from: line)
+                    if let event = frame.progress { progress?(event) }
+                    if let error = frame.error { throw error.consoleError }
+                    if let result = frame.result { return result }
+                }
+            }
+        } catch let error as ConsoleError {
+            throw error
+        } catch is DecodingError {
+            throw ConsoleError(.remote, code: "bad_server_answer", "The server's progress stream could not be read.")
+        } catch {
+            throw transportError(error, server: server)
+        }
+        throw ConsoleError(
+            .remote, code: "server_unavailable", "The server at \(server) closed the stream before the job finished.")
+    }
+
+    /// The error document of a non-200 answer, or a plain error for anything else (a proxy).
+    static func error(status: HTTPResponseStatus, body: Data) -> ConsoleError {
+        if let document = try? JSONDecoder().decode(Wire.ErrorDocument.self, from: body) {
+            return document.error.consoleError
+        }
+        switch status.code {
+        case 401:
+            return ConsoleError(.permissionDenied, code: "invalid_token", "The server refused the operator token.")
+        case 403:
+            return ConsoleError(.permissionDenied, code: "permission_denied", "The server refused the request.")
+        case 429:
+            return ConsoleError(
+                .permissionDenied, code: "rate_limited", "Too many failed sign-ins from this address; wait and retry.")
+        default:
+            return ConsoleError(.remote, code: "server_error", "The server answered HTTP \(status.code).")
+        }
+    }
+
+    static func transportError(_ error: any Error, server: String) -> ConsoleError {
+        if error is CancellationError {
+            return ConsoleError(
+                .conflict, code: "interrupted", "Interrupted; the server stops the job after its current call.")
+        }
+        return ConsoleError(
+            .remote, code: "server_unavailable",
+            "Cannot reach the server at \(server): \(String(describing: error).prefix(200)).")
+    }
+}

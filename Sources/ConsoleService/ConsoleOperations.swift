@@ -1,0 +1,11 @@
+/// Every operation of the service layer, by name: what `backupctl serve` routes and what
+/// `openapi.json` describes (a test keeps the three in step).
+public enum ConsoleOperations {
+    public static let all: [any ConsoleOperation.Type] = [
+        LookupOperation.self, ShowOperation.self, CheckOperation.self, StatsOperation.self,
+        BackupsListOperation.self, WhoamiOperation.self, UseOperation.self,
+    ]
+
+    public static let byName: [String: any ConsoleOperation.Type] = Dictionary(
+        uniqueKeysWithValues: all.map { ($0.name, $0) })
+}

@@ -1,0 +1,216 @@
+import Access
+import BackupCrypto
+import BackupModel
+import ConsoleStore
+import Foundation
+import Synchronization
+
+/// The service layer in this process, on a SQLite store it opens on first use.
+///
+/// It is the embedded default (the console without `--server`) and the engine of
+/// `backupctl serve`, which hands every request to it. Authentication, the tenant choice and
+/// the role checks happen here, never in a command, so both paths enforce the same rules.
+public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
+    public let storePath: String
+    public let clock: WallClock
+    public let random: any RandomSource
+    /// The process environment (crash checkpoints in debug builds read it).
+    public let environment: [String: String]
+    /// Long-lived helpers of sandbox tenants (their in-process emulators), shared by all calls.
+    let wiring = Wiring()
+
+    private let lock = NSLock()
+    // Guarded by `lock`.
+    private var opened: (any LiveTenantStore)?
+    private var holding = false
+    private var sessions: [SessionKey: (session: Session, readAt: Int64)] = [:]
+
+    /// How long a session read from the store is reused: a 100,000-line script does not re-read
+    /// its grant per line, yet a revoked role stops working within a second.
+    public static let sessionReuseMillis: Int64 = 1000
+
+    public init(
+        storePath: String, clock: WallClock = .system, random: any RandomSource = SystemRandom(),
+        environment: [String: String] = [:]
+    ) {
+        self.storePath = storePath
+        self.clock = clock
+        self.random = random
+        self.environment = environment
+    }
+
+    /// A console over an already open store (tests, and `demo`, which builds its store first).
+    public convenience init(
+        store: any LiveTenantStore, path: String, clock: WallClock = .system,
+        random: any RandomSource = SystemRandom(), environment: [String: String] = [:]
+    ) {
+        self.init(storePath: path, clock: clock, random: random, environment: environment)
+        opened = store
+    }
+
+    public func perform<Op: ConsoleOperation>(
+        _ operation: Op, as caller: Caller, progress: ProgressSink?
+    ) async throws(ConsoleError) -> Op.Output {
+        let cancelled = CancelFlag()
+        let context = OperationContext(console: self, caller: caller, progress: progress, cancelled: cancelled)
+        do {
+            return try await withTaskCancellationHandler {
+                try await operation.run(context)
+            } onCancel: {
+                cancelled.raise()
+            }
+        } catch let error as ConsoleError {
+            throw error
+        } catch {
+            throw .internalError("\(Op.name) failed: \(error)")
+        }
+    }
+
+    public func holdReadAudits(_ hold: Bool) {
+        let store = lock.withLock { () -> (any LiveTenantStore)? in
+            holding = hold
+            return opened
+        }
+        store?.holdReadAudits(hold)
+    }
+
+    public func flushReadAudits() throws(ConsoleError) {
+        try lock.withLock { opened }?.flushAudit()
+    }
+
+    /// The store, opened on first use; `create` allows making a new file (`init`, `demo`).
+    public func store(create: Bool = false) throws(ConsoleError) -> any LiveTenantStore {
+        if let store = lock.withLock({ opened }) { return store }
+        if !create, !FileManager.default.fileExists(atPath: storePath) {
+            throw ConsoleError(
+                .notFound, code: "no_store",
+                "No console store at \(storePath); run `backupctl init --admin NAME` first (or pass --db).")
+        }
+        let store = try SQLiteConsoleStore(path: storePath, clock: clock.millis)
+        return lock.withLock {
+            if let opened { return opened }
+            store.holdReadAudits(holding)
+            opened = store
+            return store
+        }
+    }
+
+    var access: AccessService {
+        get throws(ConsoleError) { AccessService(store: try store(), clock: clock, random: random) }
+    }
+
+    /// The operator a token names.
+    public func authenticate(_ caller: Caller) throws(ConsoleError) -> OperatorRecord {
+        guard let token = caller.token else {
+            throw ConsoleError(
+                .permissionDenied, code: "missing_token",
+                "No operator token: pass --token-file PATH or set BACKUPCTL_TOKEN.")
+        }
+        return try access.authenticate(token: token)
+    }
+
+    /// The caller's session in their chosen tenant, or in their only one.
+    public func session(_ caller: Caller) throws(ConsoleError) -> Session {
+        let op = try authenticate(caller)
+        let key = SessionKey(operatorName: op.name.rawValue, tenant: caller.tenant)
+        let now = clock.millis()
+        if let cached = lock.withLock({ sessions[key] }), now - cached.readAt < Self.sessionReuseMillis,
+            now >= cached.readAt
+        {
+            return cached.session
+        }
+        let session = try readSession(op, tenant: caller.tenant)
+        lock.withLock { sessions[key] = (session, now) }
+        return session
+    }
+
+    /// Drops the sessions read so far (after a grant changes in this process).
+    public func forgetSessions() { lock.withLock { sessions = [:] } }
+
+    private func readSession(_ op: OperatorRecord, tenant chosen: String?) throws(ConsoleError) -> Session {
+        let access = try access
+        let name: TenantName
+        if let chosen {
+            name = try TenantName(chosen)
+        } else {
+            let visible = try access.tenants(visibleTo: op)
+            guard visible.count == 1, let only = visible.first else {
+                throw ConsoleError.usage(
+                    visible.isEmpty
+                        ? "Operator \(op.name) has no role in any tenant."
+                        : "No tenant selected: pass --tenant NAME or run `use NAME` (tenant list shows yours).")
+            }
+            name = only.0.name
+        }
+        do {
+            return try access.session(operator: op, tenant: name)
+        } catch {
+            guard error.kind == .permissionDenied || error.kind == .notFound else { throw error }
+            let visible = ((try? access.tenants(visibleTo: op)) ?? []).map(\.0.name.rawValue)
+            let hint = Suggest.didYouMean(name.rawValue, among: visible)
+            guard !hint.isEmpty else { throw error }
+            throw ConsoleError(error.kind, code: error.code, error.message + hint)
+        }
+    }
+
+    private struct SessionKey: Hashable {
+        var operatorName: String
+        var tenant: String?
+    }
+}
+
+/// What an operation runs with: the console's store and services, and who is calling.
+public struct OperationContext: Sendable {
+    public let console: LocalConsole
+    public let caller: Caller
+    let progressSink: ProgressSink?
+    let cancelled: CancelFlag
+
+    init(console: LocalConsole, caller: Caller, progress: ProgressSink?, cancelled: CancelFlag) {
+        self.console = console
+        self.caller = caller
+        progressSink = progress
+        self.cancelled = cancelled
+    }
+
+    public var clock: WallClock { console.clock }
+    public var random: any RandomSource { console.random }
+
+    public func store() throws(ConsoleError) -> any LiveTenantStore { try console.store() }
+
+    public var access: AccessService {
+        get throws(ConsoleError) { try console.access }
+    }
+
+    /// The authenticated operator (operations outside any tenant: `tenant list`, `whoami`).
+    public func operatorRecord() throws(ConsoleError) -> OperatorRecord { try console.authenticate(caller) }
+
+    /// The caller's session in the chosen tenant (or their only one).
+    public func session() throws(ConsoleError) -> Session { try console.session(caller) }
+
+    /// Reports progress from any thread, and stops the operation with `interrupted` once its
+    /// caller has gone (Ctrl-C in the console, a dropped connection to the server).
+    public func progress(_ event: ProgressEvent) throws(ConsoleError) {
+        progressSink?(event)
+        try checkCancelled(done: event.done)
+    }
+
+    /// Throws `interrupted` once the caller has gone; long jobs call it between batches.
+    public func checkCancelled(done: Int? = nil) throws(ConsoleError) {
+        guard isCancelled else { return }
+        throw ConsoleError(
+            .conflict, code: "interrupted",
+            "Interrupted\(done.map { " after \($0)" } ?? ""); what was done so far is saved and a rerun continues from it."
+        )
+    }
+
+    /// Whether the caller has gone (readable from any thread, unlike `Task.isCancelled`).
+    public var isCancelled: Bool { cancelled.isRaised }
+}
+
+/// Set once when the calling task is cancelled; read from the threads a job runs on.
+final class CancelFlag: Sendable {
+    private let raised = Mutex(false)
+    func raise() { raised.withLock { $0 = true } }
+    var isRaised: Bool { raised.withLock { $0 } }
+}

@@ -1,0 +1,143 @@
+import Access
+import BackupModel
+import ConsoleStore
+import Inspect
+
+/// `lookup …`: the backup a factor opens. A keypair miss that the other scope would hit says
+/// so; that probe neither shows nor audits the backup.
+public struct LookupOperation: ConsoleOperation {
+    public static let name = "lookup"
+    public var query: LookupQuery
+
+    public init(_ query: LookupQuery) { self.query = query }
+
+    public func run(_ context: OperationContext) async throws(ConsoleError) -> LookupResult {
+        let service = LookupService(store: try context.store())
+        let session = try context.session()
+        do {
+            return try service.lookup(query, session: session)
+        } catch  where error.code == "not_found" {
+            guard case .keypair(let key, let sync) = query,
+                (try? service.resolve(.keypair(publicKey: key, sync: !sync), tenant: session.tenantName)) != nil
+            else { throw error }
+            let hint =
+                sync
+                ? " It is in the MAIN scope (an iCloud Keychain key): did you mean `lookup keypair` without --sync?"
+                : " It is in the SYNC scope (a device key): did you mean `lookup keypair \(key) --sync`?"
+            throw ConsoleError(error.kind, code: error.code, error.message + hint)
+        }
+    }
+}
+
+/// `show BACKUP_ID`: one backup's factors, keys, blob and health.
+public struct ShowOperation: ConsoleOperation {
+    public static let name = "show"
+    public var backupId: String
+
+    public init(backupId: String) { self.backupId = backupId }
+
+    public func run(_ context: OperationContext) async throws(ConsoleError) -> BackupReport {
+        try BackupInspector(store: try context.store(), clock: context.clock).show(
+            backupId: backupId, session: try context.session())
+    }
+}
+
+/// `check [BACKUP_ID]`: health checks over one backup or the whole tenant (a long job).
+public struct CheckOperation: ConsoleOperation {
+    public static let name = "check"
+    public static let streams = true
+    public var backupId: String?
+    public var filter: FindingFilter
+    public var limit: Int
+
+    public init(backupId: String?, filter: FindingFilter, limit: Int) {
+        self.backupId = backupId
+        self.filter = filter
+        self.limit = limit
+    }
+
+    public func run(_ context: OperationContext) async throws(ConsoleError) -> CheckReport {
+        guard (1...100_000).contains(limit) else {
+            throw ConsoleError.invalid("invalid_limit", "--limit must be between 1 and 100000, got \(limit).")
+        }
+        var scan = HealthScan(store: try context.store())
+        scan.findingLimit = limit
+        scan.filter = filter
+        let onProgress: ((Int) throws(ConsoleError) -> Void)? =
+            backupId == nil ? { done throws(ConsoleError) in try context.progress(ProgressEvent(done: done)) } : nil
+        return try scan.check(backupId: backupId, session: try context.session(), progress: onProgress)
+    }
+}
+
+/// `stats`: the tenant by factor mix, devices, blob sizes and sub-orgs.
+public struct StatsOperation: ConsoleOperation {
+    public static let name = "stats"
+
+    public init() {}
+
+    public func run(_ context: OperationContext) async throws(ConsoleError) -> TenantStats {
+        try StatsService(store: try context.store(), clock: context.clock).stats(session: try context.session())
+    }
+}
+
+/// `backups list`: backups by factor kind, health and age.
+public struct BackupsListOperation: ConsoleOperation {
+    public static let name = "backups.list"
+    public var query: BackupList.Query
+
+    public init(_ query: BackupList.Query) { self.query = query }
+
+    public func run(_ context: OperationContext) async throws(ConsoleError) -> BackupList.Listing {
+        let clock = context.clock
+        return try BackupList(store: try context.store(), now: { clock.seconds }).list(
+            query, session: try context.session())
+    }
+}
+
+/// `whoami`: the operator, the chosen tenant and every grant.
+public struct WhoamiOperation: ConsoleOperation {
+    public static let name = "whoami"
+
+    public struct Output: Codable, Sendable, Equatable {
+        public var `operator`: String
+        public var tenant: String?
+        public var role: String?
+        public var canCreateTenants: Bool
+        public var grants: [[String: String]]
+    }
+
+    public init() {}
+
+    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
+        let op = try context.operatorRecord()
+        let visible = try context.access.tenants(visibleTo: op)
+        // A tenant asked for (--tenant, use, $BACKUPCTL_TENANT) must be one the operator holds;
+        // without one, whoami still answers for an operator with several tenants.
+        let current = context.caller.tenant != nil ? try context.session() : try? context.session()
+        return Output(
+            operator: op.name.rawValue, tenant: current?.tenantName.rawValue, role: current?.role.name,
+            canCreateTenants: op.canCreateTenants,
+            grants: visible.map { ["tenant": $0.0.name.rawValue, "role": $0.1.name] })
+    }
+}
+
+/// `use TENANT`: checks the caller holds a role there (the choice itself is the client's).
+public struct UseOperation: ConsoleOperation {
+    public static let name = "use"
+    public var tenant: String
+
+    public struct Output: Codable, Sendable, Equatable {
+        public var tenant: String
+        public var role: String
+    }
+
+    public init(tenant: String) { self.tenant = tenant }
+
+    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
+        let name = try TenantName(tenant)
+        var caller = context.caller
+        caller.tenant = name.rawValue
+        let session = try context.console.session(caller)
+        return Output(tenant: name.rawValue, role: session.role.name)
+    }
+}

@@ -1,0 +1,108 @@
+import Access
+import BackupModel
+import BackupService
+import BackupServiceSandbox
+import Cleanup
+import ConsoleStore
+import Foundation
+import Inspect
+import Recovery
+import Turnkey
+import TurnkeySandbox
+
+/// The remote systems of a tenant, built for one call: the tenant's live Backup Service and
+/// Turnkey parent org, or for sandbox tenants the in-process emulators over the store. Either
+/// way the services talk HTTP to them.
+actor Wiring {
+    /// One Backup Service emulator per sandbox tenant, started on first use on a loopback port.
+    private var sandboxes: [String: BackupServiceSandboxServer] = [:]
+
+    func sandboxBackupService(
+        _ tenant: TenantName, store: any LiveTenantStore, clock: WallClock
+    ) async throws(ConsoleError) -> String {
+        if let running = sandboxes[tenant.rawValue] { return running.baseURL }
+        let emulator = BackupServiceEmulator.sandbox(store: store, tenant: tenant, clock: clock)
+        let server = try await BackupServiceSandboxServer.start(emulator)
+        sandboxes[tenant.rawValue] = server
+        return server.baseURL
+    }
+}
+
+extension OperationContext {
+    /// The session's Backup Service client.
+    /// - Throws: `not_configured` for a live tenant without a Backup Service URL.
+    public func backupService(_ session: Session) async throws(ConsoleError) -> BackupServiceClient {
+        let tenant = session.tenant
+        if tenant.isSandbox {
+            return try BackupServiceClient(
+                baseURL: try await console.wiring.sandboxBackupService(
+                    tenant.name, store: try store(), clock: clock))
+        }
+        guard let url = tenant.backupServiceURL else {
+            throw .invalid(
+                "not_configured",
+                "Tenant \(tenant.name) has no Backup Service URL; an admin sets it with `tenant update \(tenant.name) --backup-service-url URL`."
+            )
+        }
+        return try BackupServiceClient(baseURL: url)
+    }
+
+    public func resetService(_ session: Session) async throws(ConsoleError) -> ResetService {
+        ResetService(
+            store: try store(), service: try await backupService(session), clock: clock,
+            checkpoint: CrashHook.checkpoint(environment: console.environment))
+    }
+
+    /// The cleanup service for the session's tenant: the in-process Turnkey sandbox for sandbox
+    /// tenants, AsyncHTTPClient and the tenant's key files (read here, on the server) for live ones.
+    public func cleanupService(_ session: Session) async throws(ConsoleError) -> CleanupService {
+        let store = try store()
+        let tenant = session.tenant
+        let connection: TurnkeyConnection
+        if tenant.isSandbox {
+            connection = try await SandboxTenant.open(store: store, tenant: tenant.name).connection
+        } else {
+            connection = try TurnkeyConnection.live(
+                url: tenant.turnkeyURL, organizationId: tenant.turnkeyOrgId, apiKeyFile: tenant.turnkeyAPIKeyFile,
+                cleanupKeyFile: tenant.cleanupKeyFile)
+        }
+        // The status proof needs the service; a live tenant without one waits for snapshots.
+        let backupService =
+            tenant.isSandbox || tenant.backupServiceURL != nil ? try await backupService(session) : nil
+        return CleanupService(
+            store: store, connection: connection, backupService: backupService,
+            timing: TurnkeyTiming(clock: clock, sleep: TurnkeyTiming.system.sleep), random: random)
+    }
+}
+
+/// The walkthrough's "find" step on the lookup service: the same rules as `lookup`, audited
+/// the same way (`unauthorized_factor` and `dangling_lookup` are refusals, not hits).
+public struct LookupFinder: BackupFinder {
+    let store: any ConsoleStore
+
+    public init(store: any ConsoleStore) { self.store = store }
+
+    public func find(_ query: String, session: Session) throws(ConsoleError) -> BackupRecord {
+        let result = try LookupService(store: store).lookup(try LookupQuery(text: query), session: session)
+        guard let record = try store.backup(tenant: session.tenantName, id: result.backupId) else {
+            throw .notFound("Backup \(result.backupId) does not exist in tenant \(session.tenantName).")
+        }
+        return record
+    }
+}
+
+/// `BACKUPCTL_CRASH_AT=<checkpoint>` makes a debug build `_exit(137)` at that
+/// ``ResetCheckpoint``, for the crash-atomicity test. Release builds compile the no-op, so
+/// the variable means nothing there.
+public enum CrashHook {
+    public static func checkpoint(environment: [String: String]) -> @Sendable (ResetCheckpoint) -> Void {
+        #if DEBUG
+            guard let name = environment["BACKUPCTL_CRASH_AT"], let target = ResetCheckpoint(rawValue: name) else {
+                return { _ in }
+            }
+            return { point in if point == target { _exit(137) } }
+        #else
+            return { _ in }
+        #endif
+    }
+}
