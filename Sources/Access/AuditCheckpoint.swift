@@ -62,13 +62,15 @@ extension AuditLog {
     public static func verifyCheckpoints(
         store: any ConsoleStore, checkpoints: [AuditCheckpoint], publicKey: [UInt8], pageSize: Int = 1000
     ) throws(ConsoleError) -> CheckpointVerification {
+        // Only the hashes at signed seqs are kept: the walk is over the whole chain.
+        let signed = Set(checkpoints.map(\.seq))
         var hashes: [Int64: String] = [:]
         var head: Int64 = 0
         var afterSeq: Int64 = 0
         while true {
             let page = try store.auditEntries(tenant: nil, afterSeq: afterSeq, limit: pageSize)
             guard let last = page.last else { break }
-            for entry in page { hashes[entry.seq] = entry.hash }
+            for entry in page where signed.contains(entry.seq) { hashes[entry.seq] = entry.hash }
             head = last.seq
             afterSeq = last.seq
         }
@@ -124,23 +126,27 @@ extension AuditLog {
 extension AuditLog {
     /// Signs and stores a checkpoint of the current head when one is due: every `every` entries,
     /// or when the last checkpoint is older than `maxAgeMillis` and entries followed it, or
-    /// always when `force` (`audit checkpoint`). Returns the new checkpoint, or `nil` if none was due.
+    /// when there is none yet, or always when `force`. Returns the new checkpoint, or `nil` if
+    /// none was due. The decision, the signature and the append share one write transaction,
+    /// so concurrent signers never chain two checkpoints to the same predecessor.
     @discardableResult
     public static func checkpointIfDue(
         store: any AuditCheckpointStore, privateKey: SecretBytes, nowMillis: Int64, every: Int64 = 100,
         maxAgeMillis: Int64 = 300_000, force: Bool = false
     ) throws(ConsoleError) -> AuditCheckpoint? {
-        guard let head = try store.latestAuditEntries(tenant: nil, limit: 1).last else { return nil }
-        let last = try store.auditCheckpoints().last
-        let lastSeq = last?.seq ?? 0
-        let lastAt = last?.atMillis ?? Int64.min
-        let due =
-            force || head.seq - lastSeq >= every
-            || (head.seq > lastSeq && (last == nil || nowMillis - lastAt >= maxAgeMillis))
-        guard due else { return nil }
-        let checkpoint = try AuditCheckpoint.sign(
-            seq: head.seq, headHash: head.hash, atMillis: nowMillis, previous: last, privateKey: privateKey)
-        try store.appendAuditCheckpoint(checkpoint)
-        return checkpoint
+        func due(headSeq: Int64, last: AuditCheckpoint?) -> Bool {
+            let lastSeq = last?.seq ?? 0
+            guard headSeq > lastSeq || (force && headSeq > 0) else { return false }
+            guard let last else { return true }
+            return force || headSeq - lastSeq >= every || nowMillis - last.atMillis >= maxAgeMillis
+        }
+        // A read first: most calls find nothing due and need no write transaction.
+        let lag = try store.auditCheckpointLag()
+        guard due(headSeq: lag.headSeq, last: lag.latest) else { return nil }
+        return try store.appendAuditCheckpoint { head, last throws(ConsoleError) in
+            guard due(headSeq: head.seq, last: last) else { return nil }
+            return try AuditCheckpoint.sign(
+                seq: head.seq, headHash: head.hash, atMillis: nowMillis, previous: last, privateKey: privateKey)
+        }
     }
 }

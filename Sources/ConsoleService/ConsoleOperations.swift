@@ -4,6 +4,7 @@ public enum ConsoleOperations {
     public static let all: [any ConsoleOperation.Type] = [
         LookupOperation.self, ShowOperation.self, CheckOperation.self, StatsOperation.self,
         BackupsListOperation.self, WhoamiOperation.self, UseOperation.self,
+        AuditListOperation.self, AuditVerifyOperation.self, AuditExportOperation.self,
     ]
 
     public static let byName: [String: any ConsoleOperation.Type] = Dictionary(

@@ -47,7 +47,7 @@ extension SQLiteConsoleStore {
         return AuditEntry(seq: row[0], at: row[1], draft: draft, prevHash: row[7], hash: row[8])
     }
 
-    private static let auditColumns = "seq, at, operator, tenant, action, target, details, prev_hash, hash"
+    static let auditColumns = "seq, at, operator, tenant, action, target, details, prev_hash, hash"
 
     @discardableResult
     public func appendAudit(_ draft: AuditDraft) throws(ConsoleError) -> AuditEntry {
