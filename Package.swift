@@ -189,8 +189,16 @@ let package = Package(
                 "BackupService", "BackupServiceSandbox", "Inspect",
             ]),
         .testTarget(
+            name: "ConsoleServiceTests",
+            dependencies: [
+                "ConsoleService", "ConsoleClient", "ConsoleStore", "Access", "Inspect", "BackupModel", "BackupCrypto",
+                "BackupctlTestSupport",
+            ]),
+        .testTarget(
             name: "AdminREPLTests",
-            dependencies: ["AdminREPL", "BackupctlTestSupport", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "AdminREPL", "ConsoleService", "BackupctlTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             // Read from the source tree by path (golden files), not bundled.
             exclude: ["Goldens"]),
     ],
