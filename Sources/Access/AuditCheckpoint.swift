@@ -138,7 +138,9 @@ extension AuditLog {
             let lastSeq = last?.seq ?? 0
             guard headSeq > lastSeq || (force && headSeq > 0) else { return false }
             guard let last else { return true }
-            return force || headSeq - lastSeq >= every || nowMillis - last.atMillis >= maxAgeMillis
+            // A stored time far in the past (a forged row) must not overflow the subtraction.
+            let age = nowMillis.subtractingReportingOverflow(last.atMillis)
+            return force || headSeq - lastSeq >= every || age.overflow || age.partialValue >= maxAgeMillis
         }
         // A read first: most calls find nothing due and need no write transaction.
         let lag = try store.auditCheckpointLag()

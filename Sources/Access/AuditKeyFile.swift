@@ -85,7 +85,7 @@ public enum AuditKeyFile {
     /// - Throws: `invalid_key_file`, `insecure_key_file` or `invalid_private_key`, in one line.
     public static func load(_ path: String) throws(ConsoleError) -> SecretBytes {
         var info = stat()
-        guard lstat(path, &info) == 0 else {
+        guard stat(path, &info) == 0 else {
             throw .invalid("invalid_key_file", "The audit key file \(path) cannot be read.")
         }
         guard info.st_mode & S_IFMT == S_IFREG else {

@@ -106,6 +106,21 @@ import Testing
         #expect(try fixture.store.auditCheckpoints().count == 1)
     }
 
+    @Test func aForgedCheckpointTimeNeitherCrashesTheSignerNorVerifies() throws {
+        let fixture = try TempStore()
+        let (_, session) = try fixture.bootstrap()
+        try fixture.store.appendAuditCheckpoint(
+            AuditCheckpoint(
+                seq: 1, headHash: String(repeating: "a", count: 64), atMillis: .min,
+                prevCheckpointHash: AuditEntry.genesisHash, signature: "30"))
+        try fixture.store.appendAudit(session.audit("backup.show", target: "b"))
+        let signer = try AuditSigner(privateKey: key, clock: fixture.clock, everyEntries: 100)
+        #expect(signer.checkpointAfterAppends(store: fixture.store) != nil)
+        #expect(signer.checkpointIfBehind(store: fixture.store) == nil)
+        let result = try verify(fixture, signer)
+        #expect(!result.ok && result.code == "bad_signature" && result.badSeq == 1)
+    }
+
     @Test func twoSignersNeverChainToTheSamePredecessor() async throws {
         let fixture = try TempStore()
         let (_, session) = try fixture.bootstrap()
