@@ -114,12 +114,15 @@ struct AuditCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Walk the whole chain; report the first altered, removed or reordered entry.",
             discussion: """
-                With --public-key (or on a server that signs with --audit-key), the signed checkpoints
-                are checked too: a truncated tail, a rewritten entry with the chain recomputed, and a
+                With --public-key (or on a server that signs with --audit-key), the signed checkpoints \
+                are checked too: a truncated tail, a rewritten entry with the chain recomputed, and a \
                 removed or forged checkpoint are found even when the chain itself is consistent.
                 """)
 
-        @Option(help: "The audit signing key's public key (what audit keygen printed), to check the checkpoints.")
+        @Option(
+            help: ArgumentHelp(
+                "The audit signing key's public key (what audit keygen printed), to check the checkpoints.",
+                valueName: "file"))
         var publicKey: String?
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
@@ -193,15 +196,19 @@ struct AuditCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Write entries since a time as JSON lines for a SIEM, with the newest signed checkpoint.",
             discussion: """
-                One line per entry: {"type":"entry","seq","time","operator","tenant","action","target",
-                "details","hash","prevHash"}, oldest first; an operator who may create tenants exports the
-                whole chain and gets the newest checkpoint as a last line {"type":"checkpoint",…}.
+                One line per entry: {"type":"entry","seq","time","operator","tenant","action","target",\
+                "details","hash","prevHash"}, oldest first; an operator who may create tenants exports the \
+                whole chain and gets the newest checkpoint as a last line {"type":"checkpoint",…}. \
                 A tenant admin exports their tenant's entries.
                 """)
 
-        @Option(help: "Entries since a time: a duration ago (24h, 7d) or a date (2026-11-01, RFC 3339).")
+        @Option(
+            help: ArgumentHelp(
+                "Entries since a time: a duration ago (24h, 7d) or a date (2026-11-01, RFC 3339).", valueName: "time"))
         var since: String
-        @Option(help: "Write the lines to this file (mode 600) instead of standard output.")
+        @Option(
+            help: ArgumentHelp("Write the lines to this file (mode 600) instead of standard output.", valueName: "file")
+        )
         var out: String?
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
@@ -264,12 +271,12 @@ struct AuditCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Make a new audit signing key (P-256) in a new file of mode 600; print its public key.",
             discussion: """
-                Local: no store and no token. Keep the key file off the database's host backups and give
-                it to the server (backupctl serve --audit-key FILE); give the public key to whoever runs
+                Local: no store and no token. Keep the key file off the database's host backups and give \
+                it to the server (backupctl serve --audit-key FILE); give the public key to whoever runs \
                 audit verify --public-key. The private key is never printed.
                 """)
 
-        @Option(help: "The new key file (must not exist).") var out: String
+        @Option(help: ArgumentHelp("The new key file (must not exist).", valueName: "file")) var out: String
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
             let key = try AuditKeyFile.generate(to: out, random: ctx.random)
