@@ -2,11 +2,13 @@ import BackupCrypto
 import BackupModel
 import ConsoleStore
 
-/// The result of walking the whole hash chain.
+/// The result of walking the whole hash chain, and of checking its signed checkpoints when a
+/// public key was at hand (`audit verify`).
 public struct AuditVerification: Sendable, Equatable, Codable {
     public var ok: Bool
     public var entries: Int
-    /// The first entry that was altered, or whose predecessor was removed or moved; `nil` when ok.
+    /// The first entry that was altered, or whose predecessor was removed or moved, or the
+    /// seq of the checkpoint that no longer matches; `nil` when ok.
     public var firstBadSeq: Int64?
     /// Why that entry is bad.
     public var problem: String?
@@ -14,8 +16,25 @@ public struct AuditVerification: Sendable, Equatable, Codable {
     public var headHash: String
     /// `all` for the whole chain, else the tenant whose entries `entries` and `headHash` cover.
     public var scope: String = "all"
+    /// What was found when not ok: `removed_entry`, `broken_link`, `rewritten_entry` (the
+    /// chain itself), `truncated_tail`, `recomputed_chain`, `checkpoint_missing`,
+    /// `bad_signature` (its checkpoints).
+    public var finding: String?
+    /// How many signed checkpoints the store holds (present when there are any, or a key was given).
+    public var checkpoints: Int?
+    /// How many checkpoints verified with the key (present when a key was given).
+    public var checkpointsVerified: Int?
+    /// The seq the newest verified checkpoint covers, 0 for none (present when a key was given).
+    public var lastCheckpointSeq: Int64?
+    /// Entries after the newest verified checkpoint, not yet signed (present when a key was given).
+    public var uncoveredEntries: Int?
+    /// The fingerprint of the key the checkpoints were checked with.
+    public var keyFingerprint: String?
 
-    private enum CodingKeys: String, CodingKey { case ok, entries, firstBadSeq, problem, headHash, scope }
+    private enum CodingKeys: String, CodingKey {
+        case ok, entries, firstBadSeq, problem, headHash, scope, finding, checkpoints, checkpointsVerified
+        case lastCheckpointSeq, uncoveredEntries, keyFingerprint
+    }
 
     /// `firstBadSeq` is always present (null when ok): it is part of the command contract.
     public func encode(to encoder: any Encoder) throws {
@@ -26,6 +45,28 @@ public struct AuditVerification: Sendable, Equatable, Codable {
         try c.encodeIfPresent(problem, forKey: .problem)
         try c.encode(headHash, forKey: .headHash)
         try c.encode(scope, forKey: .scope)
+        try c.encodeIfPresent(finding, forKey: .finding)
+        try c.encodeIfPresent(checkpoints, forKey: .checkpoints)
+        try c.encodeIfPresent(checkpointsVerified, forKey: .checkpointsVerified)
+        try c.encodeIfPresent(lastCheckpointSeq, forKey: .lastCheckpointSeq)
+        try c.encodeIfPresent(uncoveredEntries, forKey: .uncoveredEntries)
+        try c.encodeIfPresent(keyFingerprint, forKey: .keyFingerprint)
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        ok = try c.decode(Bool.self, forKey: .ok)
+        entries = try c.decode(Int.self, forKey: .entries)
+        firstBadSeq = try c.decodeIfPresent(Int64.self, forKey: .firstBadSeq)
+        problem = try c.decodeIfPresent(String.self, forKey: .problem)
+        headHash = try c.decode(String.self, forKey: .headHash)
+        scope = try c.decode(String.self, forKey: .scope)
+        finding = try c.decodeIfPresent(String.self, forKey: .finding)
+        checkpoints = try c.decodeIfPresent(Int.self, forKey: .checkpoints)
+        checkpointsVerified = try c.decodeIfPresent(Int.self, forKey: .checkpointsVerified)
+        lastCheckpointSeq = try c.decodeIfPresent(Int64.self, forKey: .lastCheckpointSeq)
+        uncoveredEntries = try c.decodeIfPresent(Int.self, forKey: .uncoveredEntries)
+        keyFingerprint = try c.decodeIfPresent(String.self, forKey: .keyFingerprint)
     }
 
     public init(ok: Bool, entries: Int, firstBadSeq: Int64?, problem: String?, headHash: String) {
@@ -104,11 +145,12 @@ public struct AuditLog: Sendable {
             if page.isEmpty { break }
             for entry in page {
                 if visible(entry) { count += 1 }
-                if let problem = check(entry, expectedSeq: expectedSeq, prevHash: prevHash) {
+                if let (finding, problem) = check(entry, expectedSeq: expectedSeq, prevHash: prevHash) {
                     var result = AuditVerification(
                         ok: false, entries: count, firstBadSeq: entry.seq, problem: problem,
                         headHash: scope == nil ? prevHash : scopedHead)
                     result.scope = label
+                    result.finding = finding
                     if !visible(entry) {
                         result.firstBadSeq = nil
                         result.problem =
@@ -128,16 +170,21 @@ public struct AuditLog: Sendable {
         return result
     }
 
-    static func check(_ entry: AuditEntry, expectedSeq: Int64, prevHash: String) -> String? {
+    /// What is wrong with `entry` as the successor of `prevHash` at `expectedSeq`: a finding
+    /// code and a sentence, or `nil`.
+    static func check(_ entry: AuditEntry, expectedSeq: Int64, prevHash: String) -> (String, String)? {
         if entry.seq != expectedSeq {
-            return "sequence jumps from \(expectedSeq - 1) to \(entry.seq): entries were removed"
+            return ("removed_entry", "sequence jumps from \(expectedSeq - 1) to \(entry.seq): entries were removed")
         }
         if entry.prevHash != prevHash {
-            return "its previous-hash does not match entry \(expectedSeq - 1): an entry was removed, moved or altered"
+            return (
+                "broken_link",
+                "its previous-hash does not match entry \(expectedSeq - 1): an entry was removed, moved or altered"
+            )
         }
         let recomputed = SHA256.hex(Array(entry.prevHash.utf8) + Array(entry.canonicalBytes))
         if recomputed != entry.hash {
-            return "its content does not match its hash: the entry was altered"
+            return ("rewritten_entry", "its content does not match its hash: the entry was altered")
         }
         return nil
     }

@@ -42,7 +42,11 @@ enum Examples {
         ],
         "seed": ["seed --backups 1000 --orphans 20", "seed --backups 1000 --seed 7"],
         "audit list": ["audit list --limit 20"],
-        "audit verify": ["audit verify"],
+        "audit verify": ["audit verify", "audit verify --public-key audit-key.pub"],
+        "audit export": [
+            "audit export --since 24h --out audit.jsonl", "backupctl audit export --since 2026-11-01 > audit.jsonl",
+        ],
+        "audit keygen": ["backupctl audit keygen --out /etc/backupctl/audit.key"],
         "recovery derive": ["backupctl recovery derive --root-key-file key.json"],
         "recovery sign": ["backupctl recovery sign --challenge B64 --root-key-file key.json"],
         "recovery stamp": ["backupctl recovery stamp --body-file body.json --root-key-file key.json"],

@@ -8,6 +8,7 @@ public enum ConsoleOperations {
         ResetWalkthroughOperation.self, ResetReviewOperation.self, ResetTeardownOperation.self,
         CleanupScanOperation.self, CleanupRunOperation.self, CleanupStatusOperation.self,
         CleanupIngestLogOperation.self, CleanupTeardownRequestOperation.self, CleanupSubmitOperation.self,
+        AuditListOperation.self, AuditVerifyOperation.self, AuditExportOperation.self,
     ]
 
     public static let byName: [String: any ConsoleOperation.Type] = Dictionary(

@@ -18,6 +18,8 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
     public let environment: [String: String]
     /// Long-lived helpers of sandbox tenants (their in-process emulators), shared by all calls.
     let wiring = Wiring()
+    /// Signs checkpoints of the audit chain (the server's `--audit-key`); `nil` in-process.
+    public let auditSigner: AuditSigner?
 
     private let lock = NSLock()
     // Guarded by `lock`.
@@ -31,20 +33,37 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
 
     public init(
         storePath: String, clock: WallClock = .system, random: any RandomSource = SystemRandom(),
-        environment: [String: String] = [:]
+        environment: [String: String] = [:], auditSigner: AuditSigner? = nil
     ) {
         self.storePath = storePath
         self.clock = clock
         self.random = random
         self.environment = environment
+        self.auditSigner = auditSigner
+    }
+
+    /// A console that signs audit checkpoints with the key in `auditKeyPath` (a file of mode
+    /// 0600 or 0400 outside the database, made by `audit keygen`): after every operation once
+    /// `auditCheckpointEvery` entries follow the newest checkpoint, and in ``checkpointLoop(every:sleep:)``.
+    /// Without a path it is the plain console.
+    /// - Throws: `invalid_key_file`, `insecure_key_file` or `invalid_private_key`, one line naming the file.
+    public convenience init(
+        storePath: String, clock: WallClock = .system, random: any RandomSource = SystemRandom(),
+        environment: [String: String] = [:], auditKeyPath: String?, auditCheckpointEvery: Int64 = 100
+    ) throws(ConsoleError) {
+        let signer = try auditKeyPath.map { path throws(ConsoleError) in
+            try AuditSigner(keyFile: path, clock: clock, everyEntries: auditCheckpointEvery)
+        }
+        self.init(storePath: storePath, clock: clock, random: random, environment: environment, auditSigner: signer)
     }
 
     /// A console over an already open store (tests, and `demo`, which builds its store first).
     public convenience init(
         store: any LiveTenantStore, path: String, clock: WallClock = .system,
-        random: any RandomSource = SystemRandom(), environment: [String: String] = [:]
+        random: any RandomSource = SystemRandom(), environment: [String: String] = [:],
+        auditSigner: AuditSigner? = nil
     ) {
-        self.init(storePath: path, clock: clock, random: random, environment: environment)
+        self.init(storePath: path, clock: clock, random: random, environment: environment, auditSigner: auditSigner)
         opened = store
     }
 
@@ -53,6 +72,8 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
     ) async throws(ConsoleError) -> Op.Output {
         let cancelled = CancelFlag()
         let context = OperationContext(console: self, caller: caller, progress: progress, cancelled: cancelled)
+        // Refusals are audited too, so the checkpoint check follows failures as well.
+        defer { checkpointAfterAppends() }
         do {
             return try await withTaskCancellationHandler {
                 try await operation.run(context)
@@ -66,6 +87,33 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
         }
     }
 
+    /// With a signer, signs a checkpoint once ``AuditSigner/everyEntries`` entries follow the
+    /// newest one (a cheap read when none is due; nothing while read audits are held).
+    private func checkpointAfterAppends() {
+        guard let auditSigner, let store = lock.withLock({ opened }) else { return }
+        auditSigner.checkpointAfterAppends(store: store)
+    }
+
+    /// Signs a checkpoint every `seconds` while entries arrive, and once more when cancelled,
+    /// until the calling task is cancelled (`backupctl serve --audit-key` runs it as a
+    /// service). Without a signer there is nothing to sign: it waits for cancellation, so a
+    /// service group never sees it end early.
+    /// - Parameter sleep: waits the given milliseconds (tests inject one that moves their clock).
+    public func checkpointLoop(
+        every seconds: Int,
+        sleep: @Sendable (Int64) async throws -> Void = { millis in try await Task.sleep(for: .milliseconds(millis)) }
+    ) async {
+        guard let auditSigner else {
+            while !Task.isCancelled {
+                do { try await sleep(Int64(max(1, seconds)) * 1000) } catch { return }
+            }
+            return
+        }
+        await auditSigner.run(
+            store: { () throws(ConsoleError) -> any AuditCheckpointStore in try self.store() }, every: seconds,
+            sleep: sleep)
+    }
+
     public func holdReadAudits(_ hold: Bool) {
         let store = lock.withLock { () -> (any LiveTenantStore)? in
             holding = hold
@@ -76,6 +124,7 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
 
     public func flushReadAudits() throws(ConsoleError) {
         try lock.withLock { opened }?.flushAudit()
+        checkpointAfterAppends()
     }
 
     /// The store, opened on first use; `create` allows making a new file (`init`, `demo`).

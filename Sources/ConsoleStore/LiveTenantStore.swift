@@ -4,7 +4,7 @@ import Foundation
 /// What acting on a live tenant needs of the store, beyond ``CleanupJournalStore``: the Backup
 /// Service URL, snapshots that know their age, the reset ledger, the sandbox service's state,
 /// and the one-run-per-tenant cleanup lease.
-public protocol LiveTenantStore: CleanupJournalStore {
+public protocol LiveTenantStore: CleanupJournalStore, AuditCheckpointStore {
     /// Sets (or clears, with `nil`) the tenant's Backup Service URL.
     func setBackupServiceURL(tenant: TenantName, url: String?, audit: AuditDraft) throws(ConsoleError)
 

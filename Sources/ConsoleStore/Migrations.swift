@@ -25,6 +25,9 @@ enum Migrations {
         migrator.registerMigration("v5-live-tenants") { db in
             for sql in v5 { try db.execute(sql: sql) }
         }
+        migrator.registerMigration("v6-audit-checkpoints") { db in
+            for sql in v6 { try db.execute(sql: sql) }
+        }
         return migrator
     }
 
@@ -252,5 +255,20 @@ enum Migrations {
             expires_at INTEGER NOT NULL CHECK (expires_at >= acquired_at)
         ) STRICT
         """,
+    ]
+
+    /// Signed audit checkpoints: each names the previous one by hash; no foreign key to `audit`,
+    /// so a removed entry is reported by verification rather than refused by the schema.
+    private static let v6: [String] = [
+        """
+        CREATE TABLE audit_checkpoints (
+            id INTEGER PRIMARY KEY CHECK (id > 0),
+            seq INTEGER NOT NULL CHECK (seq >= 0),
+            head_hash TEXT NOT NULL CHECK (length(head_hash) = 64),
+            at INTEGER NOT NULL,
+            prev_checkpoint_hash TEXT NOT NULL CHECK (length(prev_checkpoint_hash) = 64),
+            signature TEXT NOT NULL CHECK (length(signature) > 0)
+        ) STRICT
+        """
     ]
 }

@@ -15,8 +15,8 @@ extension SQLiteConsoleStore {
     /// ``insertAudit(_:_:)`` with the time the action happened (a held read audit's).
     func insertAudit(_ draft: AuditDraft, at: Int64, _ db: Database) throws -> AuditEntry {
         let last = try Row.fetchOne(db.cachedStatement(sql: "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1"))
-        let seq: Int64 = (last.map { $0[0] as Int64 } ?? 0) + 1
-        let prevHash: String = last.map { $0[1] as String } ?? AuditEntry.genesisHash
+        let seq: Int64 = (last.map { $0["seq"] as Int64 } ?? 0) + 1
+        let prevHash: String = last.map { $0["hash"] as String } ?? AuditEntry.genesisHash
         let canonical = AuditEntry.canonicalBytes(
             seq: seq, at: at, operatorName: draft.operatorName, tenant: draft.tenant, action: draft.action,
             target: draft.target, details: draft.details)
@@ -35,19 +35,20 @@ extension SQLiteConsoleStore {
     }
 
     static func auditEntry(_ row: Row) throws -> AuditEntry {
-        let detailsText: String = row[6]
+        let detailsText: String = row["details"]
         let details: [String: String]
         do {
             details = try JSONDecoder().decode([String: String].self, from: Data(detailsText.utf8))
         } catch {
-            throw ConsoleError.internalError("Audit entry \(row[0] as Int64) has unreadable details.")
+            throw ConsoleError.internalError("Audit entry \(row["seq"] as Int64) has unreadable details.")
         }
         let draft = AuditDraft(
-            operatorName: row[2], tenant: row[3], action: row[4], target: row[5], details: details)
-        return AuditEntry(seq: row[0], at: row[1], draft: draft, prevHash: row[7], hash: row[8])
+            operatorName: row["operator"], tenant: row["tenant"], action: row["action"], target: row["target"],
+            details: details)
+        return AuditEntry(seq: row["seq"], at: row["at"], draft: draft, prevHash: row["prev_hash"], hash: row["hash"])
     }
 
-    private static let auditColumns = "seq, at, operator, tenant, action, target, details, prev_hash, hash"
+    static let auditColumns = "seq, at, operator, tenant, action, target, details, prev_hash, hash"
 
     @discardableResult
     public func appendAudit(_ draft: AuditDraft) throws(ConsoleError) -> AuditEntry {

@@ -6,8 +6,8 @@ extension SQLiteConsoleStore {
     static let backupColumns = "backup_id, metadata, blob_size, blob_sha256, imported_at, updated_at"
 
     static func backupRecord(_ row: Row) throws -> BackupRecord {
-        let id: String = row[0]
-        let metadataText: String = row[1]
+        let id: String = row["backup_id"]
+        let metadataText: String = row["metadata"]
         let metadata: BackupMetadata
         do {
             metadata = try BackupMetadata.decode(Data(metadataText.utf8))
@@ -15,8 +15,9 @@ extension SQLiteConsoleStore {
             throw ConsoleError.internalError("Backup \(id) has unreadable metadata in the store: \(error.message)")
         }
         return BackupRecord(
-            backupId: id, metadata: metadata, blobSize: row[2], blobSHA256: row[3], importedAt: row[4],
-            updatedAt: row[5])
+            backupId: id, metadata: metadata, blobSize: row["blob_size"], blobSHA256: row["blob_sha256"],
+            importedAt: row["imported_at"],
+            updatedAt: row["updated_at"])
     }
 
     public func backup(tenant: TenantName, id: String) throws(ConsoleError) -> BackupRecord? {
@@ -96,7 +97,7 @@ extension SQLiteConsoleStore {
                     db.cachedStatement(
                         sql: "SELECT pk, backup_id FROM factor_lookup WHERE tenant = ? AND pk > ? ORDER BY pk LIMIT ?"),
                     arguments: [tenant.rawValue, last, Self.clampBatch(batchSize)])
-                while let row = try cursor.next() { rows.append(LookupRow(pk: row[0], backupId: row[1])) }
+                while let row = try cursor.next() { rows.append(LookupRow(pk: row["pk"], backupId: row["backup_id"])) }
                 return rows
             }
             if !page.isEmpty { try body(page) }

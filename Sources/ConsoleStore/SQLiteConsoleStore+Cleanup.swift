@@ -7,13 +7,14 @@ extension SQLiteConsoleStore {
         "suborg_id, reason, first_seen_at, state, body, attempts, last_error, updated_at, last_backup_id, version"
 
     private static func cleanupRecord(_ row: Row) throws -> CleanupItemRecord {
-        let stateText: String = row[3]
+        let stateText: String = row["state"]
         guard let state = CleanupItemRecord.State(rawValue: stateText) else {
             throw ConsoleError.internalError("A cleanup item has an unknown state \(stateText).")
         }
         return CleanupItemRecord(
-            subOrgId: row[0], reason: row[1], firstSeenAt: row[2], state: state, body: row[4], attempts: row[5],
-            lastError: row[6], updatedAt: row[7], lastBackupId: row[8], version: row[9])
+            subOrgId: row["suborg_id"], reason: row["reason"], firstSeenAt: row["first_seen_at"], state: state,
+            body: row["body"], attempts: row["attempts"], lastError: row["last_error"], updatedAt: row["updated_at"],
+            lastBackupId: row["last_backup_id"], version: row["version"])
     }
 
     /// Inserts a pending item, or keeps the existing one with the earlier first-seen time.

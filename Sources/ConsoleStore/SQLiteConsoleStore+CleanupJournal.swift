@@ -115,16 +115,19 @@ extension SQLiteConsoleStore: CleanupJournalStore {
             try Row.fetchOne(
                 db, sql: "SELECT body, stamp, submitted_at FROM cleanup_stamped WHERE tenant = ? AND suborg_id = ?",
                 arguments: [tenant.rawValue, subOrgId]
-            ).map { StampedTeardown(subOrgId: subOrgId, body: $0[0], stamp: $0[1], submittedAt: $0[2]) }
+            ).map {
+                StampedTeardown(
+                    subOrgId: subOrgId, body: $0["body"], stamp: $0["stamp"], submittedAt: $0["submitted_at"])
+            }
         }
     }
 
     public func cleanupCounts(tenant: TenantName) throws(ConsoleError) -> [CleanupItemRecord.State: Int] {
         let rows = try read("counting cleanup items") { db in
             try Row.fetchAll(
-                db, sql: "SELECT state, count(*) FROM cleanup_items WHERE tenant = ? GROUP BY state",
+                db, sql: "SELECT state, count(*) AS items FROM cleanup_items WHERE tenant = ? GROUP BY state",
                 arguments: [tenant.rawValue]
-            ).map { (row: Row) -> (String, Int) in (row[0], row[1]) }
+            ).map { (row: Row) -> (String, Int) in (row["state"], row["items"]) }
         }
         var counts: [CleanupItemRecord.State: Int] = [:]
         for (state, count) in rows {

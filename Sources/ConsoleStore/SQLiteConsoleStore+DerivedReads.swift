@@ -11,17 +11,52 @@ extension SQLiteConsoleStore {
         malformed_manifest_hash, blob_size
         """
 
-    static func summary(_ row: Row) -> BackupSummary {
-        let badId: String? = row[11]
-        let badCode: String? = row[12]
+    /// Where each ``summaryColumns`` column is in a statement's rows, found by name once per
+    /// statement: the tenant-wide scan reads every summary, so rows are not searched by name.
+    struct SummaryColumns {
+        let backupId, mainFactors, syncFactors, passkeys, oidcFactors, keychainFactors, prfKeys: Int
+        let icloudKeys, turnkeyKeys, unindexedFactors, badSyncFactors, badSyncFactorId, badSyncProblem: Int
+        let malformedManifestHash, blobSize: Int
+
+        init(_ statement: Statement) throws {
+            let names = statement.columnNames
+            func index(_ name: String) throws -> Int {
+                guard let index = names.firstIndex(of: name) else {
+                    throw ConsoleError.internalError("The backup summary query lacks the column \(name).")
+                }
+                return index
+            }
+            backupId = try index("backup_id")
+            mainFactors = try index("main_factors")
+            syncFactors = try index("sync_factors")
+            passkeys = try index("passkeys")
+            oidcFactors = try index("oidc_factors")
+            keychainFactors = try index("keychain_factors")
+            prfKeys = try index("prf_keys")
+            icloudKeys = try index("icloud_keys")
+            turnkeyKeys = try index("turnkey_keys")
+            unindexedFactors = try index("unindexed_factors")
+            badSyncFactors = try index("bad_sync_factors")
+            badSyncFactorId = try index("bad_sync_factor_id")
+            badSyncProblem = try index("bad_sync_problem")
+            malformedManifestHash = try index("malformed_manifest_hash")
+            blobSize = try index("blob_size")
+        }
+    }
+
+    static func summary(_ row: Row, _ c: SummaryColumns) -> BackupSummary {
+        let badId: String? = row[c.badSyncFactorId]
+        let badCode: String? = row[c.badSyncProblem]
         var bad: BackupSummary.BadSyncFactor?
         if let badId, let badCode, let problem = SyncFactorProblem(code: badCode) {
             bad = BackupSummary.BadSyncFactor(factorId: badId, problem: problem)
         }
         return BackupSummary(
-            backupId: row[0], mainFactors: row[1], syncFactors: row[2], passkeys: row[3], oidcFactors: row[4],
-            keychainFactors: row[5], prfKeys: row[6], icloudKeys: row[7], turnkeyKeys: row[8], unindexedFactors: row[9],
-            badSyncFactors: row[10], firstBadSyncFactor: bad, malformedManifestHash: row[13], blobSize: row[14])
+            backupId: row[c.backupId], mainFactors: row[c.mainFactors], syncFactors: row[c.syncFactors],
+            passkeys: row[c.passkeys], oidcFactors: row[c.oidcFactors], keychainFactors: row[c.keychainFactors],
+            prfKeys: row[c.prfKeys], icloudKeys: row[c.icloudKeys], turnkeyKeys: row[c.turnkeyKeys],
+            unindexedFactors: row[c.unindexedFactors], badSyncFactors: row[c.badSyncFactors], firstBadSyncFactor: bad,
+            malformedManifestHash: row[c.malformedManifestHash], blobSize: row[c.blobSize])
     }
 
     public func resolveLookup(tenant: TenantName, pk: String) throws(ConsoleError) -> LookupResolution? {
@@ -74,14 +109,14 @@ extension SQLiteConsoleStore {
     static func summaries(_ db: Database, tenant: String, after: String, limit: Int) throws -> [BackupSummary] {
         var out: [BackupSummary] = []
         out.reserveCapacity(limit)
-        let cursor = try Row.fetchCursor(
-            db.cachedStatement(
-                sql: """
-                    SELECT \(summaryColumns) FROM backup_summary
-                    WHERE tenant = ? AND backup_id > ? ORDER BY backup_id LIMIT ?
-                    """),
-            arguments: [tenant, after, limit])
-        while let row = try cursor.next() { out.append(summary(row)) }
+        let statement = try db.cachedStatement(
+            sql: """
+                SELECT \(summaryColumns) FROM backup_summary
+                WHERE tenant = ? AND backup_id > ? ORDER BY backup_id LIMIT ?
+                """)
+        let columns = try SummaryColumns(statement)
+        let cursor = try Row.fetchCursor(statement, arguments: [tenant, after, limit])
+        while let row = try cursor.next() { out.append(summary(row, columns)) }
         return out
     }
 

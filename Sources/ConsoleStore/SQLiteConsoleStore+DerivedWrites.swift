@@ -46,13 +46,13 @@ extension SQLiteConsoleStore {
             let page = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT rowid, tenant, backup_id, metadata, blob_size FROM backups
+                    SELECT rowid AS row_id, tenant, backup_id, metadata, blob_size FROM backups
                     WHERE rowid > ? ORDER BY rowid LIMIT 1000
                     """, arguments: [last])
             guard let lastRow = page.last else { return }
             for row in page {
-                let id: String = row[2]
-                let text: String = row[3]
+                let id: String = row["backup_id"]
+                let text: String = row["metadata"]
                 let metadata: BackupMetadata
                 do {
                     metadata = try BackupMetadata.decode(Data(text.utf8))
@@ -61,10 +61,10 @@ extension SQLiteConsoleStore {
                         "Backup \(id) has unreadable metadata in the store, so its factors cannot be indexed: "
                             + error.message)
                 }
-                let summary = BackupSummary(metadata: metadata, blobSize: row[4])
-                try writeDerived(ImpliedKey.of(metadata), summary, backupId: id, tenant: row[1], db)
+                let summary = BackupSummary(metadata: metadata, blobSize: row["blob_size"])
+                try writeDerived(ImpliedKey.of(metadata), summary, backupId: id, tenant: row["tenant"], db)
             }
-            last = lastRow[0]
+            last = lastRow["row_id"]
         }
     }
 }

@@ -18,7 +18,8 @@ extension SQLiteConsoleStore: LiveTenantStore {
 
     private static func snapshot(_ row: Row) -> SnapshotRecord {
         SnapshotRecord(
-            seq: row[0], snapshotAt: row[1], complete: row[2], importedAt: row[3], backups: row[4], retired: row[5])
+            seq: row["seq"], snapshotAt: row["snapshot_at"], complete: row["complete"], importedAt: row["imported_at"],
+            backups: row["backups"], retired: row["retired"])
     }
 
     @discardableResult
@@ -193,9 +194,10 @@ extension SQLiteConsoleStore: LiveTenantStore {
         try write("taking the cleanup lease of \(tenant)") { db in
             if let row = try Row.fetchOne(
                 db, sql: "SELECT holder, expires_at FROM cleanup_leases WHERE tenant = ?", arguments: [tenant.rawValue]),
-                (row[0] as String) != holder, (row[0] as String) != takeOver, (row[1] as Int64) >= now
+                (row["holder"] as String) != holder, (row["holder"] as String) != takeOver,
+                (row["expires_at"] as Int64) >= now
             {
-                return (row[0], row[1])
+                return (row["holder"], row["expires_at"])
             }
             try db.execute(
                 sql: """

@@ -8,9 +8,9 @@ extension SQLiteConsoleStore {
 
     private static func challengeRecord(_ row: Row) throws -> ResetChallengeRecord {
         ResetChallengeRecord(
-            tokenHash: row[0], tenant: try TenantName(row[1] as String), backupId: row[2], context: row[3],
-            challenge: [UInt8](row[4] as Data), createdAt: row[5], expiresAt: row[6], usedAt: row[7],
-            sentAt: row[8])
+            tokenHash: row["token_hash"], tenant: try TenantName(row["tenant"] as String), backupId: row["backup_id"],
+            context: row["context"], challenge: [UInt8](row["challenge"] as Data), createdAt: row["created_at"],
+            expiresAt: row["expires_at"], usedAt: row["used_at"], sentAt: row["sent_at"])
     }
 
     public func insertResetChallenge(_ challenge: ResetChallengeRecord, audit: AuditDraft) throws(ConsoleError) {

@@ -34,8 +34,8 @@ extension SQLiteConsoleStore {
         "name, is_sandbox, turnkey_url, turnkey_org_id, turnkey_api_key_file, cleanup_key_file, policy, created_at, backup_service_url"
 
     private static func tenantRecord(_ row: Row) throws -> TenantRecord {
-        let name: String = row[0]
-        let policyText: String = row[6]
+        let name: String = row["name"]
+        let policyText: String = row["policy"]
         let policy: TenantPolicy
         do {
             policy = try JSONDecoder().decode(TenantPolicy.self, from: Data(policyText.utf8))
@@ -43,9 +43,10 @@ extension SQLiteConsoleStore {
             throw ConsoleError.internalError("Tenant \(name) has an unreadable policy in the store.")
         }
         return TenantRecord(
-            name: try TenantName(name), isSandbox: row[1], turnkeyURL: row[2], turnkeyOrgId: row[3],
-            turnkeyAPIKeyFile: row[4], cleanupKeyFile: row[5], backupServiceURL: row[8], policy: policy,
-            createdAt: row[7])
+            name: try TenantName(name), isSandbox: row["is_sandbox"], turnkeyURL: row["turnkey_url"],
+            turnkeyOrgId: row["turnkey_org_id"], turnkeyAPIKeyFile: row["turnkey_api_key_file"],
+            cleanupKeyFile: row["cleanup_key_file"], backupServiceURL: row["backup_service_url"], policy: policy,
+            createdAt: row["created_at"])
     }
 
     public func tenant(_ name: TenantName) throws(ConsoleError) -> TenantRecord? {
@@ -106,7 +107,9 @@ extension SQLiteConsoleStore {
     }
 
     private static func operatorRecord(_ row: Row) throws -> OperatorRecord {
-        OperatorRecord(name: try OperatorName(row[0] as String), canCreateTenants: row[1], createdAt: row[2])
+        OperatorRecord(
+            name: try OperatorName(row["name"] as String), canCreateTenants: row["can_create_tenants"],
+            createdAt: row["created_at"])
     }
 
     public func operatorRecord(tokenHash: String) throws(ConsoleError) -> OperatorRecord? {
@@ -163,12 +166,13 @@ extension SQLiteConsoleStore {
     }
 
     private static func grantRecord(_ row: Row) throws -> GrantRecord {
-        let roleValue: Int = row[2]
+        let roleValue: Int = row["role"]
         guard let role = Role(rawValue: roleValue) else {
             throw ConsoleError.internalError("A grant in the store has an unknown role \(roleValue).")
         }
         return GrantRecord(
-            operatorName: try OperatorName(row[0] as String), tenant: try TenantName(row[1] as String), role: role)
+            operatorName: try OperatorName(row["operator"] as String), tenant: try TenantName(row["tenant"] as String),
+            role: role)
     }
 
     public func grants(operator name: OperatorName) throws(ConsoleError) -> [GrantRecord] {

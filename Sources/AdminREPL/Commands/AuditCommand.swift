@@ -1,12 +1,14 @@
 import Access
 import ArgumentParser
 import BackupModel
+import ConsoleService
 import ConsoleStore
+import Foundation
 
 struct AuditCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "audit", abstract: "Read and verify the hash-chained audit log (admin).",
-        subcommands: [List.self, Verify.self])
+        subcommands: [List.self, Verify.self, Export.self, Keygen.self])
 
     struct List: ConsoleCommand, ListsRecords {
         static let configuration = CommandConfiguration(
@@ -27,17 +29,18 @@ struct AuditCommand: ParsableCommand {
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
             let sinceMillis = try since.map { text throws(ConsoleError) in try Self.sinceMillis(text, now: ctx.clock) }
-            let log = AuditLog(store: try ctx.existingStore())
-            let session = try ctx.session()
-            let entries = try log.list(
-                session: session, operatorName: `operator`, action: action, sinceMillis: sinceMillis, limit: limit)
+            let entries = try await ctx.perform(
+                AuditListOperation(operatorName: `operator`, action: action, sinceMillis: sinceMillis, limit: limit)
+            ).entries
             if follow {
                 try await Self.follow(
                     ctx, first: entries,
                     next: { after throws(ConsoleError) in
-                        try log.list(
-                            session: try ctx.session(), operatorName: `operator`, action: action,
-                            sinceMillis: sinceMillis, afterSeq: after, limit: 1000)
+                        try await ctx.perform(
+                            AuditListOperation(
+                                operatorName: `operator`, action: action, sinceMillis: sinceMillis, afterSeq: after,
+                                limit: 1000)
+                        ).entries
                     })
                 return .empty
             }
@@ -82,7 +85,7 @@ struct AuditCommand: ParsableCommand {
         @MainActor
         static func follow(
             _ ctx: CommandContext, first: [AuditEntry],
-            next: (Int64) throws(ConsoleError) -> [AuditEntry]
+            next: (Int64) async throws(ConsoleError) -> [AuditEntry]
         ) async throws {
             let json = ctx.settings.format == .json
             func emit(_ entry: AuditEntry) {
@@ -97,7 +100,7 @@ struct AuditCommand: ParsableCommand {
             var last: Int64 = first.last?.seq ?? 0
             first.forEach(emit)
             while !SignalFlag.isRaised {
-                for entry in try next(last) {
+                for entry in try await next(last) {
                     emit(entry)
                     last = entry.seq
                 }
@@ -109,23 +112,189 @@ struct AuditCommand: ParsableCommand {
 
     struct Verify: ConsoleCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Walk the whole chain; report the first altered, removed or reordered entry.")
+            abstract: "Walk the whole chain; report the first altered, removed or reordered entry.",
+            discussion: """
+                With --public-key (or on a server that signs with --audit-key), the signed checkpoints \
+                are checked too: a truncated tail, a rewritten entry with the chain recomputed, and a \
+                removed or forged checkpoint are found even when the chain itself is consistent.
+                """)
+
+        @Option(
+            help: ArgumentHelp(
+                "The audit signing key's public key (what audit keygen printed), to check the checkpoints.",
+                valueName: "file"))
+        var publicKey: String?
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-            let result = try AuditLog(store: try ctx.existingStore()).verify(session: try ctx.session())
+            let key = try publicKey.map { path throws(ConsoleError) in try Self.readPublicKey(path) }
+            let result = try await ctx.perform(AuditVerifyOperation(publicKey: key))
             var output = CommandOutput(json: result) { style in
                 let whose = result.scope == "all" ? "" : " of tenant \(result.scope)"
-                return result.ok
-                    ? "\(style.green("ok")): \(result.entries) entries\(whose) chain correctly; head hash \(result.headHash)"
-                    : "\(style.red("broken")): first bad entry \(result.firstBadSeq.map(String.init) ?? "outside this tenant") after \(result.entries) entries\(whose)"
+                let first: String
+                if result.ok || Self.isCheckpointFinding(result.finding) {
+                    // A checkpoint finding comes with a chain that is consistent on its own.
+                    let word = result.ok ? style.green("ok") : style.yellow("consistent")
+                    first = "\(word): \(result.entries) entries\(whose) chain correctly; head hash \(result.headHash)"
+                } else {
+                    first =
+                        "\(style.red("broken")): first bad entry \(result.firstBadSeq.map(String.init) ?? "outside this tenant") after \(result.entries) entries\(whose)"
+                }
+                return ([first] + Self.checkpointLines(result, style)).joined(separator: "\n")
             }
             if !result.ok {
-                let at = result.firstBadSeq.map { "at entry \($0)" } ?? "outside tenant \(result.scope)"
-                output.failure = ConsoleError(
-                    .verificationFailed, code: "audit_chain_broken",
-                    "Audit chain broken \(at): \(result.problem ?? "hash mismatch").")
+                if Self.isCheckpointFinding(result.finding), let finding = result.finding {
+                    output.failure = ConsoleError(
+                        .verificationFailed, code: "audit_\(finding)",
+                        "Audit log tampered (\(finding.replacingOccurrences(of: "_", with: " "))): \(result.problem ?? "a checkpoint does not match")."
+                    )
+                } else {
+                    let at = result.firstBadSeq.map { "at entry \($0)" } ?? "outside tenant \(result.scope)"
+                    output.failure = ConsoleError(
+                        .verificationFailed, code: "audit_chain_broken",
+                        "Audit chain broken \(at): \(result.problem ?? "hash mismatch").")
+                }
             }
             return output
+        }
+
+        static func isCheckpointFinding(_ finding: String?) -> Bool {
+            ["truncated_tail", "recomputed_chain", "checkpoint_missing", "bad_signature"].contains(finding ?? "")
+        }
+
+        /// What the checkpoints showed, under the chain's line; nothing when there are none and no key.
+        static func checkpointLines(_ result: AuditVerification, _ style: RenderStyle) -> [String] {
+            guard let stored = result.checkpoints else { return [] }
+            guard let fingerprint = result.keyFingerprint else {
+                return ["\(stored) signed checkpoints not checked: pass --public-key FILE"]
+            }
+            var line =
+                "\(result.checkpointsVerified ?? 0) of \(stored) signed checkpoints verified with key \(fingerprint)"
+            if let last = result.lastCheckpointSeq, let uncovered = result.uncoveredEntries {
+                if last == 0 {
+                    line += "; nothing is signed yet"
+                } else {
+                    line += "; the newest covers entry \(last)"
+                    if uncovered > 0 { line += ", \(uncovered) entries after it not yet signed" }
+                }
+            }
+            if !result.ok, isCheckpointFinding(result.finding) {
+                return [line, "\(style.red("broken")): \(result.problem ?? "a checkpoint does not match")"]
+            }
+            return [line]
+        }
+
+        /// The public key file's text (it is not secret; the server checks it is a P-256 point).
+        static func readPublicKey(_ path: String) throws(ConsoleError) -> String {
+            guard let data = FileManager.default.contents(atPath: path), data.count <= 4096 else {
+                throw .invalid("invalid_public_key", "Cannot read the public key file \(path) (at most 4 KiB).")
+            }
+            return String(decoding: data, as: UTF8.self)
+        }
+    }
+
+    struct Export: ConsoleCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write entries since a time as JSON lines for a SIEM, with the newest signed checkpoint.",
+            discussion: """
+                One line per entry: {"type":"entry","seq","time","operator","tenant","action","target",\
+                "details","hash","prevHash"}, oldest first; an operator who may create tenants exports the \
+                whole chain and gets the newest checkpoint as a last line {"type":"checkpoint",…}. \
+                A tenant admin exports their tenant's entries.
+                """)
+
+        @Option(
+            help: ArgumentHelp(
+                "Entries since a time: a duration ago (24h, 7d) or a date (2026-11-01, RFC 3339).", valueName: "time"))
+        var since: String
+        @Option(
+            help: ArgumentHelp("Write the lines to this file (mode 600) instead of standard output.", valueName: "file")
+        )
+        var out: String?
+
+        func execute(_ ctx: CommandContext) async throws -> CommandOutput {
+            let sinceMillis = try List.sinceMillis(since, now: ctx.clock)
+            let file = try out.map { path throws(ConsoleError) in try OutputFile(opening: path) }
+            var written = 0
+            var checkpoint: AuditCheckpoint?
+            var lines: [UInt8] = []
+            do {
+                var afterSeq: Int64 = 0
+                while true {
+                    let page = try await ctx.perform(AuditExportOperation(sinceMillis: sinceMillis, afterSeq: afterSeq))
+                    var batch = page.entries.map(AuditExportLine.entry)
+                    if let newest = page.checkpoint {
+                        batch.append(.checkpoint(newest))
+                        checkpoint = newest
+                    }
+                    for line in batch {
+                        if file != nil {
+                            lines += Array(JSONLine.encode(line).utf8) + [0x0a]
+                        } else {
+                            Terminal.writeOut(JSONLine.encode(line))
+                        }
+                    }
+                    written += page.entries.count
+                    guard page.more, let last = page.entries.last, last.seq > afterSeq else { break }
+                    afterSeq = last.seq
+                }
+                try file?.replaceContents(with: lines)
+            } catch {
+                file?.abandon()
+                throw error
+            }
+            guard let out else { return .empty }
+            let summary = ExportSummary(entries: written, checkpointSeq: checkpoint?.seq, out: out)
+            return CommandOutput(json: summary) { _ in
+                "exported \(written) entries to \(out)"
+                    + (checkpoint.map { " with the newest checkpoint (entry \($0.seq))" } ?? " (no checkpoint)")
+            }
+        }
+
+        struct ExportSummary: Encodable {
+            var entries: Int
+            var checkpointSeq: Int64?
+            var out: String
+
+            private enum Keys: String, CodingKey { case entries, checkpointSeq, out }
+
+            /// `checkpointSeq` is null when there was none.
+            func encode(to encoder: any Encoder) throws {
+                var c = encoder.container(keyedBy: Keys.self)
+                try c.encode(entries, forKey: .entries)
+                try c.encode(checkpointSeq, forKey: .checkpointSeq)
+                try c.encode(out, forKey: .out)
+            }
+        }
+    }
+
+    struct Keygen: ConsoleCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Make a new audit signing key (P-256) in a new file of mode 600; print its public key.",
+            discussion: """
+                Local: no store and no token. Keep the key file off the database's host backups and give \
+                it to the server (backupctl serve --audit-key FILE); give the public key to whoever runs \
+                audit verify --public-key. The private key is never printed.
+                """)
+
+        @Option(help: ArgumentHelp("The new key file (must not exist).", valueName: "file")) var out: String
+
+        func execute(_ ctx: CommandContext) async throws -> CommandOutput {
+            let key = try AuditKeyFile.generate(to: out, random: ctx.random)
+            let result = KeygenOutput(keyFile: out, publicKey: key.publicKey, fingerprint: key.fingerprint)
+            return CommandOutput(json: result) { style in
+                keyValueBlock(
+                    [
+                        ("key file", out + " (mode 600)"), ("public key", key.publicKey),
+                        ("fingerprint", key.fingerprint),
+                    ],
+                    style)
+            }
+        }
+
+        struct KeygenOutput: Encodable {
+            var keyFile: String
+            var publicKey: String
+            var fingerprint: String
         }
     }
 }

@@ -1,0 +1,184 @@
+import BackupCrypto
+import BackupModel
+import ConsoleStore
+
+/// The audit log with its signed checkpoints: `audit verify` (the chain, then the checkpoints
+/// with a public key) and `audit export` (JSON lines for a SIEM).
+public struct SignedAuditLog: Sendable {
+    let store: any AuditCheckpointStore
+
+    public init(store: any AuditCheckpointStore) { self.store = store }
+
+    /// Walks the chain (see ``AuditLog/verify(session:)``), then, with `publicKey`, checks
+    /// every stored checkpoint: its signature, its link to the previous one, and that the entry
+    /// it signed is still there with the signed hash. A chain that verifies on its own but
+    /// no longer matches a checkpoint was truncated or recomputed after a rewrite.
+    ///
+    /// A tenant admin learns what was found but not where when it lies outside their tenant,
+    /// and not the whole chain's counts (as with the chain itself).
+    public func verify(session: Session, publicKey: AuditPublicKey?) throws(ConsoleError) -> AuditVerification {
+        try session.require(.auditVerify)
+        let global = try store.operatorRecord(named: session.operatorName)?.canCreateTenants == true
+        var result = try AuditLog.verify(store: store, scope: global ? nil : session.tenantName)
+        let stored = try store.auditCheckpoints()
+        if !stored.isEmpty || publicKey != nil { result.checkpoints = stored.count }
+        guard let publicKey else { return result }
+        let check = try AuditLog.verifyCheckpoints(store: store, checkpoints: stored, publicKey: publicKey.bytes)
+        result.keyFingerprint = publicKey.fingerprint
+        result.checkpointsVerified = check.checkpoints
+        if global {
+            result.lastCheckpointSeq = check.lastCheckpointSeq
+            result.uncoveredEntries = check.uncoveredEntries
+        }
+        // A break in the chain itself is the first thing to repair; it is reported alone.
+        guard result.ok, !check.ok else { return result }
+        result.ok = false
+        result.finding = check.code
+        if global {
+            result.firstBadSeq = check.badSeq
+            result.problem = check.problem
+        } else {
+            result.firstBadSeq = nil
+            result.problem =
+                "the signed checkpoints show \(Self.describe(check.code)); an operator who may create tenants can run audit verify to locate it"
+        }
+        return result
+    }
+
+    static func describe(_ code: String?) -> String {
+        switch code {
+        case "truncated_tail": "entries removed from the tail of the chain"
+        case "recomputed_chain": "a rewritten entry with the chain recomputed"
+        case "checkpoint_missing": "a removed checkpoint"
+        case "bad_signature": "a checkpoint not signed by this key"
+        default: "a mismatch"
+        }
+    }
+
+    /// One page of `audit export --since`: entries at or after `sinceMillis` with seq above
+    /// `afterSeq`, oldest first. An operator who may create tenants exports the whole chain
+    /// and, on the last page, the newest checkpoint (read before the entries, so it never
+    /// covers an entry the export lacks); a tenant admin exports their tenant's entries.
+    public func export(session: Session, sinceMillis: Int64, afterSeq: Int64, limit: Int) throws(ConsoleError)
+        -> AuditExportPage
+    {
+        try session.require(.auditList)
+        guard (1...10_000).contains(limit) else {
+            throw .invalid("invalid_limit", "The export page size must be between 1 and 10000, got \(limit).")
+        }
+        let global = try store.operatorRecord(named: session.operatorName)?.canCreateTenants == true
+        let checkpoint = global ? try store.latestAuditCheckpoint() : nil
+        var entries = try store.auditEntries(
+            tenant: global ? nil : session.tenantName, sinceMillis: sinceMillis, afterSeq: max(0, afterSeq),
+            limit: limit + 1)
+        let more = entries.count > limit
+        if more { entries.removeLast(entries.count - limit) }
+        return AuditExportPage(entries: entries, checkpoint: more ? nil : checkpoint, more: more)
+    }
+}
+
+/// A page of `audit export`.
+public struct AuditExportPage: Sendable, Equatable, Codable {
+    public var entries: [AuditEntry]
+    /// The newest checkpoint, on the last page of a whole-chain export.
+    public var checkpoint: AuditCheckpoint?
+    /// More entries follow: ask again after the last entry's seq.
+    public var more: Bool
+
+    public init(entries: [AuditEntry], checkpoint: AuditCheckpoint?, more: Bool) {
+        self.entries = entries
+        self.checkpoint = checkpoint
+        self.more = more
+    }
+}
+
+/// One line of `audit export`, the form a SIEM ingests: an entry
+/// `{"type":"entry","seq","time","operator","tenant","action","target","details","hash","prevHash"}`
+/// or the newest checkpoint
+/// `{"type":"checkpoint","seq","time","headHash","prevCheckpointHash","signature"}`.
+/// `time` is RFC 3339 UTC with milliseconds, exactly the instant the hash or signature covers;
+/// absent tenants and targets are `null`.
+public enum AuditExportLine: Sendable, Equatable, Codable {
+    case entry(AuditEntry)
+    case checkpoint(AuditCheckpoint)
+
+    private enum CodingKeys: String, CodingKey {
+        case type, seq, time, `operator`, tenant, action, target, details, hash, prevHash
+        case headHash, prevCheckpointHash, signature
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        switch self {
+        case .entry(let entry):
+            try c.encode("entry", forKey: .type)
+            try c.encode(entry.seq, forKey: .seq)
+            try c.encode(Self.time(entry.at), forKey: .time)
+            try c.encode(entry.operatorName, forKey: .operator)
+            try c.encode(entry.tenant, forKey: .tenant)
+            try c.encode(entry.action, forKey: .action)
+            try c.encode(entry.target, forKey: .target)
+            try c.encode(entry.details, forKey: .details)
+            try c.encode(entry.hash, forKey: .hash)
+            try c.encode(entry.prevHash, forKey: .prevHash)
+        case .checkpoint(let checkpoint):
+            try c.encode("checkpoint", forKey: .type)
+            try c.encode(checkpoint.seq, forKey: .seq)
+            try c.encode(Self.time(checkpoint.atMillis), forKey: .time)
+            try c.encode(checkpoint.headHash, forKey: .headHash)
+            try c.encode(checkpoint.prevCheckpointHash, forKey: .prevCheckpointHash)
+            try c.encode(checkpoint.signature, forKey: .signature)
+        }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let type = try c.decode(String.self, forKey: .type)
+        let timeText = try c.decode(String.self, forKey: .time)
+        guard let at = Self.millis(timeText) else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .time, in: c, debugDescription: "not an RFC 3339 UTC time with milliseconds")
+        }
+        let seq = try c.decode(Int64.self, forKey: .seq)
+        switch type {
+        case "entry":
+            let draft = AuditDraft(
+                operatorName: try c.decode(String.self, forKey: .operator),
+                tenant: try c.decodeIfPresent(String.self, forKey: .tenant),
+                action: try c.decode(String.self, forKey: .action),
+                target: try c.decodeIfPresent(String.self, forKey: .target),
+                details: try c.decode([String: String].self, forKey: .details))
+            self = .entry(
+                AuditEntry(
+                    seq: seq, at: at, draft: draft, prevHash: try c.decode(String.self, forKey: .prevHash),
+                    hash: try c.decode(String.self, forKey: .hash)))
+        case "checkpoint":
+            self = .checkpoint(
+                AuditCheckpoint(
+                    seq: seq, headHash: try c.decode(String.self, forKey: .headHash), atMillis: at,
+                    prevCheckpointHash: try c.decode(String.self, forKey: .prevCheckpointHash),
+                    signature: try c.decode(String.self, forKey: .signature)))
+        default:
+            throw DecodingError.dataCorruptedError(forKey: .type, in: c, debugDescription: "unknown line type")
+        }
+    }
+
+    /// `2026-11-23T00:11:12.345Z` for unix milliseconds.
+    public static func time(_ millis: Int64) -> String {
+        let seconds = millis >= 0 ? millis / 1000 : (millis - 999) / 1000
+        let fraction = Int(millis - seconds * 1000)
+        let digits = String(fraction)
+        return String(Timestamp.format(seconds).dropLast()) + "." + String(repeating: "0", count: 3 - digits.count)
+            + digits + "Z"
+    }
+
+    /// The unix milliseconds of a ``time(_:)`` text.
+    public static func millis(_ text: String) -> Int64? {
+        let bytes = Array(text.utf8)
+        guard bytes.count == 24, bytes[19] == UInt8(ascii: "."), bytes[23] == UInt8(ascii: "Z"),
+            let stamp = Timestamp(rfc3339: text),
+            let fraction = Int64(String(decoding: bytes[20..<23], as: UTF8.self))
+        else { return nil }
+        return stamp.seconds * 1000 + fraction
+    }
+}

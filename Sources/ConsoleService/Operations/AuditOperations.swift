@@ -1,0 +1,76 @@
+import Access
+import BackupModel
+import ConsoleStore
+
+// The audit log is read-only to clients: these operations list, verify and export it. Entries
+// are written only by the services, in the transaction of what they record, and checkpoints
+// only by the console's own signer; no operation accepts an entry or a checkpoint.
+
+/// `audit list`: the latest entries of the caller's tenant, filtered; `--follow` is the client
+/// asking again with the last seq it saw as `afterSeq`.
+public struct AuditListOperation: ConsoleOperation {
+    public static let name = "audit.list"
+    public var operatorName: String?
+    public var action: String?
+    /// Unix milliseconds: entries at or after it.
+    public var sinceMillis: Int64?
+    public var afterSeq: Int64
+    public var limit: Int
+
+    public struct Output: Codable, Sendable, Equatable {
+        public var entries: [AuditEntry]
+
+        public init(entries: [AuditEntry]) { self.entries = entries }
+    }
+
+    public init(operatorName: String?, action: String?, sinceMillis: Int64?, afterSeq: Int64 = 0, limit: Int) {
+        self.operatorName = operatorName
+        self.action = action
+        self.sinceMillis = sinceMillis
+        self.afterSeq = afterSeq
+        self.limit = limit
+    }
+
+    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
+        let entries = try AuditLog(store: try context.store()).list(
+            session: try context.session(), operatorName: operatorName, action: action, sinceMillis: sinceMillis,
+            afterSeq: afterSeq, limit: limit)
+        return Output(entries: entries)
+    }
+}
+
+/// `audit verify [--public-key FILE]`: the chain, and its signed checkpoints with the key the
+/// client sent (read from its file by the client) or else the console's own signing key.
+public struct AuditVerifyOperation: ConsoleOperation {
+    public static let name = "audit.verify"
+    /// The P-256 public key in hex (33 or 65 bytes), or `nil` for the console's own.
+    public var publicKey: String?
+
+    public init(publicKey: String? = nil) { self.publicKey = publicKey }
+
+    public func run(_ context: OperationContext) async throws(ConsoleError) -> AuditVerification {
+        let key = try publicKey.map { text throws(ConsoleError) in try AuditPublicKey(text: text) }
+        return try SignedAuditLog(store: try context.store()).verify(
+            session: try context.session(), publicKey: key ?? context.console.auditSigner?.publicKey)
+    }
+}
+
+/// `audit export --since TIME`: one page of entries (and, on the last page of a whole-chain
+/// export, the newest checkpoint); the client asks again after the last seq while `more`.
+public struct AuditExportOperation: ConsoleOperation {
+    public static let name = "audit.export"
+    public var sinceMillis: Int64
+    public var afterSeq: Int64
+    public var limit: Int
+
+    public init(sinceMillis: Int64, afterSeq: Int64 = 0, limit: Int = 1000) {
+        self.sinceMillis = sinceMillis
+        self.afterSeq = afterSeq
+        self.limit = limit
+    }
+
+    public func run(_ context: OperationContext) async throws(ConsoleError) -> AuditExportPage {
+        try SignedAuditLog(store: try context.store()).export(
+            session: try context.session(), sinceMillis: sinceMillis, afterSeq: afterSeq, limit: limit)
+    }
+}
