@@ -29,14 +29,19 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
     /// its grant per line, yet a revoked role stops working within a second.
     public static let sessionReuseMillis: Int64 = 1000
 
+    /// This console's reuse of sessions, in milliseconds: `backupctl serve` passes 0, so a
+    /// revoked grant is refused on the very next request.
+    public let sessionReuse: Int64
+
     public init(
         storePath: String, clock: WallClock = .system, random: any RandomSource = SystemRandom(),
-        environment: [String: String] = [:]
+        environment: [String: String] = [:], sessionReuseMillis: Int64 = LocalConsole.sessionReuseMillis
     ) {
         self.storePath = storePath
         self.clock = clock
         self.random = random
         self.environment = environment
+        sessionReuse = sessionReuseMillis
     }
 
     /// A console over an already open store (tests, and `demo`, which builds its store first).
@@ -114,7 +119,7 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
         let op = try authenticate(caller)
         let key = SessionKey(operatorName: op.name.rawValue, tenant: caller.tenant)
         let now = clock.millis()
-        if let cached = lock.withLock({ sessions[key] }), now - cached.readAt < Self.sessionReuseMillis,
+        if let cached = lock.withLock({ sessions[key] }), now - cached.readAt < sessionReuse,
             now >= cached.readAt
         {
             return cached.session

@@ -1,0 +1,227 @@
+/// The OpenAPI 3.1 document `GET /openapi.json` serves, kept here so it ships in the binary.
+///
+/// The operation paths are generated from ``ConsoleOperations``: after adding an operation,
+/// run `BACKUPCTL_REGENERATE_OPENAPI=1 swift test --filter OpenAPIDocumentTests` (see that test).
+enum OpenAPIDocument {
+    static let json = #"""
+{
+  "components": {
+    "parameters": {
+      "Tenant": {
+        "description": "The tenant to act in (--tenant, use); without it, the operator's only tenant.",
+        "in": "header",
+        "name": "Backupctl-Tenant",
+        "required": false,
+        "schema": {
+          "type": "string"
+        }
+      }
+    },
+    "responses": {
+      "Error": {
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/ErrorDocument"
+            }
+          }
+        },
+        "description": "An error: 400 usage, 401 no or unknown token, 403 no role, 404 not found, 405 wrong method, 409 conflict, 422 invalid input or verification failed, 429 too many failed sign-ins, 500 internal, 502 a remote system failed, 503 not ready."
+      }
+    },
+    "schemas": {
+      "ErrorBody": {
+        "properties": {
+          "code": {
+            "description": "Stable snake_case code.",
+            "type": "string"
+          },
+          "kind": {
+            "enum": [
+              "invalidInput",
+              "notFound",
+              "verificationFailed",
+              "conflict",
+              "remote",
+              "usage",
+              "permissionDenied",
+              "internalError"
+            ],
+            "type": "string"
+          },
+          "message": {
+            "type": "string"
+          }
+        },
+        "required": [
+          "code",
+          "kind",
+          "message"
+        ],
+        "type": "object"
+      },
+      "ErrorDocument": {
+        "properties": {
+          "error": {
+            "$ref": "#/components/schemas/ErrorBody"
+          }
+        },
+        "required": [
+          "error"
+        ],
+        "type": "object"
+      },
+      "Frame": {
+        "description": "One line of a streamed answer: exactly one of progress, result or error.",
+        "properties": {
+          "error": {
+            "$ref": "#/components/schemas/ErrorBody"
+          },
+          "progress": {
+            "$ref": "#/components/schemas/Progress"
+          },
+          "result": {
+            "$ref": "#/components/schemas/Output"
+          }
+        },
+        "type": "object"
+      },
+      "Operation": {
+        "description": "The operation's fields as JSON (ConsoleOperation's Codable form).",
+        "type": "object"
+      },
+      "Output": {
+        "description": "The operation's output as JSON (its Output's Codable form)."
+      },
+      "Progress": {
+        "properties": {
+          "detail": {
+            "type": "string"
+          },
+          "done": {
+            "type": "integer"
+          },
+          "total": {
+            "type": "integer"
+          }
+        },
+        "required": [
+          "done"
+        ],
+        "type": "object"
+      },
+      "Status": {
+        "properties": {
+          "status": {
+            "type": "string"
+          }
+        },
+        "required": [
+          "status"
+        ],
+        "type": "object"
+      }
+    },
+    "securitySchemes": {
+      "bearer": {
+        "description": "An operator token (bctl_…), stored by the server only as its SHA-256. Failed sign-ins are limited per client address (429) and audited.",
+        "scheme": "bearer",
+        "type": "http"
+      }
+    }
+  },
+  "info": {
+    "description": "The backupctl service layer over HTTP. Every operation is POST /v1/ops/<name> with the operation as its JSON body. A plain operation answers its output (200) or an error document with the status of the error's kind. An operation that streams answers 200 with JSON lines (application/jsonl): progress frames, then one result or error frame. Regenerate the operation paths with Tests/ConsoleServerTests/OpenAPIDocumentTests.swift.",
+    "title": "backupctl serve",
+    "version": "1"
+  },
+  "openapi": "3.1.0",
+  "paths": {
+    "/healthz": {
+      "get": {
+        "operationId": "healthz",
+        "responses": {
+          "200": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Status"
+                }
+              }
+            },
+            "description": "Up."
+          }
+        },
+        "security": [],
+        "summary": "The process is up."
+      }
+    },
+    "/metrics": {
+      "get": {
+        "operationId": "metrics",
+        "responses": {
+          "200": {
+            "content": {
+              "text/plain": {
+                "schema": {
+                  "type": "string"
+                }
+              }
+            },
+            "description": "Prometheus text exposition format 0.0.4."
+          }
+        },
+        "security": [],
+        "summary": "Prometheus metrics: requests and durations by op and status, failed sign-ins, audit appends, cleanup progress."
+      }
+    },
+    "/openapi.json": {
+      "get": {
+        "operationId": "openapi",
+        "responses": {
+          "200": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object"
+                }
+              }
+            },
+            "description": "OpenAPI 3.1."
+          }
+        },
+        "security": [],
+        "summary": "This document."
+      }
+    },
+    "/readyz": {
+      "get": {
+        "operationId": "readyz",
+        "responses": {
+          "200": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Status"
+                }
+              }
+            },
+            "description": "Ready."
+          },
+          "503": {
+            "$ref": "#/components/responses/Error"
+          }
+        },
+        "security": [],
+        "summary": "The store opens and answers."
+      }
+    }
+  },
+  "security": [
+    {
+      "bearer": []
+    }
+  ]
+}
+"""#
+}
