@@ -17,8 +17,9 @@ public final class RemoteConsole: ConsoleAPI {
 
     /// - Parameters:
     ///   - server: `http://HOST:PORT` or `https://HOST:PORT` (a trailing slash is ignored).
-    ///   - client: the HTTP client (its TLS configuration trusts the server's certificate).
-    public init(server: String, client: HTTPClient = .shared, timeout: TimeAmount = .seconds(600)) throws(ConsoleError)
+    ///   - client: the HTTP client (its TLS configuration trusts the server's certificate); by
+    ///     default one that fails at once when the server cannot be reached.
+    public init(server: String, client: HTTPClient? = nil, timeout: TimeAmount = .seconds(600)) throws(ConsoleError)
     {
         var url = server
         while url.hasSuffix("/") { url.removeLast() }
@@ -29,7 +30,11 @@ public final class RemoteConsole: ConsoleAPI {
                 "invalid_server", "--server must be http://HOST:PORT or https://HOST:PORT, got \(server.prefix(80)).")
         }
         baseURL = url
-        self.client = client
+        if let client {
+            self.client = client
+        } else {
+            self.client = try Self.client(trusting: nil)
+        }
         self.timeout = timeout
     }
 
@@ -38,19 +43,31 @@ public final class RemoteConsole: ConsoleAPI {
     /// - Throws: `invalid_ca_file` when the file holds no PEM certificate.
     public convenience init(server: String, caFile: String?, timeout: TimeAmount = .seconds(600)) throws(ConsoleError)
     {
-        guard let caFile else {
-            try self.init(server: server, timeout: timeout)
-            return
-        }
         try self.init(server: server, client: try Self.client(trusting: caFile), timeout: timeout)
     }
 
-    /// One client per CA file for the whole process: an `HTTPClient` must be shut down before it
-    /// goes, so these live as long as the process, as `HTTPClient.shared` does.
+    /// One client per CA file (`""` for none) for the whole process: an `HTTPClient` must be shut
+    /// down before it goes, so these live as long as the process, as `HTTPClient.shared` does.
     private static let clients = Mutex<[String: HTTPClient]>([:])
 
-    static func client(trusting caFile: String) throws(ConsoleError) -> HTTPClient {
-        if let client = clients.withLock({ $0[caFile] }) { return client }
+    /// A client that trusts `caFile` besides the system's roots. A refused connection or an
+    /// untrusted certificate fails the call at once (AsyncHTTPClient would otherwise retry
+    /// until the call's deadline, minutes away for a long job).
+    static func client(trusting caFile: String?) throws(ConsoleError) -> HTTPClient {
+        let key = caFile ?? ""
+        if let client = clients.withLock({ $0[key] }) { return client }
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool.retryConnectionEstablishment = false
+        if let caFile { configuration.tlsConfiguration = try tls(trusting: caFile) }
+        return clients.withLock { clients in
+            if let client = clients[key] { return client }
+            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+            clients[key] = client
+            return client
+        }
+    }
+
+    static func tls(trusting caFile: String) throws(ConsoleError) -> TLSConfiguration {
         let certificates: [NIOSSLCertificate]
         do {
             certificates = try NIOSSLCertificate.fromPEMFile(caFile)
@@ -62,14 +79,7 @@ public final class RemoteConsole: ConsoleAPI {
         }
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.additionalTrustRoots = [.certificates(certificates)]
-        var configuration = HTTPClient.Configuration()
-        configuration.tlsConfiguration = tls
-        return clients.withLock { clients in
-            if let client = clients[caFile] { return client }
-            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-            clients[caFile] = client
-            return client
-        }
+        return tls
     }
 
     public func perform<Op: ConsoleOperation>(

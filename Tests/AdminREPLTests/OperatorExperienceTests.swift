@@ -1,3 +1,4 @@
+import ConsoleService
 import Foundation
 import Testing
 

@@ -101,6 +101,21 @@ import Testing
         #expect(await server.stop() == 0)
     }
 
+    @Test func anUnreachableServerFailsAtOnceWithExitTwo() async throws {
+        let workspace = try Workspace()
+        defer { workspace.cleanUp() }
+        let server = try await ServeProcess(db: workspace.db, environment: workspace.environment)
+        defer { server.kill9() }
+        #expect(await server.stop() == 0)
+        var client = workspace.environment
+        client["BACKUPCTL_SERVER"] = server.url
+        client["BACKUPCTL_TOKEN"] = ServerFixture.text(workspace.setup.rootToken)
+        // Nothing listens there any more: refused, not retried until the call's deadline.
+        let (_, err, status) = try await Self.run(["whoami"], environment: client)
+        #expect(status == 2)
+        #expect(err.contains("server_unavailable"), "\(err)")
+    }
+
     @Test func theClientNeverOpensAStoreFile() async throws {
         let workspace = try Workspace()
         defer { workspace.cleanUp() }

@@ -6,7 +6,7 @@ import Foundation
 import Testing
 
 /// Graceful shutdown drains in-flight jobs; a client that goes away cancels its job.
-@Suite struct LifecycleTests {
+@Suite struct ServerLifecycleTests {
     @Test func shutdownStopsAcceptingAndLetsTheJobInFlightFinish() async throws {
         let gate = UUID().uuidString
         try await ServerFixture.with(operations: SlowOperation.operations) { fixture in
@@ -25,7 +25,8 @@ import Testing
                 stopped.raise()
             }
             // The listener closes at once; the job's request is still being answered.
-            #expect(await eventually { (try? await fixture.request(.GET, "/healthz")) == nil })
+            let port = try #require(Int(fixture.url.split(separator: ":").last ?? ""))
+            #expect(await eventually { !canConnect(port: port) })
             #expect(!stopped.isRaised)
             Gates.open(gate)
             _ = try await job.value
@@ -57,4 +58,22 @@ import Testing
             Gates.open(gate)
         }
     }
+}
+
+/// Whether a new TCP connection to 127.0.0.1:`port` is accepted (a pooled HTTP client would
+/// reuse an open one, so this asks the kernel).
+func canConnect(port: Int) -> Bool {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let result = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+    }
+    return result == 0
 }
