@@ -211,7 +211,8 @@ let package = Package(
         .testTarget(
             name: "ConsoleServerTests",
             dependencies: [
-                "ConsoleServer", "ConsoleService", "ConsoleClient", "ConsoleStore", "Access", "BackupModel", "BackupCrypto",
+                "ConsoleServer", "ConsoleService", "ConsoleClient", "ConsoleStore", "Access", "BackupModel",
+                "BackupCrypto",
                 "BackupctlTestSupport", "Inspect",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]),

@@ -19,8 +19,7 @@ public final class RemoteConsole: ConsoleAPI {
     ///   - server: `http://HOST:PORT` or `https://HOST:PORT` (a trailing slash is ignored).
     ///   - client: the HTTP client (its TLS configuration trusts the server's certificate); by
     ///     default one that fails at once when the server cannot be reached.
-    public init(server: String, client: HTTPClient? = nil, timeout: TimeAmount = .seconds(600)) throws(ConsoleError)
-    {
+    public init(server: String, client: HTTPClient? = nil, timeout: TimeAmount = .seconds(600)) throws(ConsoleError) {
         var url = server
         while url.hasSuffix("/") { url.removeLast() }
         guard let parsed = URL(string: url), let scheme = parsed.scheme, ["http", "https"].contains(scheme),
@@ -41,8 +40,7 @@ public final class RemoteConsole: ConsoleAPI {
     /// A console on `server` that also trusts the certificates of `caFile` (PEM), for a server
     /// whose certificate a private CA signed, or a self-signed one.
     /// - Throws: `invalid_ca_file` when the file holds no PEM certificate.
-    public convenience init(server: String, caFile: String?, timeout: TimeAmount = .seconds(600)) throws(ConsoleError)
-    {
+    public convenience init(server: String, caFile: String?, timeout: TimeAmount = .seconds(600)) throws(ConsoleError) {
         try self.init(server: server, client: try Self.client(trusting: caFile), timeout: timeout)
     }
 

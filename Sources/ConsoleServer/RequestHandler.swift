@@ -157,7 +157,8 @@ final class RequestHandler: Sendable {
         do {
             try console.store().appendAudit(draft)
         } catch {
-            logger.error("could not audit a failed sign-in", metadata: ["address": "\(address)", "code": "\(error.code)"])
+            logger.error(
+                "could not audit a failed sign-in", metadata: ["address": "\(address)", "code": "\(error.code)"])
         }
     }
 
@@ -230,7 +231,8 @@ final class RequestHandler: Sendable {
                             for await frame in frames {
                                 if let error = frame.error {
                                     outcome = Wire.status(
-                                        for: ConsoleError.Kind(rawValue: error.kind) ?? .internalError, code: error.code)
+                                        for: ConsoleError.Kind(rawValue: error.kind) ?? .internalError, code: error.code
+                                    )
                                 }
                                 try await writer.write(try Self.line(frame))
                                 if frame.progress == nil { delivered = true }
@@ -239,7 +241,7 @@ final class RequestHandler: Sendable {
                         }
                     }
                     try await writer.finish(nil)
-                } catch where !delivered {
+                } catch  where !delivered {
                     // The client went away (or the server was cancelled): the job was cancelled with it.
                     outcome = 499
                     logger.info("client left during a job; it was stopped", metadata: ["op": "\(Op.name)"])

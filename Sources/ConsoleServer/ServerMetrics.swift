@@ -24,7 +24,11 @@ final class ServerMetrics: @unchecked Sendable {
         self.factory = factory
         failedAuth = Dictionary(
             uniqueKeysWithValues: ["missing_token", "invalid_token", "rate_limited"].map {
-                ($0, CoreMetrics.Counter(label: "backupctl_auth_failures_total", dimensions: [("reason", $0)], factory: factory))
+                (
+                    $0,
+                    CoreMetrics.Counter(
+                        label: "backupctl_auth_failures_total", dimensions: [("reason", $0)], factory: factory)
+                )
             })
         auditAppends = CoreMetrics.Counter(label: "backupctl_audit_appends_total", factory: factory)
         cleanupDone = CoreMetrics.Gauge(label: "backupctl_cleanup_progress_done", factory: factory)

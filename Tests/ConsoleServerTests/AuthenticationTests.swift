@@ -29,7 +29,8 @@ import Testing
             #expect(ServerFixture.errorCode(unknown.body) == "invalid_token")
             let malformed = try await fixture.request(.POST, "/v1/ops/whoami", bearer: "not-a-token")
             #expect(malformed.status == 401)
-            let known = try await fixture.request(.POST, "/v1/ops/whoami", bearer: ServerFixture.text(fixture.rootToken))
+            let known = try await fixture.request(
+                .POST, "/v1/ops/whoami", bearer: ServerFixture.text(fixture.rootToken))
             #expect(known.status == 200, "\(known.body)")
         }
     }
@@ -52,11 +53,14 @@ import Testing
     @Test func rotatedTokenIsRefusedOnTheVeryNextCallAndTheNewOneWorks() async throws {
         try await ServerFixture.with { fixture in
             let remote = try fixture.remote()
-            #expect(try await remote.perform(WhoamiOperation(), as: Caller(token: fixture.bobToken, tenant: nil)).operator == "bob")
+            #expect(
+                try await remote.perform(WhoamiOperation(), as: Caller(token: fixture.bobToken, tenant: nil)).operator
+                    == "bob")
             let fresh = try fixture.access.rotateToken(try OperatorName("bob"), session: try fixture.rootSession())
             let old = try await fixture.request(.POST, "/v1/ops/whoami", bearer: ServerFixture.text(fixture.bobToken))
             #expect(old.status == 401)
-            #expect(try await remote.perform(WhoamiOperation(), as: Caller(token: fresh, tenant: nil)).operator == "bob")
+            #expect(
+                try await remote.perform(WhoamiOperation(), as: Caller(token: fresh, tenant: nil)).operator == "bob")
         }
     }
 
@@ -76,7 +80,8 @@ import Testing
             #expect(raw.status == 403)
             #expect(ServerFixture.errorCode(raw.body) == "permission_denied")
             do {
-                _ = try await fixture.remote().perform(StatsOperation(), as: Caller(token: fixture.bobToken, tenant: "beta"))
+                _ = try await fixture.remote().perform(
+                    StatsOperation(), as: Caller(token: fixture.bobToken, tenant: "beta"))
                 Issue.record("bob read tenant beta")
             } catch let error as ConsoleError {
                 #expect(error.kind == .permissionDenied && error.code == "permission_denied")
@@ -103,7 +108,8 @@ import Testing
                 #expect(ServerFixture.errorCode(limited.body) == "rate_limited")
             }
             do {
-                _ = try await fixture.remote().perform(WhoamiOperation(), as: Caller(token: fixture.rootToken, tenant: nil))
+                _ = try await fixture.remote().perform(
+                    WhoamiOperation(), as: Caller(token: fixture.rootToken, tenant: nil))
                 Issue.record("a limited address got through")
             } catch let error as ConsoleError {
                 #expect(error.kind == .permissionDenied && error.code == "rate_limited")

@@ -74,13 +74,23 @@ import Testing
 /// Generates the operation paths of the OpenAPI document from ``ConsoleOperations``.
 enum OpenAPIPaths {
     static let opening = "static let json = #\"\"\"\n"
-    static let closing = "\n\"\"\"#"
+    static let closing = "\"\"\"#"
+
+    /// Where the JSON of ``OpenAPIDocument`` sits in its Swift source, and the indentation of
+    /// its lines (that of the closing delimiter, as swift-format leaves it).
+    static func locate(_ source: String) throws -> (range: Range<String.Index>, indentation: String) {
+        guard let start = source.range(of: opening),
+            let end = source.range(of: closing, range: start.upperBound..<source.endIndex),
+            let newline = source[start.upperBound..<end.lowerBound].lastIndex(of: "\n")
+        else { throw CocoaError(.propertyListReadCorrupt) }
+        let indentation = String(source[source.index(after: newline)..<end.lowerBound])
+        return (start.upperBound..<newline, indentation)
+    }
 
     /// The JSON inside the Swift source of ``OpenAPIDocument``.
     static func extractJSON(_ source: String) -> String? {
-        guard let start = source.range(of: opening), let end = source.range(of: closing, range: start.upperBound..<source.endIndex)
-        else { return nil }
-        return String(source[start.upperBound..<end.lowerBound])
+        guard let (range, _) = try? locate(source) else { return nil }
+        return String(source[range])
     }
 
     static func parse(_ json: String) throws -> [String: Any] {
@@ -92,9 +102,8 @@ enum OpenAPIPaths {
 
     /// The source with its operation paths replaced by those of the registry.
     static func regenerate(source: String) throws -> String {
-        guard let start = source.range(of: opening), let end = source.range(of: closing, range: start.upperBound..<source.endIndex)
-        else { throw CocoaError(.propertyListReadCorrupt) }
-        var document = try parse(String(source[start.upperBound..<end.lowerBound]))
+        let (range, indentation) = try locate(source)
+        var document = try parse(String(source[range]))
         var paths = (document["paths"] as? [String: Any] ?? [:]).filter { !$0.key.hasPrefix(Wire.opsPrefix) }
         for operation in ConsoleOperations.all {
             paths[Wire.opsPrefix + operation.name] = pathItem(name: operation.name, streams: operation.streams)
@@ -102,7 +111,9 @@ enum OpenAPIPaths {
         document["paths"] = paths
         let data = try JSONSerialization.data(
             withJSONObject: document, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-        return source.replacingCharacters(in: start.upperBound..<end.lowerBound, with: String(decoding: data, as: UTF8.self))
+        let json = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+            .map { $0.isEmpty ? "" : indentation + $0 }.joined(separator: "\n")
+        return source.replacingCharacters(in: range, with: json)
     }
 
     static func pathItem(name: String, streams: Bool) -> [String: Any] {

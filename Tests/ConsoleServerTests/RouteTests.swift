@@ -10,7 +10,8 @@ import Testing
 @Suite struct RouteTests {
     @Test func unknownOperationIs404() async throws {
         try await ServerFixture.with { fixture in
-            let raw = try await fixture.request(.POST, "/v1/ops/no.such.op", bearer: ServerFixture.text(fixture.rootToken))
+            let raw = try await fixture.request(
+                .POST, "/v1/ops/no.such.op", bearer: ServerFixture.text(fixture.rootToken))
             #expect(raw.status == 404)
             #expect(ServerFixture.errorCode(raw.body) == "unknown_operation")
             let route = try await fixture.request(.GET, "/v2/nothing")
@@ -76,7 +77,8 @@ import Testing
             #expect(report == local)
             // A streamed error comes back as the same error.
             do {
-                _ = try await remote.perform(CheckOperation(backupId: nil, filter: FindingFilter(), limit: 0), as: caller)
+                _ = try await remote.perform(
+                    CheckOperation(backupId: nil, filter: FindingFilter(), limit: 0), as: caller)
                 Issue.record("limit 0 was accepted")
             } catch let error as ConsoleError {
                 #expect(error.code == "invalid_limit")

@@ -94,7 +94,8 @@ struct SandboxCommand: ParsableCommand {
             Terminal.writeErr("Backup Service sandbox on \(server.baseURL) over \(export). Ctrl-C stops.")
             do {
                 try await SignalLifecycle.runUntilSignalled(
-                    every: .seconds(3600), logger: Logger(label: "backupctl.sandbox")) {}
+                    every: .seconds(3600), logger: Logger(label: "backupctl.sandbox")
+                ) {}
             } catch {
                 await server.stop()
                 throw error
