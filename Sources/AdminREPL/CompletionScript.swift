@@ -12,6 +12,7 @@ struct CompletionRoot: ParsableCommand {
     // The global options of ``Backupctl``; `CompletionTests` checks the two lists match.
     @Option(help: "The embedded store.", completion: .file()) var db: String?
     @Option(help: "Tenant for this run.", completion: .shellCommand(tenantNames)) var tenant: String?
+    @Option(help: "Run commands on this `backupctl serve`.") var server: String?
     @Option(help: "table or json.", completion: .list(OutputFormat.allCases.map(\.rawValue))) var format: String?
     @Option(help: "File holding the operator token.", completion: .file()) var tokenFile: String?
     @Option(name: .customShort("c"), help: ArgumentHelp("Run one command; repeatable.", valueName: "command"))

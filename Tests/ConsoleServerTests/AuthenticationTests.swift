@@ -119,6 +119,13 @@ import Testing
             // Four refusals while limited, one entry.
             #expect(failed.filter { $0.details["code"] == "rate_limited" }.count == 1)
             #expect(failed.allSatisfy { $0.details["address"] == "127.0.0.1" && $0.target == "127.0.0.1" })
+            // A minute later the address has its ten tries back.
+            fixture.time.advance(byMillis: 60_000)
+            #expect(try await fixture.request(.POST, "/v1/ops/whoami", bearer: root).status == 200)
+            for token in presented {
+                #expect(try await fixture.request(.POST, "/v1/ops/whoami", bearer: token).status == 401)
+            }
+            #expect(try await fixture.request(.POST, "/v1/ops/whoami", bearer: root).status == 429)
             let everything = try fixture.audit().map { "\($0.operatorName) \($0.target ?? "") \($0.details)" }.joined()
             for token in presented + [root] { #expect(!everything.contains(token)) }
             #expect(!everything.contains("bctl_"))

@@ -70,6 +70,28 @@ import Testing
         #expect(await forced.stop() == 0)
     }
 
+    @Test func servesHTTPSAndTheConsoleTrustsTheCAFileItIsGiven() async throws {
+        let workspace = try Workspace()
+        defer { workspace.cleanUp() }
+        let pair = try TLSTests.selfSigned(in: workspace.directory.appendingPathComponent("tls"))
+        let server = try await ServeProcess(
+            db: workspace.db, arguments: ["--tls-cert", pair.cert, "--tls-key", pair.key],
+            environment: workspace.environment)
+        defer { server.kill9() }
+        #expect(server.url.hasPrefix("https://127.0.0.1:"))
+        var client = workspace.environment
+        client["BACKUPCTL_SERVER"] = server.url
+        client["BACKUPCTL_TOKEN"] = ServerFixture.text(workspace.setup.rootToken)
+        let untrusted = try await Self.run(["whoami"], environment: client)
+        #expect(untrusted.2 == 2)
+        #expect(untrusted.1.contains("server_unavailable"), "\(untrusted.1)")
+        client["BACKUPCTL_CA_FILE"] = pair.cert
+        let trusted = try await Self.run(["--format", "json", "whoami"], environment: client)
+        #expect(trusted.2 == 0, "\(trusted.1)")
+        #expect(trusted.0.contains(#""operator":"root""#))
+        #expect(await server.stop() == 0)
+    }
+
     @Test func refusesToStartWithoutAStore() async throws {
         let workspace = try Workspace()
         defer { workspace.cleanUp() }

@@ -23,6 +23,8 @@ final class ServerFixture: @unchecked Sendable {
     let rootToken: SecretBytes
     let bobToken: SecretBytes
     let running: ConsoleServer.Running
+    /// The server's clock (failed sign-ins are limited per minute of it); the store keeps real time.
+    let time = ManualTime(1_790_000_000_000)
 
     var url: String { running.url }
 
@@ -42,7 +44,7 @@ final class ServerFixture: @unchecked Sendable {
         access = made.access
         rootToken = made.rootToken
         bobToken = made.bobToken
-        let console = LocalConsole(storePath: path, sessionReuseMillis: 0)
+        let console = LocalConsole(storePath: path, clock: .manual(time), sessionReuseMillis: 0)
         var logger = Logger(label: "test.serve")
         logger.logLevel = .critical
         let server = ConsoleServer(

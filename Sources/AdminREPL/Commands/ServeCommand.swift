@@ -42,7 +42,9 @@ struct ServeCommand: ConsoleCommand {
             ctx.environment["BACKUPCTL_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .notice
         let server = ConsoleServer(console: console, configuration: configuration, logger: logger)
         do {
-            try await server.run { url in
+            let store = ctx.settings.dbPath
+            try await server.run { [logger] url in
+                logger.notice("serving \(store) on \(url)")
                 // write(2) at once: a supervisor waits for this line before it starts clients.
                 let line: [String: String] = ["listening": url]
                 FileHandle.standardOutput.write(Data((JSONLine.encode(line) + "\n").utf8))
