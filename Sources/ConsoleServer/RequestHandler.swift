@@ -191,6 +191,7 @@ final class RequestHandler: Sendable {
         let console = console
         let metrics = metrics
         let logger = logger
+        let isCleanupRun = ServerMetrics.isCleanupRun(Op.name)
         var headers = HTTPFields()
         headers[.contentType] = Wire.jsonLines
         return Response(
@@ -217,7 +218,7 @@ final class RequestHandler: Sendable {
                             group.addTask {
                                 do throws(ConsoleError) {
                                     let output = try await console.perform(operation, as: caller) { event in
-                                        if Op.name == ServerMetrics.cleanupOperation {
+                                        if isCleanupRun {
                                             metrics.cleanupProgress(done: event.done, total: event.total)
                                         }
                                         continuation.yield(Wire.Frame(progress: event))

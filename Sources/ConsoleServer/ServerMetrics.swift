@@ -16,8 +16,11 @@ final class ServerMetrics: @unchecked Sendable {
     // Guarded by `lock`: the audit sequence number counted up to.
     private var auditSeqSeen: Int64?
 
-    /// The operation whose streamed progress feeds the cleanup gauges.
-    static let cleanupOperation = "cleanup.run"
+    /// Whether `name` is the cleanup run, whose streamed progress feeds the cleanup gauges
+    /// (`cleanup.run`, however its words are joined).
+    static func isCleanupRun(_ name: String) -> Bool {
+        name.lowercased().filter(\.isLetter) == "cleanuprun"
+    }
 
     init() {
         let factory = PrometheusMetricsFactory(registry: registry)

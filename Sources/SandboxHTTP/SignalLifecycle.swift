@@ -19,6 +19,24 @@ public enum SignalLifecycle {
         try await group.run()
     }
 
+    /// Waits for SIGINT or SIGTERM, then returns.
+    public static func runUntilSignalled(logger: Logger) async throws {
+        var quiet = logger
+        quiet.logLevel = .critical
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [Waiter()], gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [],
+                logger: quiet))
+        try await group.run()
+    }
+
+    /// Returns once the graceful shutdown begins.
+    struct Waiter: Service {
+        func run() async throws {
+            try await gracefulShutdown()
+        }
+    }
+
     /// Runs `tick` on an interval until the graceful shutdown; the sleep ends early then.
     struct Ticker: Service {
         let interval: Duration

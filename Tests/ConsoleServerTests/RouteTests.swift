@@ -66,6 +66,21 @@ import Testing
         }
     }
 
+    @Test func theCleanupGaugesFollowTheStreamedProgressOfTheCleanupRun() async throws {
+        let operations = ConsoleOperations.byName.merging([CleanupRunProbe.name: CleanupRunProbe.self]) { $1 }
+        try await ServerFixture.with(operations: operations) { fixture in
+            let seen = Flag()
+            _ = try await fixture.remote().perform(
+                CleanupRunProbe(), as: Caller(token: fixture.rootToken, tenant: "sandbox")
+            ) { event in if event.done == 5 { seen.raise() } }
+            #expect(seen.isRaised)
+            let text = try await fixture.request(.GET, "/metrics").body
+            #expect(text.contains("backupctl_cleanup_progress_done 5"), "\(text)")
+            #expect(text.contains("backupctl_cleanup_progress_total 7"))
+            #expect(text.contains(#"backupctl_requests_total{op="cleanup.run",status="200"} 1"#))
+        }
+    }
+
     @Test func aStreamedJobRoundTripsThroughRemoteConsole() async throws {
         try await ServerFixture.with { fixture in
             let remote = try fixture.remote()

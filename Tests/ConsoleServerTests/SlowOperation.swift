@@ -32,6 +32,19 @@ struct SlowOperation: ConsoleOperation {
     }
 }
 
+/// Stands in for the cleanup run in a test's server: two progress events, then done.
+struct CleanupRunProbe: ConsoleOperation {
+    static let name = "cleanup.run"
+    static let streams = true
+
+    func run(_ context: OperationContext) async throws(ConsoleError) -> Done {
+        _ = try context.operatorRecord()
+        try context.progress(ProgressEvent(done: 3, total: 7))
+        try context.progress(ProgressEvent(done: 5, total: 7))
+        return Done()
+    }
+}
+
 /// Gates the tests open, and the jobs that saw their caller go.
 enum Gates {
     private static let opened = Mutex<Set<String>>([])

@@ -93,9 +93,7 @@ struct SandboxCommand: ParsableCommand {
             let server = try await BackupServiceSandboxServer.start(emulator, host: String(parts[0]), port: port)
             Terminal.writeErr("Backup Service sandbox on \(server.baseURL) over \(export). Ctrl-C stops.")
             do {
-                try await SignalLifecycle.runUntilSignalled(
-                    every: .seconds(3600), logger: Logger(label: "backupctl.sandbox")
-                ) {}
+                try await SignalLifecycle.runUntilSignalled(logger: Logger(label: "backupctl.sandbox"))
             } catch {
                 await server.stop()
                 throw error
