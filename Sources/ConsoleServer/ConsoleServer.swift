@@ -140,8 +140,13 @@ public struct ConsoleServer: Sendable {
         return ServiceGroup(configuration: groupConfiguration)
     }
 
+    /// A connection with no request for this long is closed (never while a response is being
+    /// written: a streamed job may be silent for longer).
+    static let idleTimeout = TimeAmount.seconds(60)
+
     private func serverBuilder() throws -> HTTPServerBuilder {
-        guard let certificate = configuration.tlsCertificate, let key = configuration.tlsKey else { return .http1() }
+        let http1 = HTTPServerBuilder.http1(configuration: .init(idleTimeout: Self.idleTimeout))
+        guard let certificate = configuration.tlsCertificate, let key = configuration.tlsKey else { return http1 }
         let chain: [NIOSSLCertificate]
         let privateKey: NIOSSLPrivateKey
         do {
@@ -160,7 +165,7 @@ public struct ConsoleServer: Sendable {
         }
         let tls = TLSConfiguration.makeServerConfiguration(
             certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(privateKey))
-        return try .tls(.http1(), tlsConfiguration: tls)
+        return try .tls(http1, tlsConfiguration: tls)
     }
 }
 
