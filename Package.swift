@@ -19,6 +19,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", exact: "1.37.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", exact: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics", exact: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", exact: "2.37.6"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", exact: "2.4.1"),
     ],
     targets: [
         // System libraries (Debian: libsecp256k1-dev, libssl-dev, libreadline-dev).
@@ -120,6 +123,23 @@ let package = Package(
             dependencies: [
                 "BackupModel", "ConsoleService",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: strict),
+        // `backupctl serve`: the service layer over HTTP (Hummingbird), the only process that opens the store.
+        .target(
+            name: "ConsoleServer",
+            dependencies: [
+                "BackupModel", "ConsoleService", "ConsoleStore", "Access",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: strict),
         .executableTarget(
@@ -127,7 +147,7 @@ let package = Package(
             dependencies: [
                 "BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Inspect", "Recovery", "Turnkey",
                 "TurnkeySandbox", "Cleanup", "CReadline", "BackupService", "BackupServiceSandbox",
-                "ConsoleService", "ConsoleClient",
+                "ConsoleService", "ConsoleClient", "ConsoleServer", "SandboxHTTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -195,6 +215,14 @@ let package = Package(
             dependencies: [
                 "ConsoleService", "ConsoleClient", "ConsoleStore", "Access", "Inspect", "Cleanup", "Recovery",
                 "BackupModel", "BackupCrypto", "BackupctlTestSupport",
+            ]),
+        .testTarget(
+            name: "ConsoleServerTests",
+            dependencies: [
+                "ConsoleServer", "ConsoleService", "ConsoleClient", "ConsoleStore", "Access", "BackupModel",
+                "BackupCrypto",
+                "BackupctlTestSupport", "Inspect",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]),
         .testTarget(
             name: "AdminREPLTests",

@@ -95,7 +95,9 @@ final class CommandContext {
             if let openedConsole { return openedConsole }
             let made: any ConsoleAPI
             if let server = settings.server {
-                made = try RemoteConsole(server: server)
+                // A private CA (or a self-signed server certificate) to trust, as PEM.
+                let caFile = environment["BACKUPCTL_CA_FILE"].flatMap { $0.isEmpty ? nil : $0 } ?? settings.caFile
+                made = try RemoteConsole(server: server, caFile: caFile)
             } else {
                 made = LocalConsole(storePath: settings.dbPath, clock: clock, random: random, environment: environment)
             }

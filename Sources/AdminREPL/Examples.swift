@@ -64,6 +64,10 @@ enum Examples {
         "cleanup ingest-log": ["cleanup ingest-log service.log"],
         "cleanup teardown-request": ["cleanup teardown-request SUBORG_ID --out body.json"],
         "cleanup submit": ["cleanup submit --body-file body.json --stamp STAMP"],
+        "serve": [
+            "backupctl --db /var/lib/backupctl/console.db serve --listen 127.0.0.1:8443",
+            "backupctl --db console.db serve --listen 0.0.0.0:8443 --tls-cert server.pem --tls-key server.key",
+        ],
         "sandbox turnkey": ["backupctl sandbox turnkey --listen 127.0.0.1:8443 --state turnkey.json"],
         "sandbox backup-service": [
             "backupctl sandbox backup-service --listen 127.0.0.1:8788 --export runbooks/fixtures/export"

@@ -4,6 +4,8 @@ import ConsoleService
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOSSL
+import Synchronization
 
 /// The service layer over HTTP: every operation goes to a `backupctl serve`, which alone opens
 /// the store, holds the keys and writes the audit. Errors come back with their code and kind,
@@ -15,19 +17,9 @@ public final class RemoteConsole: ConsoleAPI {
 
     /// - Parameters:
     ///   - server: `http://HOST:PORT` or `https://HOST:PORT` (a trailing slash is ignored).
-    ///   - client: the HTTP client (its TLS configuration trusts the server's certificate).
-    /// The process-wide client: a 5 s connect timeout, and a server that refuses the connection
-    /// fails the command at once instead of being retried until the request's deadline.
-    public static let sharedClient: HTTPClient = {
-        var configuration = HTTPClient.Configuration()
-        configuration.timeout.connect = .seconds(5)
-        configuration.connectionPool.retryConnectionEstablishment = false
-        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-    }()
-
-    public init(
-        server: String, client: HTTPClient = RemoteConsole.sharedClient, timeout: TimeAmount = .seconds(600)
-    ) throws(ConsoleError) {
+    ///   - client: the HTTP client (its TLS configuration trusts the server's certificate); by
+    ///     default one that fails at once when the server cannot be reached.
+    public init(server: String, client: HTTPClient? = nil, timeout: TimeAmount = .seconds(600)) throws(ConsoleError) {
         var url = server
         while url.hasSuffix("/") { url.removeLast() }
         guard let parsed = URL(string: url), let scheme = parsed.scheme, ["http", "https"].contains(scheme),
@@ -37,8 +29,55 @@ public final class RemoteConsole: ConsoleAPI {
                 "invalid_server", "--server must be http://HOST:PORT or https://HOST:PORT, got \(server.prefix(80)).")
         }
         baseURL = url
-        self.client = client
+        if let client {
+            self.client = client
+        } else {
+            self.client = try Self.client(trusting: nil)
+        }
         self.timeout = timeout
+    }
+
+    /// A console on `server` that also trusts the certificates of `caFile` (PEM), for a server
+    /// whose certificate a private CA signed, or a self-signed one.
+    /// - Throws: `invalid_ca_file` when the file holds no PEM certificate.
+    public convenience init(server: String, caFile: String?, timeout: TimeAmount = .seconds(600)) throws(ConsoleError) {
+        try self.init(server: server, client: try Self.client(trusting: caFile), timeout: timeout)
+    }
+
+    /// One client per CA file (`""` for none) for the whole process: an `HTTPClient` must be shut
+    /// down before it goes, so these live as long as the process, as `HTTPClient.shared` does.
+    private static let clients = Mutex<[String: HTTPClient]>([:])
+
+    /// A client that trusts `caFile` besides the system's roots. A refused connection or an
+    /// untrusted certificate fails the call at once (AsyncHTTPClient would otherwise retry
+    /// until the call's deadline, minutes away for a long job).
+    static func client(trusting caFile: String?) throws(ConsoleError) -> HTTPClient {
+        let key = caFile ?? ""
+        if let client = clients.withLock({ $0[key] }) { return client }
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool.retryConnectionEstablishment = false
+        if let caFile { configuration.tlsConfiguration = try tls(trusting: caFile) }
+        return clients.withLock { clients in
+            if let client = clients[key] { return client }
+            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+            clients[key] = client
+            return client
+        }
+    }
+
+    static func tls(trusting caFile: String) throws(ConsoleError) -> TLSConfiguration {
+        let certificates: [NIOSSLCertificate]
+        do {
+            certificates = try NIOSSLCertificate.fromPEMFile(caFile)
+        } catch {
+            throw .invalid("invalid_ca_file", "Cannot read a PEM certificate from the CA file \(caFile).")
+        }
+        guard !certificates.isEmpty else {
+            throw .invalid("invalid_ca_file", "The CA file \(caFile) holds no certificate.")
+        }
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.additionalTrustRoots = [.certificates(certificates)]
+        return tls
     }
 
     public func perform<Op: ConsoleOperation>(
@@ -90,33 +129,42 @@ public final class RemoteConsole: ConsoleAPI {
         }
     }
 
+    /// Reads the JSON lines of a streamed job to the end of the body (so the connection can be
+    /// reused): progress goes to `progress`, the result or error line is the outcome.
     static func readFrames<Output: Codable & Sendable>(
         _ response: HTTPClientResponse, as: Output.Type, progress: ProgressSink?, server: String
     ) async throws(ConsoleError) -> Output {
         var pending = Data()
         let decoder = JSONDecoder()
+        var outcome: Result<Output, ConsoleError>?
         do {
             for try await chunk in response.body {
                 pending.append(contentsOf: chunk.readableBytesView)
                 while let newline = pending.firstIndex(of: 0x0A) {
                     let line = pending[pending.startIndex..<newline]
                     pending = Data(pending[(newline + 1)...])
-                    guard !line.isEmpty else { continue }
+                    guard !line.isEmpty, outcome == nil else { continue }
                     let frame = try decoder.decode(Wire.Frame<Output>.self, from: line)
                     if let event = frame.progress { progress?(event) }
-                    if let error = frame.error { throw error.consoleError }
-                    if let result = frame.result { return result }
+                    if let error = frame.error {
+                        outcome = .failure(error.consoleError)
+                    } else if let result = frame.result {
+                        outcome = .success(result)
+                    }
                 }
             }
-        } catch let error as ConsoleError {
-            throw error
         } catch is DecodingError {
             throw ConsoleError(.remote, code: "bad_server_answer", "The server's progress stream could not be read.")
         } catch {
-            throw transportError(error, server: server)
+            // A connection dropped after the outcome arrived does not change it.
+            guard outcome != nil else { throw transportError(error, server: server) }
         }
-        throw ConsoleError(
-            .remote, code: "server_unavailable", "The server at \(server) closed the stream before the job finished.")
+        guard let outcome else {
+            throw ConsoleError(
+                .remote, code: "server_unavailable",
+                "The server at \(server) closed the stream before the job finished.")
+        }
+        return try outcome.get()
     }
 
     /// The error document of a non-200 answer, or a plain error for anything else (a proxy).

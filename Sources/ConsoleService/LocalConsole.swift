@@ -31,15 +31,21 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
     /// its grant per line, yet a revoked role stops working within a second.
     public static let sessionReuseMillis: Int64 = 1000
 
+    /// This console's reuse of sessions, in milliseconds: `backupctl serve` passes 0, so a
+    /// revoked grant is refused on the very next request.
+    public let sessionReuse: Int64
+
     public init(
         storePath: String, clock: WallClock = .system, random: any RandomSource = SystemRandom(),
-        environment: [String: String] = [:], auditSigner: AuditSigner? = nil
+        environment: [String: String] = [:], auditSigner: AuditSigner? = nil,
+        sessionReuseMillis: Int64 = LocalConsole.sessionReuseMillis
     ) {
         self.storePath = storePath
         self.clock = clock
         self.random = random
         self.environment = environment
         self.auditSigner = auditSigner
+        sessionReuse = sessionReuseMillis
     }
 
     /// A console that signs audit checkpoints with the key in `auditKeyPath` (a file of mode
@@ -49,12 +55,15 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
     /// - Throws: `invalid_key_file`, `insecure_key_file` or `invalid_private_key`, one line naming the file.
     public convenience init(
         storePath: String, clock: WallClock = .system, random: any RandomSource = SystemRandom(),
-        environment: [String: String] = [:], auditKeyPath: String?, auditCheckpointEvery: Int64 = 100
+        environment: [String: String] = [:], auditKeyPath: String?, auditCheckpointEvery: Int64 = 100,
+        sessionReuseMillis: Int64 = LocalConsole.sessionReuseMillis
     ) throws(ConsoleError) {
         let signer = try auditKeyPath.map { path throws(ConsoleError) in
             try AuditSigner(keyFile: path, clock: clock, everyEntries: auditCheckpointEvery)
         }
-        self.init(storePath: storePath, clock: clock, random: random, environment: environment, auditSigner: signer)
+        self.init(
+            storePath: storePath, clock: clock, random: random, environment: environment, auditSigner: signer,
+            sessionReuseMillis: sessionReuseMillis)
     }
 
     /// A console over an already open store (tests, and `demo`, which builds its store first).
@@ -163,7 +172,7 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
         let op = try authenticate(caller)
         let key = SessionKey(operatorName: op.name.rawValue, tenant: caller.tenant)
         let now = clock.millis()
-        if let cached = lock.withLock({ sessions[key] }), now - cached.readAt < Self.sessionReuseMillis,
+        if let cached = lock.withLock({ sessions[key] }), now - cached.readAt < sessionReuse,
             now >= cached.readAt
         {
             return cached.session

@@ -2,6 +2,8 @@ import ArgumentParser
 import BackupModel
 import BackupServiceSandbox
 import Foundation
+import Logging
+import SandboxHTTP
 import TurnkeySandbox
 
 /// `sandbox turnkey --listen 127.0.0.1:PORT --state FILE`: the standalone Turnkey emulator (token-free).
@@ -29,44 +31,30 @@ struct SandboxCommand: ParsableCommand {
             guard parts.count == 2, let port = Int(parts[1]), (0...65535).contains(port),
                 ["127.0.0.1", "localhost", "::1"].contains(String(parts[0]))
             else { throw ConsoleError.usage("--listen must be a loopback host:port, e.g. 127.0.0.1:8787.") }
-            var file = try SandboxStateFile.loadOrCreate(path: state, subOrgCount: suborgs)
+            let file = try SandboxStateFile.loadOrCreate(path: state, subOrgCount: suborgs)
             let (sandbox, directory) = try await file.makeSandbox()
-            SignalFlag.drain()
-            SignalFlag.install()
-            Self.stopOnSIGTERM()
-            defer { SignalFlag.drain() }
             let server = try await SandboxServer.start(sandbox, host: String(parts[0]), port: port)
             Terminal.writeErr(
                 "Turnkey sandbox on \(server.baseURL): parent org \(file.parentOrgId), API key \(file.apiKeyFile), cleanup key \(file.cleanupKeyFile). Ctrl-C stops."
             )
             // Durable while serving: whatever changed is written (atomically) within one interval,
             // so the file is current even if this process is killed.
-            var saved = await sandbox.mutations
-            while !SignalFlag.isRaised {
-                try? await Task.sleep(nanoseconds: Self.saveIntervalMillis * 1_000_000)
-                let now = await sandbox.mutations
-                if now != saved {
-                    file = await file.updated(from: sandbox, directory: directory)
-                    try file.save(to: state)
-                    saved = now
-                }
+            let saver = StateSaver(file: file, path: state, sandbox: sandbox, directory: directory)
+            await saver.markSaved()
+            do {
+                try await SignalLifecycle.runUntilSignalled(
+                    every: .milliseconds(Self.saveIntervalMillis), logger: Logger(label: "backupctl.sandbox")
+                ) { try await saver.saveIfChanged() }
+            } catch {
+                await server.stop()
+                throw error
             }
             await server.stop()
-            file = await file.updated(from: sandbox, directory: directory)
-            try file.save(to: state)
-            let remaining = file.subOrgs.count
+            let saved = try await saver.save()
+            let remaining = saved.subOrgs.count
             return .message(
                 "sandbox stopped; \(remaining) sub-orgs saved to \(state)",
-                json: ["url": server.baseURL, "parentOrgId": file.parentOrgId, "subOrgs": "\(remaining)"])
-        }
-
-        /// SIGTERM stops the server the way Ctrl-C does (a drill's supervisor sends SIGTERM).
-        static func stopOnSIGTERM() {
-            var action = sigaction()
-            action.__sigaction_handler.sa_handler = { _ in SignalFlag.raise() }
-            sigemptyset(&action.sa_mask)
-            action.sa_flags = SA_RESTART
-            sigaction(SIGTERM, &action, nil)
+                json: ["url": server.baseURL, "parentOrgId": saved.parentOrgId, "subOrgs": "\(remaining)"])
         }
     }
 
@@ -92,17 +80,50 @@ struct SandboxCommand: ParsableCommand {
             else { throw ConsoleError.usage("--listen must be a loopback host:port, e.g. 127.0.0.1:8788.") }
             let backend = try ExportBackend(directory: export)
             let emulator = BackupServiceEmulator(backend: backend, key: ctx.random.bytes(32), clock: ctx.clock)
-            SignalFlag.drain()
-            SignalFlag.install()
-            Turnkey.stopOnSIGTERM()
-            defer { SignalFlag.drain() }
             let server = try await BackupServiceSandboxServer.start(emulator, host: String(parts[0]), port: port)
             Terminal.writeErr("Backup Service sandbox on \(server.baseURL) over \(export). Ctrl-C stops.")
-            while !SignalFlag.isRaised {
-                try? await Task.sleep(nanoseconds: 100_000_000)
+            do {
+                try await SignalLifecycle.runUntilSignalled(logger: Logger(label: "backupctl.sandbox"))
+            } catch {
+                await server.stop()
+                throw error
             }
             await server.stop()
             return .message("backup service sandbox stopped", json: ["url": server.baseURL])
         }
+    }
+}
+
+/// The Turnkey sandbox's state file, written whenever the sandbox changed.
+actor StateSaver {
+    private var file: SandboxStateFile
+    let path: String
+    let sandbox: TurnkeySandbox
+    let directory: MemoryDirectory
+    private var saved: Int?
+
+    init(file: SandboxStateFile, path: String, sandbox: TurnkeySandbox, directory: MemoryDirectory) {
+        self.file = file
+        self.path = path
+        self.sandbox = sandbox
+        self.directory = directory
+    }
+
+    /// The sandbox as it is now counts as saved (it was just loaded from the file).
+    func markSaved() async { saved = await sandbox.mutations }
+
+    func saveIfChanged() async throws {
+        let now = await sandbox.mutations
+        guard now != saved else { return }
+        _ = try await save()
+    }
+
+    /// Writes the current state; returns it.
+    func save() async throws -> SandboxStateFile {
+        let now = await sandbox.mutations
+        file = await file.updated(from: sandbox, directory: directory)
+        try file.save(to: path)
+        saved = now
+        return file
     }
 }

@@ -1,0 +1,70 @@
+import ArgumentParser
+import BackupModel
+import ConsoleServer
+import ConsoleService
+import Foundation
+import Logging
+
+/// `serve --listen ADDR [--tls-cert F --tls-key F] [--insecure-plain-http]`: the store behind an
+/// HTTP API, until SIGTERM or Ctrl-C. Operators then run `backupctl --server URL …`.
+///
+/// Its first line on stdout is `{"listening":"http://HOST:PORT"}` (https with TLS), written
+/// once the socket is bound; logs go to stderr.
+struct ServeCommand: ConsoleCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve the store over HTTP(S) to `backupctl --server URL` until SIGTERM or Ctrl-C.",
+        discussion: """
+            This process alone opens the store (--db), reads the tenants' credentials and writes the \
+            audit. Plain HTTP is refused on a non-loopback address unless --insecure-plain-http. \
+            SIGTERM stops accepting, lets in-flight requests finish, and exits 0.
+            """)
+
+    @Option(help: "host:port to listen on (port 0 picks one; [::1]:PORT for IPv6).") var listen: String =
+        "127.0.0.1:8443"
+    @Option(name: .customLong("tls-cert"), help: "PEM certificate chain: serve HTTPS.") var tlsCert: String?
+    @Option(name: .customLong("tls-key"), help: "PEM private key of --tls-cert.") var tlsKey: String?
+    @Flag(name: .customLong("insecure-plain-http"), help: "Allow plain HTTP on a non-loopback address.")
+    var insecurePlainHTTP = false
+    @Option(
+        help: "Sign audit checkpoints with this P-256 key (mode 0600, from `audit keygen`, kept outside the database).")
+    var auditKey: String?
+    @Option(help: "With --audit-key: sign a checkpoint every N audit entries.") var checkpointEntries: Int64 = 100
+    @Option(help: "With --audit-key: and every N seconds while entries arrive.") var checkpointSeconds: Int = 60
+
+    func execute(_ ctx: CommandContext) async throws -> CommandOutput {
+        guard (1...1_000_000).contains(checkpointEntries), (1...86_400).contains(checkpointSeconds) else {
+            throw ConsoleError.usage(
+                "--checkpoint-entries must be 1…1000000 and --checkpoint-seconds 1…86400.")
+        }
+        let configuration = ConsoleServer.Configuration(
+            listen: try ListenAddress(parsing: listen), tlsCertificate: tlsCert, tlsKey: tlsKey,
+            allowPlainHTTP: insecurePlainHTTP, checkpointEverySeconds: checkpointSeconds)
+        try configuration.validate()
+        let console = try LocalConsole(
+            storePath: ctx.settings.dbPath, clock: ctx.clock, random: ctx.random, environment: ctx.environment,
+            auditKeyPath: auditKey, auditCheckpointEvery: checkpointEntries, sessionReuseMillis: 0)
+        // Fails now, not on the first request, when there is no store.
+        _ = try console.store()
+        var logger = Logger(label: "backupctl.serve", factory: { StreamLogHandler.standardError(label: $0) })
+        logger.logLevel =
+            ctx.environment["BACKUPCTL_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .notice
+        let server = ConsoleServer(console: console, configuration: configuration, logger: logger)
+        do {
+            let store = ctx.settings.dbPath
+            try await server.run { [logger] url in
+                logger.notice("serving \(store) on \(url)")
+                // write(2) at once: a supervisor waits for this line before it starts clients.
+                let line: [String: String] = ["listening": url]
+                FileHandle.standardOutput.write(Data((JSONLine.encode(line) + "\n").utf8))
+            }
+        } catch let error as ConsoleError {
+            throw error
+        } catch {
+            throw ConsoleError(
+                .invalidInput, code: "listen_failed",
+                "backupctl serve could not run on \(listen.prefix(80)): \(String(describing: error).prefix(200)).")
+        }
+        return .empty
+    }
+}

@@ -1,0 +1,292 @@
+import Access
+import BackupModel
+import ConsoleService
+import ConsoleStore
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+
+/// Answers every request of `backupctl serve`: the operations and the health, metrics and
+/// OpenAPI routes. Authentication is checked on every request against the store (never
+/// cached), so a removed or rotated token is refused on its very next use.
+final class RequestHandler: Sendable {
+    let console: LocalConsole
+    let metrics: ServerMetrics
+    let limiter: AuthLimiter
+    let logger: Logger
+    /// The operations served, by name (``ConsoleOperations/byName``).
+    let operations: [String: any ConsoleOperation.Type]
+
+    /// The largest operation body accepted.
+    static let maxBody = 1 << 20
+    static let tenantField = HTTPFields.Element.Name(Wire.tenantHeader)
+
+    init(
+        console: LocalConsole, metrics: ServerMetrics, limiter: AuthLimiter, logger: Logger,
+        operations: [String: any ConsoleOperation.Type]
+    ) {
+        self.operations = operations
+        self.console = console
+        self.metrics = metrics
+        self.limiter = limiter
+        self.logger = logger
+    }
+
+    func respond(_ request: Request, context: ServerRequestContext) async -> Response {
+        let started = ContinuousClock.now
+        let path = request.uri.path
+        if path.hasPrefix(Wire.opsPrefix) {
+            let name = String(path.dropFirst(Wire.opsPrefix.count))
+            guard let type = operations[name] else {
+                return record(
+                    "unknown", started,
+                    Self.error(
+                        ConsoleError(
+                            .notFound, code: "unknown_operation",
+                            "This server has no operation \(name.prefix(64)); it may be older than the console.")))
+            }
+            guard request.method == .post else {
+                return record(name, started, Self.error(.usage("\(Wire.opsPrefix)\(name) takes POST."), status: 405))
+            }
+            switch authenticate(request, context: context) {
+            case .refused(let response):
+                return record(name, started, response)
+            case .caller(let caller):
+                return await dispatch(type, request: request, caller: caller, started: started)
+            }
+        }
+        guard request.method == .get || request.method == .head else {
+            return record("unknown", started, Self.error(.usage("\(path.prefix(64)) takes GET."), status: 405))
+        }
+        switch path {
+        case "/healthz":
+            return record("healthz", started, Self.json(200, Data(#"{"status":"ok"}"#.utf8)))
+        case "/readyz":
+            return record("readyz", started, readiness())
+        case "/metrics":
+            _ = readiness()
+            var headers = HTTPFields()
+            headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+            return Response(
+                status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: metrics.exposition())))
+        case "/openapi.json":
+            return record("openapi", started, Self.json(200, Data(OpenAPIDocument.json.utf8)))
+        default:
+            return record("unknown", started, Self.error(.notFound("No route \(path.prefix(64)).")))
+        }
+    }
+
+    /// Takes the audit head as the baseline of the audit-appends counter (at start).
+    func primeMetrics() { _ = readiness() }
+
+    /// Ready when the store opens and answers a query (the newest audit entry, which also
+    /// feeds the audit-appends counter).
+    private func readiness() -> Response {
+        do {
+            let head = try console.store().latestAuditEntries(tenant: nil, limit: 1).last?.seq ?? 0
+            metrics.auditHead(head)
+            return Self.json(200, Data(#"{"status":"ready"}"#.utf8))
+        } catch {
+            return Self.error(error, status: 503)
+        }
+    }
+
+    private func record(_ op: String, _ started: ContinuousClock.Instant, _ response: Response) -> Response {
+        metrics.request(op: op, status: response.status.code, nanoseconds: Self.nanoseconds(since: started))
+        return response
+    }
+
+    static func nanoseconds(since started: ContinuousClock.Instant) -> Int64 {
+        let elapsed = ContinuousClock.now - started
+        return elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000
+    }
+
+    // MARK: Authentication
+
+    enum Authentication {
+        case caller(Caller)
+        case refused(Response)
+    }
+
+    /// The caller behind `Authorization: Bearer …`, checked against the store now. Failures
+    /// count against the client's address; once it has used them up it is refused (429)
+    /// without its token being looked at.
+    func authenticate(_ request: Request, context: ServerRequestContext) -> Authentication {
+        let address = context.clientAddress
+        let now = console.clock.millis()
+        if limiter.isLimited(address, now: now) {
+            metrics.failedAuthentication(reason: "rate_limited")
+            if limiter.shouldAuditRefusal(address, now: now) { auditFailure(address: address, code: "rate_limited") }
+            return .refused(
+                Self.error(
+                    ConsoleError(
+                        .permissionDenied, code: "rate_limited",
+                        "Too many failed sign-ins from this address; wait a minute and retry."), status: 429))
+        }
+        let tenant = Self.tenantField.flatMap { request.headers[$0] }
+        do throws(ConsoleError) {
+            var token: SecretBytes?
+            if let header = request.headers[.authorization] {
+                guard header.hasPrefix("Bearer ") else {
+                    throw ConsoleError(
+                        .permissionDenied, code: "invalid_token", "The Authorization header must be `Bearer TOKEN`.")
+                }
+                token = try OperatorToken.parse(Array(header.utf8.dropFirst(7)))
+            }
+            let caller = Caller(token: token, tenant: tenant, address: address)
+            _ = try console.authenticate(caller)
+            return .caller(caller)
+        } catch {
+            guard error.code == "missing_token" || error.code == "invalid_token" else {
+                return .refused(Self.error(error))
+            }
+            limiter.recordFailure(address, now: now)
+            metrics.failedAuthentication(reason: error.code)
+            auditFailure(address: address, code: error.code)
+            logger.notice("refused a request without a valid operator token", metadata: ["address": "\(address)"])
+            return .refused(Self.error(error))
+        }
+    }
+
+    /// An `auth.failed` entry: the address and why, never what was presented.
+    private func auditFailure(address: String, code: String) {
+        let draft = AuditDraft(
+            operatorName: "-", tenant: nil, action: "auth.failed", target: address,
+            details: ["address": address, "code": code, "outcome": "failure"])
+        do {
+            try console.store().appendAudit(draft)
+        } catch {
+            logger.error(
+                "could not audit a failed sign-in", metadata: ["address": "\(address)", "code": "\(error.code)"])
+        }
+    }
+
+    // MARK: Operations
+
+    func dispatch<Op: ConsoleOperation>(
+        _ type: Op.Type, request: Request, caller: Caller, started: ContinuousClock.Instant
+    ) async -> Response {
+        if Op.streams { return stream(Op.self, request: request, caller: caller, started: started) }
+        var request = request
+        let operation: Op
+        do {
+            operation = try Self.decode(Op.self, from: try await request.collectBody(upTo: Self.maxBody))
+        } catch {
+            return record(Op.name, started, Self.error(Self.unreadable(Op.name)))
+        }
+        do {
+            let output = try await console.perform(operation, as: caller, progress: nil)
+            return record(Op.name, started, Self.json(200, try Self.encode(output)))
+        } catch {
+            return record(Op.name, started, Self.error(error))
+        }
+    }
+
+    /// A long job: JSON lines as it runs (`{"progress":…}`), then `{"result":…}` or
+    /// `{"error":…}`. A client that goes away cancels the job, which stops after the call it is in.
+    func stream<Op: ConsoleOperation>(
+        _ type: Op.Type, request: Request, caller: Caller, started: ContinuousClock.Instant
+    ) -> Response {
+        let console = console
+        let metrics = metrics
+        let logger = logger
+        let isCleanupRun = ServerMetrics.isCleanupRun(Op.name)
+        var headers = HTTPFields()
+        headers[.contentType] = Wire.jsonLines
+        return Response(
+            status: .ok, headers: headers,
+            body: ResponseBody { writer in
+                // The status of the job's outcome (the HTTP status is 200 once the stream began).
+                var outcome = 200
+                // Whether the result or error line was written (a client may close right after it).
+                var delivered = false
+                do {
+                    try await request.body.consumeWithCancellationOnInboundClose { body in
+                        let operation: Op
+                        do {
+                            operation = try Self.decode(Op.self, from: try await body.collect(upTo: Self.maxBody))
+                        } catch {
+                            let failure = Self.unreadable(Op.name)
+                            outcome = Wire.status(for: failure.kind, code: failure.code)
+                            try await writer.write(try Self.line(Wire.Frame<Op.Output>(error: .init(failure))))
+                            delivered = true
+                            return
+                        }
+                        let (frames, continuation) = AsyncStream<Wire.Frame<Op.Output>>.makeStream()
+                        try await withThrowingTaskGroup(of: Void.self) { group in
+                            group.addTask {
+                                do throws(ConsoleError) {
+                                    let output = try await console.perform(operation, as: caller) { event in
+                                        if isCleanupRun {
+                                            metrics.cleanupProgress(done: event.done, total: event.total)
+                                        }
+                                        continuation.yield(Wire.Frame(progress: event))
+                                    }
+                                    continuation.yield(Wire.Frame(result: output))
+                                } catch {
+                                    continuation.yield(Wire.Frame(error: .init(error)))
+                                }
+                                continuation.finish()
+                            }
+                            for await frame in frames {
+                                if let error = frame.error {
+                                    outcome = Wire.status(
+                                        for: ConsoleError.Kind(rawValue: error.kind) ?? .internalError, code: error.code
+                                    )
+                                }
+                                try await writer.write(try Self.line(frame))
+                                if frame.progress == nil { delivered = true }
+                            }
+                            try await group.waitForAll()
+                        }
+                    }
+                    try await writer.finish(nil)
+                } catch  where !delivered {
+                    // The client went away (or the server was cancelled): the job was cancelled with it.
+                    outcome = 499
+                    logger.info("client left during a job; it was stopped", metadata: ["op": "\(Op.name)"])
+                } catch {
+                    // The outcome was written; the client closed before the end of the body.
+                }
+                metrics.request(op: Op.name, status: outcome, nanoseconds: Self.nanoseconds(since: started))
+            })
+    }
+
+    // MARK: Encoding
+
+    static func unreadable(_ name: String) -> ConsoleError {
+        ConsoleError(.usage, code: "invalid_request", "The body of \(name) is not a valid \(name) operation.")
+    }
+
+    static func decode<Op: Decodable>(_ type: Op.Type, from buffer: ByteBuffer) throws -> Op {
+        try JSONDecoder().decode(Op.self, from: Data(buffer.readableBytesView))
+    }
+
+    static func encode(_ value: some Encodable) throws(ConsoleError) -> Data {
+        do {
+            return try Wire.encoder().encode(value)
+        } catch {
+            throw .internalError("Could not encode the answer: \(error)")
+        }
+    }
+
+    static func line(_ value: some Encodable) throws(ConsoleError) -> ByteBuffer {
+        var data = try encode(value)
+        data.append(0x0A)
+        return ByteBuffer(bytes: data)
+    }
+
+    static func json(_ status: Int, _ body: Data) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        return Response(
+            status: .init(code: status), headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
+    }
+
+    /// `{"error": {code, kind, message}}` with the status of its kind (or `status`).
+    static func error(_ error: ConsoleError, status: Int? = nil) -> Response {
+        let body = (try? encode(Wire.ErrorDocument(error))) ?? Data(#"{"error":{"code":"internal_error"}}"#.utf8)
+        return json(status ?? Wire.status(for: error.kind, code: error.code), body)
+    }
+}

@@ -1,0 +1,75 @@
+import CoreMetrics
+import Foundation
+import Prometheus
+
+/// The server's Prometheus metrics, through swift-metrics on a registry of its own (one per
+/// server, so tests can run several in one process; `GET /metrics` emits it).
+final class ServerMetrics: @unchecked Sendable {
+    let registry = PrometheusCollectorRegistry()
+    let factory: PrometheusMetricsFactory
+    private let failedAuth: [String: CoreMetrics.Counter]
+    private let auditAppends: CoreMetrics.Counter
+    private let cleanupDone: CoreMetrics.Gauge
+    private let cleanupTotal: CoreMetrics.Gauge
+
+    private let lock = NSLock()
+    // Guarded by `lock`: the audit sequence number counted up to.
+    private var auditSeqSeen: Int64?
+
+    /// Whether `name` is the cleanup run, whose streamed progress feeds the cleanup gauges
+    /// (`cleanup.run`, however its words are joined).
+    static func isCleanupRun(_ name: String) -> Bool {
+        name.lowercased().filter(\.isLetter) == "cleanuprun"
+    }
+
+    init() {
+        let factory = PrometheusMetricsFactory(registry: registry)
+        self.factory = factory
+        failedAuth = Dictionary(
+            uniqueKeysWithValues: ["missing_token", "invalid_token", "rate_limited"].map {
+                (
+                    $0,
+                    CoreMetrics.Counter(
+                        label: "backupctl_auth_failures_total", dimensions: [("reason", $0)], factory: factory)
+                )
+            })
+        auditAppends = CoreMetrics.Counter(label: "backupctl_audit_appends_total", factory: factory)
+        cleanupDone = CoreMetrics.Gauge(label: "backupctl_cleanup_progress_done", factory: factory)
+        cleanupTotal = CoreMetrics.Gauge(label: "backupctl_cleanup_progress_total", factory: factory)
+    }
+
+    /// One answered request: `op` is the operation's name or the route (`healthz`, `unknown`).
+    func request(op: String, status: Int, nanoseconds: Int64) {
+        let dimensions = [("op", op), ("status", String(status))]
+        CoreMetrics.Counter(label: "backupctl_requests_total", dimensions: dimensions, factory: factory).increment()
+        CoreMetrics.Timer(label: "backupctl_request_duration_seconds", dimensions: dimensions, factory: factory)
+            .recordNanoseconds(nanoseconds)
+    }
+
+    func failedAuthentication(reason: String) {
+        failedAuth[reason]?.increment()
+    }
+
+    func cleanupProgress(done: Int, total: Int?) {
+        cleanupDone.record(done)
+        if let total { cleanupTotal.record(total) }
+    }
+
+    /// Counts the audit entries appended since the last look: `head` is the newest sequence
+    /// number. The first look sets the baseline (entries from before the server started do not count).
+    func auditHead(_ head: Int64) {
+        let added: Int64 = lock.withLock {
+            guard let seen = auditSeqSeen else {
+                auditSeqSeen = head
+                return 0
+            }
+            guard head > seen else { return 0 }
+            auditSeqSeen = head
+            return head - seen
+        }
+        if added > 0 { auditAppends.increment(by: added) }
+    }
+
+    /// The Prometheus text exposition.
+    func exposition() -> String { registry.emitToString() }
+}

@@ -1,0 +1,190 @@
+import AsyncHTTPClient
+import BackupModel
+import BackupctlTestSupport
+import ConsoleClient
+import ConsoleService
+import Foundation
+import Inspect
+import Testing
+
+/// `backupctl serve` as a process: the startup line, the loopback rule, SIGTERM, and the
+/// console as a client that never opens a store file of its own.
+@Suite(.serialized) struct ServeProcessTests {
+    /// A store made in-process (``StoreSetup``) in a fresh directory, and the environment for the binary.
+    struct Workspace {
+        let directory: URL
+        let db: String
+        let setup: StoreSetup
+        let environment: [String: String]
+
+        init() throws {
+            directory = FileManager.default.temporaryDirectory.appendingPathComponent("serve-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            db = directory.appendingPathComponent("console.db").path
+            setup = try StoreSetup(path: db)
+            environment = [
+                "PATH": "/usr/bin:/bin", "HOME": directory.path, "TERM": "dumb",
+                "XDG_STATE_HOME": directory.appendingPathComponent("state").path,
+                "XDG_DATA_HOME": directory.appendingPathComponent("data").path,
+            ]
+        }
+
+        func cleanUp() { try? FileManager.default.removeItem(at: directory) }
+    }
+
+    /// Runs the binary to its end: (stdout, stderr, status).
+    static func run(_ arguments: [String], environment: [String: String]) async throws -> (String, String, Int32) {
+        let process = try BackupctlProcess(arguments, environment: environment)
+        let status = await process.waitExit(seconds: 60)
+        return (process.stdout, process.stderr, status ?? -9)
+    }
+
+    @Test func printsItsListeningLineFirstAndExitsZeroOnSIGTERM() async throws {
+        let workspace = try Workspace()
+        defer { workspace.cleanUp() }
+        let server = try await ServeProcess(db: workspace.db, environment: workspace.environment)
+        defer { server.kill9() }
+        let port = try #require(Int(server.url.split(separator: ":").last ?? ""))
+        #expect(server.url == "http://127.0.0.1:\(port)" && port > 0)
+        #expect(server.stdout == #"{"listening":"http://127.0.0.1:\#(port)"}"# + "\n")
+        let health = try await HTTPClient.shared.execute(
+            HTTPClientRequest(url: server.url + "/healthz"), timeout: .seconds(30))
+        #expect(health.status.code == 200)
+        #expect(await server.stop() == 0)
+        #expect(server.stdout.split(separator: "\n").count == 1, "\(server.stdout)")
+    }
+
+    @Test func refusesPlainHTTPOnANonLoopbackAddressWithoutTheFlag() async throws {
+        let workspace = try Workspace()
+        defer { workspace.cleanUp() }
+        let (out, err, status) = try await Self.run(
+            ["serve", "--listen", "0.0.0.0:0", "--db", workspace.db], environment: workspace.environment)
+        #expect(status == 64)
+        #expect(out.isEmpty)
+        #expect(err.contains("--insecure-plain-http"), "\(err)")
+        let forced = try await ServeProcess(
+            db: workspace.db, arguments: ["--insecure-plain-http"], listen: "0.0.0.0:0",
+            environment: workspace.environment)
+        defer { forced.kill9() }
+        #expect(forced.url.hasPrefix("http://0.0.0.0:"))
+        #expect(await forced.stop() == 0)
+    }
+
+    @Test func servesHTTPSAndTheConsoleTrustsTheCAFileItIsGiven() async throws {
+        let workspace = try Workspace()
+        defer { workspace.cleanUp() }
+        let pair = try TLSTests.selfSigned(in: workspace.directory.appendingPathComponent("tls"))
+        let server = try await ServeProcess(
+            db: workspace.db, arguments: ["--tls-cert", pair.cert, "--tls-key", pair.key],
+            environment: workspace.environment)
+        defer { server.kill9() }
+        #expect(server.url.hasPrefix("https://127.0.0.1:"))
+        var client = workspace.environment
+        client["BACKUPCTL_SERVER"] = server.url
+        client["BACKUPCTL_TOKEN"] = ServerFixture.text(workspace.setup.rootToken)
+        let untrusted = try await Self.run(["whoami"], environment: client)
+        #expect(untrusted.2 == 2)
+        #expect(untrusted.1.contains("server_unavailable"), "\(untrusted.1)")
+        client["BACKUPCTL_CA_FILE"] = pair.cert
+        let trusted = try await Self.run(["--format", "json", "whoami"], environment: client)
+        #expect(trusted.2 == 0, "\(trusted.1)")
+        #expect(trusted.0.contains(#""operator":"root""#))
+        #expect(await server.stop() == 0)
+    }
+
+    @Test func refusesToStartWithoutAStore() async throws {
+        let workspace = try Workspace()
+        defer { workspace.cleanUp() }
+        let missing = workspace.directory.appendingPathComponent("none.db").path
+        let (out, err, status) = try await Self.run(
+            ["serve", "--listen", "127.0.0.1:0", "--db", missing], environment: workspace.environment)
+        #expect(status == 1)
+        #expect(out.isEmpty)
+        #expect(err.contains("no_store"), "\(err)")
+        #expect(!FileManager.default.fileExists(atPath: missing))
+    }
+
+    @Test func theClientExitsSeventySevenWhenRefused() async throws {
+        let workspace = try Workspace()
+        defer { workspace.cleanUp() }
+        let server = try await ServeProcess(db: workspace.db, environment: workspace.environment)
+        defer { server.kill9() }
+        var client = workspace.environment
+        client["BACKUPCTL_SERVER"] = server.url
+        let anonymous = try await Self.run(["--format", "json", "whoami"], environment: client)
+        #expect(anonymous.2 == 77)
+        #expect(anonymous.1.contains("missing_token"), "\(anonymous.1)")
+        client["BACKUPCTL_TOKEN"] = ServerFixture.text(workspace.setup.bobToken)
+        let elsewhere = try await Self.run(["--format", "json", "--tenant", "beta", "stats"], environment: client)
+        #expect(elsewhere.2 == 77)
+        #expect(elsewhere.1.contains("permission_denied"), "\(elsewhere.1)")
+        client["BACKUPCTL_TOKEN"] = unknownToken()
+        #expect(try await Self.run(["whoami"], environment: client).2 == 77)
+        #expect(await server.stop() == 0)
+    }
+
+    @Test func anUnreachableServerFailsAtOnceWithExitTwo() async throws {
+        let workspace = try Workspace()
+        defer { workspace.cleanUp() }
+        let server = try await ServeProcess(db: workspace.db, environment: workspace.environment)
+        defer { server.kill9() }
+        #expect(await server.stop() == 0)
+        var client = workspace.environment
+        client["BACKUPCTL_SERVER"] = server.url
+        client["BACKUPCTL_TOKEN"] = ServerFixture.text(workspace.setup.rootToken)
+        // Nothing listens there any more: refused, not retried until the call's deadline.
+        let (_, err, status) = try await Self.run(["whoami"], environment: client)
+        #expect(status == 2)
+        #expect(err.contains("server_unavailable"), "\(err)")
+    }
+
+    @Test func theClientNeverOpensAStoreFile() async throws {
+        let workspace = try Workspace()
+        defer { workspace.cleanUp() }
+        let server = try await ServeProcess(db: workspace.db, environment: workspace.environment)
+        defer { server.kill9() }
+        let nowhere = workspace.directory.appendingPathComponent("absent-\(UUID().uuidString)")
+        var client = workspace.environment
+        client["BACKUPCTL_SERVER"] = server.url
+        client["BACKUPCTL_DB"] = nowhere.appendingPathComponent("console.db").path
+        client["BACKUPCTL_TOKEN"] = ServerFixture.text(workspace.setup.rootToken)
+        for command in ["whoami", "use sandbox", "stats", "backups list", "check"] {
+            let result = try await Self.run(
+                ["--format", "json", "--tenant", "sandbox", "-c", command], environment: client)
+            #expect(result.2 == 0, "\(command): \(result.1)")
+            #expect(!result.0.isEmpty, "\(command)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: nowhere.path))
+        #expect(await server.stop() == 0)
+    }
+
+    @Test func sigtermWhileAStreamedCheckRunsDrainsItAndExitsZero() async throws {
+        let workspace = try Workspace()
+        defer { workspace.cleanUp() }
+        var admin = workspace.environment
+        admin["BACKUPCTL_TOKEN"] = ServerFixture.text(workspace.setup.rootToken)
+        let seeded = try await Self.run(
+            ["--db", workspace.db, "--tenant", "sandbox", "seed", "--backups", "3000"], environment: admin)
+        try #require(seeded.2 == 0, "\(seeded.1)")
+        let server = try await ServeProcess(db: workspace.db, environment: workspace.environment)
+        defer { server.kill9() }
+        let remote = try RemoteConsole(server: server.url, timeout: .seconds(60))
+        let caller = Caller(token: workspace.setup.rootToken, tenant: "sandbox")
+        let started = Flag()
+        let job = Task {
+            try await remote.perform(CheckOperation(backupId: nil, filter: FindingFilter(), limit: 100), as: caller) {
+                _ in started.raise()
+            }
+        }
+        #expect(await eventually { started.isRaised })
+        server.process.signal(SIGTERM)
+        // The stream ends with its result, or with the job's own `interrupted`: never cut short.
+        do {
+            let report = try await job.value
+            #expect(report.tenant == "sandbox")
+        } catch let error as ConsoleError {
+            #expect(error.code == "interrupted", "\(error.code): \(error.message)")
+        }
+        #expect(await server.process.waitExit(seconds: 60) == 0, "\(server.stderr)")
+    }
+}

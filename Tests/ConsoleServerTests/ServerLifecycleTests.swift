@@ -1,0 +1,79 @@
+import BackupModel
+import ConsoleClient
+import ConsoleServer
+import ConsoleService
+import Foundation
+import Testing
+
+/// Graceful shutdown drains in-flight jobs; a client that goes away cancels its job.
+@Suite struct ServerLifecycleTests {
+    @Test func shutdownStopsAcceptingAndLetsTheJobInFlightFinish() async throws {
+        let gate = UUID().uuidString
+        try await ServerFixture.with(operations: SlowOperation.operations) { fixture in
+            let remote = try fixture.remote()
+            let started = Flag()
+            let caller = Caller(token: fixture.rootToken, tenant: nil)
+            let job = Task {
+                try await remote.perform(SlowOperation(gate: gate), as: caller) { event in
+                    if event.done == 1 { started.raise() }
+                }
+            }
+            #expect(await eventually { started.isRaised })
+            let stopped = Flag()
+            let stopping = Task {
+                try await fixture.running.stop()
+                stopped.raise()
+            }
+            // The listener closes at once; the job's request is still being answered.
+            let port = try #require(Int(fixture.url.split(separator: ":").last ?? ""))
+            #expect(await eventually { !canConnect(port: port) })
+            #expect(!stopped.isRaised)
+            Gates.open(gate)
+            _ = try await job.value
+            try await stopping.value
+            #expect(stopped.isRaised)
+        }
+    }
+
+    @Test func aClientThatGoesAwayCancelsItsJob() async throws {
+        let gate = UUID().uuidString
+        try await ServerFixture.with(operations: SlowOperation.operations) { fixture in
+            let remote = try fixture.remote()
+            let started = Flag()
+            let caller = Caller(token: fixture.rootToken, tenant: nil)
+            let job = Task {
+                try await remote.perform(SlowOperation(gate: gate), as: caller) { event in
+                    if event.done == 1 { started.raise() }
+                }
+            }
+            #expect(await eventually { started.isRaised })
+            job.cancel()
+            do {
+                _ = try await job.value
+                Issue.record("the cancelled job finished")
+            } catch let error as ConsoleError {
+                #expect(error.code == "interrupted")
+            }
+            #expect(await eventually { Gates.wasCancelled(gate) })
+            Gates.open(gate)
+        }
+    }
+}
+
+/// Whether a new TCP connection to 127.0.0.1:`port` is accepted (a pooled HTTP client would
+/// reuse an open one, so this asks the kernel).
+func canConnect(port: Int) -> Bool {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let result = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+    }
+    return result == 0
+}
