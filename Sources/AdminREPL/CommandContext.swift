@@ -24,6 +24,8 @@ final class CommandContext {
     private var openedConsole: (any ConsoleAPI)?
     /// The tenant chosen by `use`, `--tenant` or `$BACKUPCTL_TENANT`.
     var tenantName: String?
+    /// The operator and tenant the REPL prompt shows (``identity()``).
+    var whoami: WhoamiOperation.Output?
     /// Set by `quit`/`exit`.
     var quitRequested = false
     /// A token handed over in-process (`demo`), instead of the file or environment.
@@ -87,6 +89,7 @@ final class CommandContext {
         settings.dbPath = path
         settings.server = nil
         openedConsole = nil
+        whoami = nil
     }
 
     /// The service layer this context talks to, made on first use.

@@ -39,3 +39,50 @@ extension CommandContext {
         }
     }
 }
+
+extension CommandContext {
+    /// Runs a quick operation from synchronous code on the main actor (readline's completion
+    /// callback): the call runs off the main actor and is waited for, at most `seconds`.
+    func performBlocking<Op: ConsoleOperation>(_ operation: Op, seconds: Double = 2) throws(ConsoleError) -> Op.Output {
+        let console = try console
+        let caller = try caller
+        let box = BlockingResult<Op.Output>()
+        let task = Task.detached {
+            do throws(ConsoleError) {
+                box.set(.success(try await console.perform(operation, as: caller)))
+            } catch {
+                box.set(.failure(error))
+            }
+        }
+        guard box.wait(seconds: seconds) else {
+            task.cancel()
+            throw ConsoleError(.remote, code: "timeout", "\(Op.name) took longer than \(seconds) s.")
+        }
+        return try box.result.get()
+    }
+
+    /// The operator and tenant the prompt shows: asked once, and again after the tenant changes.
+    func identity() async -> WhoamiOperation.Output? {
+        if let known = whoami, known.tenant == tenantName || tenantName == nil { return known }
+        whoami = try? await perform(WhoamiOperation())
+        return whoami
+    }
+}
+
+/// A result handed from a detached task to a waiting thread.
+final class BlockingResult<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private let done = DispatchSemaphore(value: 0)
+    private var value: Result<Value, ConsoleError>?
+
+    func set(_ result: Result<Value, ConsoleError>) {
+        lock.withLock { value = result }
+        done.signal()
+    }
+
+    func wait(seconds: Double) -> Bool { done.wait(timeout: .now() + seconds) == .success }
+
+    var result: Result<Value, ConsoleError> {
+        lock.withLock { value } ?? .failure(.internalError("no result"))
+    }
+}

@@ -1,6 +1,6 @@
 import ArgumentParser
 import BackupModel
-import ConsoleStore
+import ConsoleService
 import Foundation
 
 /// The interactive loop: prompt `operator@tenant> `, readline editing, history, completion.
@@ -16,15 +16,14 @@ struct REPL {
         for line in history.load() { LineEditor.addHistory(line) }
         var completion = Completion(tenants: { [ctx] in Self.tenantNames(ctx) })
         completion.backupIds = { [ctx] prefix in
-            guard let store = try? ctx.existingStore(), let tenant = try? ctx.session().tenantName else { return [] }
-            return (try? store.backupIds(tenant: tenant, prefix: prefix, limit: 50)) ?? []
+            (try? ctx.performBlocking(BackupIdsOperation(prefix: prefix, limit: 50)))?.backupIds ?? []
         }
         LineEditor.completer = { before, prefix in
             MainActor.assumeIsolated { completion.candidates(before: before, prefix: prefix) }
         }
         Terminal.writeErr("backupctl \(Backupctl.version) — `help` lists commands, Tab completes, Ctrl-D leaves.")
         while !ctx.quitRequested {
-            guard let line = LineEditor.readLine(prompt: prompt()) else {
+            guard let line = LineEditor.readLine(prompt: await prompt()) else {
                 Terminal.writeOut("")
                 break
             }
@@ -38,9 +37,10 @@ struct REPL {
     }
 
     /// `operator@tenant> ` with the tenant in colour on a terminal.
-    func prompt() -> String {
-        let op = (try? ctx.currentOperator())?.name.rawValue ?? "?"
-        let tenant = ctx.tenantName ?? (try? ctx.session())?.tenantName.rawValue ?? "-"
+    func prompt() async -> String {
+        let who = await ctx.identity()
+        let op = who?.operator ?? "?"
+        let tenant = ctx.tenantName ?? who?.tenant ?? "-"
         let style = ctx.style
         // \001 and \002 tell readline the colour codes take no columns.
         let coloured = style.color ? "\u{01}\u{1B}[36m\u{02}\(tenant)\u{01}\u{1B}[0m\u{02}" : tenant
@@ -48,9 +48,6 @@ struct REPL {
     }
 
     static func tenantNames(_ ctx: CommandContext) -> [String] {
-        guard let op = try? ctx.currentOperator(), let access = try? ctx.access,
-            let visible = try? access.tenants(visibleTo: op)
-        else { return [] }
-        return visible.map(\.0.name.rawValue)
+        ((try? ctx.performBlocking(TenantListOperation()))?.tenants ?? []).map(\.name)
     }
 }

@@ -413,6 +413,69 @@ enum OpenAPIDocument {
                 ]
               }
             },
+            "/v1/ops/backups.ids" : {
+              "post" : {
+                "operationId" : "backups.ids",
+                "parameters" : [
+                  {
+                    "$ref" : "#/components/parameters/Tenant"
+                  }
+                ],
+                "requestBody" : {
+                  "content" : {
+                    "application/json" : {
+                      "schema" : {
+                        "$ref" : "#/components/schemas/Operation"
+                      }
+                    }
+                  },
+                  "required" : true
+                },
+                "responses" : {
+                  "200" : {
+                    "content" : {
+                      "application/json" : {
+                        "schema" : {
+                          "$ref" : "#/components/schemas/Output"
+                        }
+                      }
+                    },
+                    "description" : "The operation's output."
+                  },
+                  "400" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "401" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "403" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "404" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "409" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "422" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "429" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "500" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "502" : {
+                    "$ref" : "#/components/responses/Error"
+                  }
+                },
+                "summary" : "Run backups.ids.",
+                "tags" : [
+                  "operations"
+                ]
+              }
+            },
             "/v1/ops/backups.list" : {
               "post" : {
                 "operationId" : "backups.list",
@@ -917,6 +980,69 @@ enum OpenAPIDocument {
                 ]
               }
             },
+            "/v1/ops/import" : {
+              "post" : {
+                "operationId" : "import",
+                "parameters" : [
+                  {
+                    "$ref" : "#/components/parameters/Tenant"
+                  }
+                ],
+                "requestBody" : {
+                  "content" : {
+                    "application/json" : {
+                      "schema" : {
+                        "$ref" : "#/components/schemas/Operation"
+                      }
+                    }
+                  },
+                  "required" : true
+                },
+                "responses" : {
+                  "200" : {
+                    "content" : {
+                      "application/jsonl" : {
+                        "schema" : {
+                          "$ref" : "#/components/schemas/Frame"
+                        }
+                      }
+                    },
+                    "description" : "JSON lines as the job runs: progress frames, then one result or error frame."
+                  },
+                  "400" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "401" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "403" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "404" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "409" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "422" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "429" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "500" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "502" : {
+                    "$ref" : "#/components/responses/Error"
+                  }
+                },
+                "summary" : "Run import (a long job: progress is streamed).",
+                "tags" : [
+                  "operations"
+                ]
+              }
+            },
             "/v1/ops/lookup" : {
               "post" : {
                 "operationId" : "lookup",
@@ -975,6 +1101,321 @@ enum OpenAPIDocument {
                   }
                 },
                 "summary" : "Run lookup.",
+                "tags" : [
+                  "operations"
+                ]
+              }
+            },
+            "/v1/ops/operator.add" : {
+              "post" : {
+                "operationId" : "operator.add",
+                "parameters" : [
+                  {
+                    "$ref" : "#/components/parameters/Tenant"
+                  }
+                ],
+                "requestBody" : {
+                  "content" : {
+                    "application/json" : {
+                      "schema" : {
+                        "$ref" : "#/components/schemas/Operation"
+                      }
+                    }
+                  },
+                  "required" : true
+                },
+                "responses" : {
+                  "200" : {
+                    "content" : {
+                      "application/json" : {
+                        "schema" : {
+                          "$ref" : "#/components/schemas/Output"
+                        }
+                      }
+                    },
+                    "description" : "The operation's output."
+                  },
+                  "400" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "401" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "403" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "404" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "409" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "422" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "429" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "500" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "502" : {
+                    "$ref" : "#/components/responses/Error"
+                  }
+                },
+                "summary" : "Run operator.add.",
+                "tags" : [
+                  "operations"
+                ]
+              }
+            },
+            "/v1/ops/operator.grant" : {
+              "post" : {
+                "operationId" : "operator.grant",
+                "parameters" : [
+                  {
+                    "$ref" : "#/components/parameters/Tenant"
+                  }
+                ],
+                "requestBody" : {
+                  "content" : {
+                    "application/json" : {
+                      "schema" : {
+                        "$ref" : "#/components/schemas/Operation"
+                      }
+                    }
+                  },
+                  "required" : true
+                },
+                "responses" : {
+                  "200" : {
+                    "content" : {
+                      "application/json" : {
+                        "schema" : {
+                          "$ref" : "#/components/schemas/Output"
+                        }
+                      }
+                    },
+                    "description" : "The operation's output."
+                  },
+                  "400" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "401" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "403" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "404" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "409" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "422" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "429" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "500" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "502" : {
+                    "$ref" : "#/components/responses/Error"
+                  }
+                },
+                "summary" : "Run operator.grant.",
+                "tags" : [
+                  "operations"
+                ]
+              }
+            },
+            "/v1/ops/operator.list" : {
+              "post" : {
+                "operationId" : "operator.list",
+                "parameters" : [
+                  {
+                    "$ref" : "#/components/parameters/Tenant"
+                  }
+                ],
+                "requestBody" : {
+                  "content" : {
+                    "application/json" : {
+                      "schema" : {
+                        "$ref" : "#/components/schemas/Operation"
+                      }
+                    }
+                  },
+                  "required" : true
+                },
+                "responses" : {
+                  "200" : {
+                    "content" : {
+                      "application/json" : {
+                        "schema" : {
+                          "$ref" : "#/components/schemas/Output"
+                        }
+                      }
+                    },
+                    "description" : "The operation's output."
+                  },
+                  "400" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "401" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "403" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "404" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "409" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "422" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "429" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "500" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "502" : {
+                    "$ref" : "#/components/responses/Error"
+                  }
+                },
+                "summary" : "Run operator.list.",
+                "tags" : [
+                  "operations"
+                ]
+              }
+            },
+            "/v1/ops/operator.remove" : {
+              "post" : {
+                "operationId" : "operator.remove",
+                "parameters" : [
+                  {
+                    "$ref" : "#/components/parameters/Tenant"
+                  }
+                ],
+                "requestBody" : {
+                  "content" : {
+                    "application/json" : {
+                      "schema" : {
+                        "$ref" : "#/components/schemas/Operation"
+                      }
+                    }
+                  },
+                  "required" : true
+                },
+                "responses" : {
+                  "200" : {
+                    "content" : {
+                      "application/json" : {
+                        "schema" : {
+                          "$ref" : "#/components/schemas/Output"
+                        }
+                      }
+                    },
+                    "description" : "The operation's output."
+                  },
+                  "400" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "401" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "403" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "404" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "409" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "422" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "429" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "500" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "502" : {
+                    "$ref" : "#/components/responses/Error"
+                  }
+                },
+                "summary" : "Run operator.remove.",
+                "tags" : [
+                  "operations"
+                ]
+              }
+            },
+            "/v1/ops/operator.token.rotate" : {
+              "post" : {
+                "operationId" : "operator.token.rotate",
+                "parameters" : [
+                  {
+                    "$ref" : "#/components/parameters/Tenant"
+                  }
+                ],
+                "requestBody" : {
+                  "content" : {
+                    "application/json" : {
+                      "schema" : {
+                        "$ref" : "#/components/schemas/Operation"
+                      }
+                    }
+                  },
+                  "required" : true
+                },
+                "responses" : {
+                  "200" : {
+                    "content" : {
+                      "application/json" : {
+                        "schema" : {
+                          "$ref" : "#/components/schemas/Output"
+                        }
+                      }
+                    },
+                    "description" : "The operation's output."
+                  },
+                  "400" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "401" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "403" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "404" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "409" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "422" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "429" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "500" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "502" : {
+                    "$ref" : "#/components/responses/Error"
+                  }
+                },
+                "summary" : "Run operator.token.rotate.",
                 "tags" : [
                   "operations"
                 ]
@@ -1358,6 +1799,69 @@ enum OpenAPIDocument {
                 ]
               }
             },
+            "/v1/ops/seed" : {
+              "post" : {
+                "operationId" : "seed",
+                "parameters" : [
+                  {
+                    "$ref" : "#/components/parameters/Tenant"
+                  }
+                ],
+                "requestBody" : {
+                  "content" : {
+                    "application/json" : {
+                      "schema" : {
+                        "$ref" : "#/components/schemas/Operation"
+                      }
+                    }
+                  },
+                  "required" : true
+                },
+                "responses" : {
+                  "200" : {
+                    "content" : {
+                      "application/jsonl" : {
+                        "schema" : {
+                          "$ref" : "#/components/schemas/Frame"
+                        }
+                      }
+                    },
+                    "description" : "JSON lines as the job runs: progress frames, then one result or error frame."
+                  },
+                  "400" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "401" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "403" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "404" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "409" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "422" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "429" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "500" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "502" : {
+                    "$ref" : "#/components/responses/Error"
+                  }
+                },
+                "summary" : "Run seed (a long job: progress is streamed).",
+                "tags" : [
+                  "operations"
+                ]
+              }
+            },
             "/v1/ops/show" : {
               "post" : {
                 "operationId" : "show",
@@ -1479,6 +1983,258 @@ enum OpenAPIDocument {
                   }
                 },
                 "summary" : "Run stats.",
+                "tags" : [
+                  "operations"
+                ]
+              }
+            },
+            "/v1/ops/tenant.create" : {
+              "post" : {
+                "operationId" : "tenant.create",
+                "parameters" : [
+                  {
+                    "$ref" : "#/components/parameters/Tenant"
+                  }
+                ],
+                "requestBody" : {
+                  "content" : {
+                    "application/json" : {
+                      "schema" : {
+                        "$ref" : "#/components/schemas/Operation"
+                      }
+                    }
+                  },
+                  "required" : true
+                },
+                "responses" : {
+                  "200" : {
+                    "content" : {
+                      "application/jsonl" : {
+                        "schema" : {
+                          "$ref" : "#/components/schemas/Frame"
+                        }
+                      }
+                    },
+                    "description" : "JSON lines as the job runs: progress frames, then one result or error frame."
+                  },
+                  "400" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "401" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "403" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "404" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "409" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "422" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "429" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "500" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "502" : {
+                    "$ref" : "#/components/responses/Error"
+                  }
+                },
+                "summary" : "Run tenant.create (a long job: progress is streamed).",
+                "tags" : [
+                  "operations"
+                ]
+              }
+            },
+            "/v1/ops/tenant.delete" : {
+              "post" : {
+                "operationId" : "tenant.delete",
+                "parameters" : [
+                  {
+                    "$ref" : "#/components/parameters/Tenant"
+                  }
+                ],
+                "requestBody" : {
+                  "content" : {
+                    "application/json" : {
+                      "schema" : {
+                        "$ref" : "#/components/schemas/Operation"
+                      }
+                    }
+                  },
+                  "required" : true
+                },
+                "responses" : {
+                  "200" : {
+                    "content" : {
+                      "application/json" : {
+                        "schema" : {
+                          "$ref" : "#/components/schemas/Output"
+                        }
+                      }
+                    },
+                    "description" : "The operation's output."
+                  },
+                  "400" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "401" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "403" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "404" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "409" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "422" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "429" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "500" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "502" : {
+                    "$ref" : "#/components/responses/Error"
+                  }
+                },
+                "summary" : "Run tenant.delete.",
+                "tags" : [
+                  "operations"
+                ]
+              }
+            },
+            "/v1/ops/tenant.list" : {
+              "post" : {
+                "operationId" : "tenant.list",
+                "parameters" : [
+                  {
+                    "$ref" : "#/components/parameters/Tenant"
+                  }
+                ],
+                "requestBody" : {
+                  "content" : {
+                    "application/json" : {
+                      "schema" : {
+                        "$ref" : "#/components/schemas/Operation"
+                      }
+                    }
+                  },
+                  "required" : true
+                },
+                "responses" : {
+                  "200" : {
+                    "content" : {
+                      "application/json" : {
+                        "schema" : {
+                          "$ref" : "#/components/schemas/Output"
+                        }
+                      }
+                    },
+                    "description" : "The operation's output."
+                  },
+                  "400" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "401" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "403" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "404" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "409" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "422" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "429" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "500" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "502" : {
+                    "$ref" : "#/components/responses/Error"
+                  }
+                },
+                "summary" : "Run tenant.list.",
+                "tags" : [
+                  "operations"
+                ]
+              }
+            },
+            "/v1/ops/tenant.update" : {
+              "post" : {
+                "operationId" : "tenant.update",
+                "parameters" : [
+                  {
+                    "$ref" : "#/components/parameters/Tenant"
+                  }
+                ],
+                "requestBody" : {
+                  "content" : {
+                    "application/json" : {
+                      "schema" : {
+                        "$ref" : "#/components/schemas/Operation"
+                      }
+                    }
+                  },
+                  "required" : true
+                },
+                "responses" : {
+                  "200" : {
+                    "content" : {
+                      "application/json" : {
+                        "schema" : {
+                          "$ref" : "#/components/schemas/Output"
+                        }
+                      }
+                    },
+                    "description" : "The operation's output."
+                  },
+                  "400" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "401" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "403" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "404" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "409" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "422" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "429" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "500" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "502" : {
+                    "$ref" : "#/components/responses/Error"
+                  }
+                },
+                "summary" : "Run tenant.update.",
                 "tags" : [
                   "operations"
                 ]

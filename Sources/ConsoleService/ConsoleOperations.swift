@@ -3,11 +3,14 @@
 public enum ConsoleOperations {
     public static let all: [any ConsoleOperation.Type] = [
         LookupOperation.self, ShowOperation.self, CheckOperation.self, StatsOperation.self,
-        BackupsListOperation.self, WhoamiOperation.self, UseOperation.self,
+        BackupsListOperation.self, WhoamiOperation.self, UseOperation.self, BackupIdsOperation.self,
         ResetBeginOperation.self, ResetPlanOperation.self, ResetCompleteOperation.self,
         ResetWalkthroughOperation.self, ResetReviewOperation.self, ResetTeardownOperation.self,
         CleanupScanOperation.self, CleanupRunOperation.self, CleanupStatusOperation.self,
         CleanupIngestLogOperation.self, CleanupTeardownRequestOperation.self, CleanupSubmitOperation.self,
+        TenantCreateOperation.self, TenantUpdateOperation.self, TenantListOperation.self, TenantDeleteOperation.self,
+        OperatorAddOperation.self, OperatorGrantOperation.self, OperatorListOperation.self,
+        OperatorRemoveOperation.self, OperatorTokenRotateOperation.self, ImportOperation.self, SeedOperation.self,
         AuditListOperation.self, AuditVerifyOperation.self, AuditExportOperation.self,
     ]
 

@@ -14,7 +14,7 @@ import Testing
 
     static let firstScreen = "GLOBAL OPTIONS"
     static let lastLine = "shows a command's options and examples"
-    static let secondScreen = "e.g. audit verify"
+    static let secondScreen = "e.g. operator list"
 
     @Test(arguments: ["q", "\u{03}", "\u{1A}"])
     func lessGetsTheTerminalAndLeavingItReturnsToThePrompt(_ key: String) throws {

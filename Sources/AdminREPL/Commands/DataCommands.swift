@@ -1,30 +1,24 @@
-import Access
 import ArgumentParser
 import BackupModel
+import ConsoleService
 import ConsoleStore
-import Foundation
 
 struct ImportCommand: ConsoleCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
         abstract: "Import a backup-service export (DIR/<backup_id>/metadata, …/backup, factor_lookup.jsonl).")
 
-    @Argument(help: "The export directory.") var directory: String
+    @Argument(help: "The export directory, on the console's machine (the server's, with --server).")
+    var directory: String
     @Flag(help: "Report what would be imported; write nothing.") var dryRun = false
     @Option(help: "When the export's copy of the service started (RFC 3339); else DIR/export.json says.")
     var snapshotAt: String?
     @Flag(help: "The export holds every backup: backups it no longer holds are retired.") var complete = false
 
     func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-        let session = try ctx.session()
-        let service = DataAdminService(store: try ctx.existingStore(), clock: ctx.clock)
-        let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        let backupDirectories = entries.filter { $0 != "factor_lookup.jsonl" && $0 != SnapshotManifest.fileName }
-        let progress = Progress(label: "import", total: backupDirectories.count)
-        defer { progress.finish() }
-        let report = try service.importExport(
-            directory: directory, dryRun: dryRun, session: session, snapshotAt: snapshotAt, complete: complete,
-            progress: progress.update)
+        let report = try await ctx.performJob(
+            ImportOperation(directory: directory, dryRun: dryRun, snapshotAt: snapshotAt, complete: complete),
+            label: "import")
         var output = CommandOutput(json: report) { style in Self.render(report, style) }
         output.failure = Self.rejection(report)
         return output
@@ -92,11 +86,8 @@ struct SeedCommand: ConsoleCommand {
     @Option(help: "Seed of the deterministic generator.") var seed: UInt64 = 1
 
     func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-        let session = try ctx.session()
-        let progress = Progress(label: "seed", total: backups)
-        defer { progress.finish() }
-        let report = try DataAdminService(store: try ctx.existingStore(), clock: ctx.clock).seed(
-            backups: backups, orphans: orphans, seed: seed, session: session, progress: progress.update)
+        let report = try await ctx.performJob(
+            SeedOperation(backups: backups, orphans: orphans, seed: seed), label: "seed", total: backups)
         return CommandOutput(json: report) { style in
             keyValueBlock(
                 [

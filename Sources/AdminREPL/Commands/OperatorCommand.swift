@@ -1,7 +1,6 @@
-import Access
 import ArgumentParser
 import BackupModel
-import ConsoleStore
+import ConsoleService
 
 struct OperatorCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -14,19 +13,17 @@ struct OperatorCommand: ParsableCommand {
 
         @Argument var name: String
         @Option(help: "Tenant the role applies to.") var tenant: String
-        @Option(help: "viewer, support, cleaner or admin.") var role: String
+        @Option(help: "viewer, support, cleaner or admin.") var role: Role
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-            let name = try OperatorName(name)
-            let role = try Role(name: role)
-            let session = try ctx.access.session(operator: try ctx.currentOperator(), tenant: try TenantName(tenant))
-            let token = try ctx.access.addOperator(name, role: role, session: session)
-            let text = token.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
-            return CommandOutput(json: ["operator": name.rawValue, "tenant": tenant, "role": role.name, "token": text])
-            {
-                style in
+            let added = try await ctx.perform(OperatorAddOperation(operatorName: name, tenant: tenant, role: role))
+            return CommandOutput(json: added) { style in
                 keyValueBlock(
-                    [("operator", name.rawValue), ("tenant", tenant), ("role", role.name), ("token", text)], style)
+                    [
+                        ("operator", added.operator), ("tenant", added.tenant), ("role", added.role),
+                        ("token", added.token),
+                    ],
+                    style)
                     + "\n" + style.dim("The token is shown only now; hand it over through a secure channel.")
             }
         }
@@ -37,16 +34,11 @@ struct OperatorCommand: ParsableCommand {
 
         @Argument var name: String
         @Option var tenant: String
-        @Option(help: "viewer, support, cleaner or admin.") var role: String
+        @Option(help: "viewer, support, cleaner or admin.") var role: Role
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-            let name = try OperatorName(name)
-            let role = try Role(name: role)
-            let session = try ctx.access.session(operator: try ctx.currentOperator(), tenant: try TenantName(tenant))
-            try ctx.access.grant(name, role: role, session: session)
-            return .message(
-                "\(name) is now \(role) in \(tenant).",
-                json: ["operator": name.rawValue, "tenant": tenant, "role": role.name])
+            let granted = try await ctx.perform(OperatorGrantOperation(operatorName: name, tenant: tenant, role: role))
+            return .message("\(granted.operator) is now \(role) in \(tenant).", json: granted)
         }
     }
 
@@ -58,11 +50,10 @@ struct OperatorCommand: ParsableCommand {
         @Option(help: "Ignored; accepted for symmetry with grant.") var role: String?
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-            let name = try OperatorName(name)
-            let session = try ctx.access.session(operator: try ctx.currentOperator(), tenant: try TenantName(tenant))
-            try ctx.access.revoke(name, session: session)
+            let revoked = try await ctx.perform(OperatorGrantOperation(operatorName: name, tenant: tenant, role: nil))
             return .message(
-                "\(name) no longer has a role in \(tenant).", json: ["operator": name.rawValue, "tenant": tenant])
+                "\(revoked.operator) no longer has a role in \(tenant).",
+                json: ["operator": revoked.operator, "tenant": tenant])
         }
     }
 
@@ -70,20 +61,12 @@ struct OperatorCommand: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List operators with a role in the current tenant.")
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-            let session = try ctx.session()
-            let grants = try ctx.access.operators(session: session)
-            struct Result: Encodable {
-                var tenant: String
-                var operators: [[String: String]]
-            }
-            let result = Result(
-                tenant: session.tenantName.rawValue,
-                operators: grants.map { ["operator": $0.operatorName.rawValue, "role": $0.role.name] })
+            let result = try await ctx.perform(OperatorListOperation())
+            let rows = result.operators.map { [$0["operator"] ?? "", $0["role"] ?? ""] }
             var output = CommandOutput(json: result) { style in
-                TextTable(["OPERATOR", "ROLE"], grants.map { [$0.operatorName.rawValue, $0.role.name] }).render(style)
+                TextTable(["OPERATOR", "ROLE"], rows).render(style)
             }
-            output.records = ListRecords(
-                ["operator", "role"], grants.map { [$0.operatorName.rawValue, $0.role.name] })
+            output.records = ListRecords(["operator", "role"], rows)
             return output
         }
     }

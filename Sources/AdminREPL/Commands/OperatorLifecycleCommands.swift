@@ -1,7 +1,6 @@
-import Access
 import ArgumentParser
 import BackupModel
-import ConsoleStore
+import ConsoleService
 
 extension OperatorCommand {
     /// `operator remove NAME`: the operator and its grants go; its token stops working.
@@ -12,11 +11,13 @@ extension OperatorCommand {
         @Argument var name: String
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-            let name = try OperatorName(name)
-            let session = try ctx.session()
-            try ctx.confirmDestructive("Remove operator \(name) and all its roles", tenant: session.tenantName)
-            try ctx.access.removeOperator(name, session: session)
-            return .message("Removed operator \(name); its token no longer works.", json: ["operator": name.rawValue])
+            let checked = try await ctx.perform(OperatorRemoveOperation(operatorName: name, checkOnly: true))
+            try ctx.confirmDestructive(
+                "Remove operator \(checked.operator) and all its roles", tenant: try TenantName(checked.tenant))
+            let removed = try await ctx.perform(OperatorRemoveOperation(operatorName: name, checkOnly: false))
+            return .message(
+                "Removed operator \(removed.operator); its token no longer works.", json: ["operator": removed.operator]
+            )
         }
     }
 
@@ -33,11 +34,9 @@ extension OperatorCommand {
             @Argument var name: String
 
             func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-                let name = try OperatorName(name)
-                let token = try ctx.access.rotateToken(name, session: try ctx.session())
-                let text = token.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
-                return CommandOutput(json: ["operator": name.rawValue, "token": text]) { style in
-                    keyValueBlock([("operator", name.rawValue), ("token", text)], style) + "\n"
+                let rotated = try await ctx.perform(OperatorTokenRotateOperation(operatorName: name))
+                return CommandOutput(json: rotated) { style in
+                    keyValueBlock([("operator", rotated.operator), ("token", rotated.token)], style) + "\n"
                         + style.dim(
                             "The old token no longer works. The new one is shown only now; store it with umask 077.")
                 }

@@ -1,7 +1,6 @@
-import Access
 import ArgumentParser
 import BackupModel
-import ConsoleStore
+import ConsoleService
 
 extension TenantCommand {
     /// `tenant delete NAME`: everything the console holds for a tenant, confirmed and audited.
@@ -17,22 +16,16 @@ extension TenantCommand {
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
             let tenant = try TenantName(name)
-            let access = try ctx.access
-            let session = try access.session(operator: try ctx.currentOperator(), tenant: tenant)
-            try session.require(.manageOperators)
+            // Refused before the question when the operator may not delete it.
+            _ = try await ctx.perform(TenantDeleteOperation(tenant: tenant.rawValue, checkOnly: true))
             try ctx.confirmDestructive(
                 "Delete tenant \(tenant) and every backup, index row, role and journal entry it has here",
                 tenant: tenant)
-            let backups = try access.deleteTenant(session: session)
+            let deleted = try await ctx.perform(TenantDeleteOperation(tenant: tenant.rawValue, checkOnly: false))
             if ctx.tenantName == tenant.rawValue { ctx.tenantName = nil }
-            struct Deleted: Encodable {
-                var tenant: String
-                var deleted: Bool
-                var backups: Int
-            }
             return .message(
-                "Deleted tenant \(tenant) (\(backups) backup(s)); the audit log keeps its entries.",
-                json: Deleted(tenant: tenant.rawValue, deleted: true, backups: backups))
+                "Deleted tenant \(tenant) (\(deleted.backups) backup(s)); the audit log keeps its entries.",
+                json: deleted)
         }
     }
 }

@@ -141,3 +141,28 @@ public struct UseOperation: ConsoleOperation {
         return Output(tenant: name.rawValue, role: session.role.name)
     }
 }
+
+/// Backup ids starting with a prefix (the REPL's Tab completion); not audited, like the
+/// resolver that turns a prefix into one id before `show` audits the read.
+public struct BackupIdsOperation: ConsoleOperation {
+    public static let name = "backups.ids"
+    public var prefix: String
+    public var limit: Int
+
+    public struct Output: Codable, Sendable, Equatable {
+        public var backupIds: [String]
+    }
+
+    public init(prefix: String, limit: Int) {
+        self.prefix = prefix
+        self.limit = limit
+    }
+
+    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
+        let session = try context.session()
+        try session.require(.lookup)
+        return Output(
+            backupIds: try context.store().backupIds(tenant: session.tenantName, prefix: prefix, limit: min(limit, 200))
+        )
+    }
+}
