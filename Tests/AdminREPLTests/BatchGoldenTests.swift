@@ -27,9 +27,9 @@ import Testing
         }
     }
 
-    @Test(arguments: ["json", "table"])
-    func aScriptWithFailuresLinesUp(_ format: String) throws {
-        var cli = CLI()
+    @Test(arguments: ["json", "table"], CLI.Mode.allCases)
+    func aScriptWithFailuresLinesUp(_ format: String, _ mode: CLI.Mode) throws {
+        var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
         cli.environment["NO_COLOR"] = "1"
@@ -61,8 +61,8 @@ import Testing
         try Self.compare(stderr, "batch-continue.stderr.\(format == "json" ? "json" : "txt")")
     }
 
-    @Test func pipedStdinAndDashCNameTheirLines() throws {
-        var cli = CLI()
+    @Test(arguments: CLI.Mode.allCases) func pipedStdinAndDashCNameTheirLines(_ mode: CLI.Mode) throws {
+        var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
         let piped = try cli.run(["--continue-on-error"], stdin: "whoami\nfrobnicate\n")

@@ -17,8 +17,8 @@ import Testing
         #expect(!again.stderr.contains(token))
     }
 
-    @Test func jsonModePrintsOneLinePerCommand() throws {
-        var cli = CLI()
+    @Test(arguments: CLI.Mode.allCases) func jsonModePrintsOneLinePerCommand(_ mode: CLI.Mode) throws {
+        var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
         let result = try cli.run(["--format", "json", "-c", "whoami", "-c", "tenant list", "-c", "audit verify"])
@@ -29,8 +29,8 @@ import Testing
         #expect(CLI.json(result.lines[2])?["ok"] as? Bool == true)
     }
 
-    @Test func theSameCommandsRunFromEveryEntry() throws {
-        var cli = CLI()
+    @Test(arguments: CLI.Mode.allCases) func theSameCommandsRunFromEveryEntry(_ mode: CLI.Mode) throws {
+        var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
         let script = cli.directory.appendingPathComponent("script.txt")
@@ -45,8 +45,8 @@ import Testing
         #expect(file.lines.first == direct.lines.first)
     }
 
-    @Test func pipedStdinHasNoPromptOrEcho() throws {
-        var cli = CLI()
+    @Test(arguments: CLI.Mode.allCases) func pipedStdinHasNoPromptOrEcho(_ mode: CLI.Mode) throws {
+        var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
         let result = try cli.run([], stdin: "whoami\n")
@@ -56,8 +56,8 @@ import Testing
         #expect(result.stdout.contains("operator:"))
     }
 
-    @Test func batchStopsAtTheFirstFailureWithItsCode() throws {
-        var cli = CLI()
+    @Test(arguments: CLI.Mode.allCases) func batchStopsAtTheFirstFailureWithItsCode(_ mode: CLI.Mode) throws {
+        var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
         let result = try cli.run(["--format", "json", "-c", "whoami", "-c", "use nowhere", "-c", "tenant list"])
@@ -98,8 +98,8 @@ import Testing
 
     }
 
-    @Test func missingOrWrongTokenIsPermissionDenied() throws {
-        var cli = CLI()
+    @Test(arguments: CLI.Mode.allCases) func missingOrWrongTokenIsPermissionDenied(_ mode: CLI.Mode) throws {
+        var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
         cli.environment["BACKUPCTL_TOKEN"] = nil
@@ -110,8 +110,8 @@ import Testing
         #expect(wrong.stderr.contains("not known"))
     }
 
-    @Test func tokenFileIsRead() throws {
-        var cli = CLI()
+    @Test(arguments: CLI.Mode.allCases) func tokenFileIsRead(_ mode: CLI.Mode) throws {
+        var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
         let token = try cli.bootstrap()
         cli.environment["BACKUPCTL_TOKEN"] = nil
@@ -122,8 +122,8 @@ import Testing
         #expect(!result.stdout.contains(token))
     }
 
-    @Test func operatorLifecycleAndRoles() throws {
-        var cli = CLI()
+    @Test(arguments: CLI.Mode.allCases) func operatorLifecycleAndRoles(_ mode: CLI.Mode) throws {
+        var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
         let added = try cli.run([
@@ -143,8 +143,8 @@ import Testing
             try cli.run(["whoami"], extraEnvironment: ["BACKUPCTL_TOKEN": vicToken]).stdout.contains("none selected"))
     }
 
-    @Test func tenantsAndUse() throws {
-        var cli = CLI()
+    @Test(arguments: CLI.Mode.allCases) func tenantsAndUse(_ mode: CLI.Mode) throws {
+        var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
         #expect(try cli.run(["tenant", "create", "staging", "--sandbox"]).status == 0)
@@ -195,8 +195,8 @@ import Testing
 }
 
 @Suite struct ContractDetailTests {
-    @Test func auditVerifyReportsABrokenChainOnStdoutAndFails() throws {
-        var cli = CLI()
+    @Test(arguments: CLI.Mode.allCases) func auditVerifyReportsABrokenChainOnStdoutAndFails(_ mode: CLI.Mode) throws {
+        var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
         let ok = try cli.run(["--format", "json", "audit", "verify"])
@@ -204,8 +204,8 @@ import Testing
         #expect(ok.stdout.contains(#""firstBadSeq":null"#) && ok.stdout.contains(#""ok":true"#))
     }
 
-    @Test func aRequestedTenantWithoutARoleIsAnError() throws {
-        var cli = CLI()
+    @Test(arguments: CLI.Mode.allCases) func aRequestedTenantWithoutARoleIsAnError(_ mode: CLI.Mode) throws {
+        var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
         let result = try cli.run(["--tenant", "prod", "whoami"])
@@ -213,8 +213,8 @@ import Testing
         #expect(result.stderr.contains("no role in tenant prod"))
     }
 
-    @Test func permissionErrorsNameTheCommand() throws {
-        var cli = CLI()
+    @Test(arguments: CLI.Mode.allCases) func permissionErrorsNameTheCommand(_ mode: CLI.Mode) throws {
+        var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
         let added = try cli.run([
@@ -226,8 +226,8 @@ import Testing
         #expect(denied.stderr.contains("`audit list` needs admin"))
     }
 
-    @Test func tenantCreateJSONUsesABoolean() throws {
-        var cli = CLI()
+    @Test(arguments: CLI.Mode.allCases) func tenantCreateJSONUsesABoolean(_ mode: CLI.Mode) throws {
+        var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
         let created = try cli.run(["--format", "json", "tenant", "create", "qa", "--sandbox"])

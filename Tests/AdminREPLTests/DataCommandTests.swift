@@ -25,8 +25,8 @@ import Testing
         return root
     }
 
-    @Test func importReportsBadFilesAndIsIdempotent() throws {
-        var cli = CLI()
+    @Test(arguments: CLI.Mode.allCases) func importReportsBadFilesAndIsIdempotent(_ mode: CLI.Mode) throws {
+        var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
         let root = try export(in: cli)
@@ -50,8 +50,8 @@ import Testing
         #expect(try cli.run(["import", cli.directory.appendingPathComponent("missing").path]).status == 1)
     }
 
-    @Test func seedIsForSandboxesOnlyAndDeterministic() throws {
-        var cli = CLI()
+    @Test(arguments: CLI.Mode.allCases) func seedIsForSandboxesOnlyAndDeterministic(_ mode: CLI.Mode) throws {
+        var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
         let seeded = CLI.json(

@@ -30,9 +30,9 @@ import Testing
         ("backups-list-old.txt", ["backups", "list", "--older-than", "200d", "--factor-kind", "passkey"]),
     ]
 
-    @Test(arguments: cases.map(\.name))
-    func renderingMatchesTheGoldenFile(_ name: String) throws {
-        var cli = CLI()
+    @Test(arguments: cases.map(\.name), CLI.Mode.allCases)
+    func renderingMatchesTheGoldenFile(_ name: String, _ mode: CLI.Mode) throws {
+        var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
         cli.environment["NO_COLOR"] = "1"

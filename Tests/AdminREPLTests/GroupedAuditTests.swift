@@ -8,7 +8,7 @@ import Testing
     func seeded(_ cli: inout CLI) throws -> [String] {
         _ = try cli.bootstrap()
         #expect(try cli.run(["--tenant", "sandbox", "seed", "--backups", "12", "--seed", "5"]).status == 0)
-        let queue = try DatabaseQueue(path: cli.environment["BACKUPCTL_DB"] ?? "")
+        let queue = try DatabaseQueue(path: cli.dbPath)
         return try queue.read { db in
             try String.fetchAll(
                 db, sql: "SELECT substr(pk, 9) FROM factor_lookup WHERE pk LIKE 'MAIN#PK|%' ORDER BY pk LIMIT 8")
@@ -48,7 +48,7 @@ import Testing
         var cli = CLI()
         defer { cli.cleanUp() }
         let ids = try seeded(&cli)
-        let queue = try DatabaseQueue(path: cli.environment["BACKUPCTL_DB"] ?? "")
+        let queue = try DatabaseQueue(path: cli.dbPath)
         try queue.write { db in
             try db.execute(
                 sql: """

@@ -42,7 +42,7 @@ import Testing
     }
 
     func snapshot(_ cli: CLI) throws -> Snapshot {
-        let queue = try DatabaseQueue(path: cli.environment["BACKUPCTL_DB", default: ""])
+        let queue = try DatabaseQueue(path: cli.dbPath)
         return try queue.read { db in
             var tables: [String: [String]] = [:]
             let names = try String.fetchAll(

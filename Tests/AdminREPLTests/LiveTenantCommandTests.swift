@@ -13,8 +13,10 @@ import Testing
 
     func path(_ cli: CLI, _ name: String) -> String { cli.directory.appendingPathComponent(name).path }
 
-    @Test func resetWithFilesThenBreakGlassTeardownOnASandboxTenant() throws {
-        var cli = CLI()
+    @Test(arguments: CLI.Mode.allCases) func resetWithFilesThenBreakGlassTeardownOnASandboxTenant(_ mode: CLI.Mode)
+        throws
+    {
+        var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
         let imported = try cli.run(["import", Self.fixtures.appendingPathComponent("export").path])
@@ -77,8 +79,8 @@ import Testing
             !audit.stdout.contains(secret) && !complete.stdout.contains(secret) && !complete.stderr.contains(secret))
     }
 
-    @Test func tenantBackupServiceURLIsCheckedBeforeItIsSaved() throws {
-        var cli = CLI()
+    @Test(arguments: CLI.Mode.allCases) func tenantBackupServiceURLIsCheckedBeforeItIsSaved(_ mode: CLI.Mode) throws {
+        var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
         // A sandbox tenant always uses the emulator.
@@ -94,8 +96,8 @@ import Testing
 /// Destructive prompts say what they will do: `cleanup run --execute` on a terminal shows the
 /// plan (how many, which) before it asks for the tenant name, and deletes no more than that.
 @Suite(.serialized) struct CleanupPlanPromptTests {
-    @Test func executeShowsThePlanThenAsksThenApplies() throws {
-        var cli = CLI()
+    @Test(arguments: CLI.Mode.allCases) func executeShowsThePlanThenAsksThenApplies(_ mode: CLI.Mode) throws {
+        var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
         #expect(try cli.run(["seed", "--backups", "5", "--orphans", "3", "--seed", "4"]).status == 0)
@@ -129,8 +131,8 @@ import Testing
         return dir
     }
 
-    @Test func aRefusedBackupMakesACompleteSnapshotPartial() throws {
-        var cli = CLI()
+    @Test(arguments: CLI.Mode.allCases) func aRefusedBackupMakesACompleteSnapshotPartial(_ mode: CLI.Mode) throws {
+        var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
         let dir = try export(cli, "bad-export")
@@ -147,8 +149,8 @@ import Testing
         #expect((report["retired"] as? [String])?.isEmpty == true)
     }
 
-    @Test func aCompleteSnapshotRetiresWhatItNoLongerHolds() throws {
-        var cli = CLI()
+    @Test(arguments: CLI.Mode.allCases) func aCompleteSnapshotRetiresWhatItNoLongerHolds(_ mode: CLI.Mode) throws {
+        var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
         #expect(try cli.run(["import", Self.fixtures.appendingPathComponent("export").path]).status == 0)

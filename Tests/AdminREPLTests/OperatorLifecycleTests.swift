@@ -23,8 +23,10 @@ import Testing
         return ("", "")
     }
 
-    @Test func uniquePrefixesResolveAndAmbiguousOnesListTheCandidates() throws {
-        var cli = CLI()
+    @Test(arguments: CLI.Mode.allCases) func uniquePrefixesResolveAndAmbiguousOnesListTheCandidates(_ mode: CLI.Mode)
+        throws
+    {
+        var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
         let (first, second) = try Self.sharedPrefix(cli, digits: 4)
@@ -58,8 +60,10 @@ import Testing
         }
     }
 
-    @Test func checkFiltersListOnlyWhatWasAskedAndStillCountEverything() throws {
-        var cli = CLI()
+    @Test(arguments: CLI.Mode.allCases) func checkFiltersListOnlyWhatWasAskedAndStillCountEverything(_ mode: CLI.Mode)
+        throws
+    {
+        var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
         #expect(try cli.run(["seed", "--backups", "1000", "--seed", "5"]).status == 0)
@@ -94,8 +98,8 @@ import Testing
         #expect(csv.stdout.hasPrefix("backupId,check,status,detail\n"))
     }
 
-    @Test func backupsListFiltersAndRejectsBadFilters() throws {
-        var cli = CLI()
+    @Test(arguments: CLI.Mode.allCases) func backupsListFiltersAndRejectsBadFilters(_ mode: CLI.Mode) throws {
+        var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
         #expect(try cli.run(["seed", "--backups", "60", "--seed", "9"]).status == 0)
@@ -127,8 +131,8 @@ import Testing
         #expect(try cli.run(["--format", "xml", "whoami"]).status == 64)
     }
 
-    @Test func rotatedTokenReplacesTheOldOneAtOnce() throws {
-        var cli = CLI()
+    @Test(arguments: CLI.Mode.allCases) func rotatedTokenReplacesTheOldOneAtOnce(_ mode: CLI.Mode) throws {
+        var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
         let rootToken = try cli.bootstrap()
         let added = CLI.json(
@@ -158,8 +162,10 @@ import Testing
         #expect(!everything.contains(bobNew) && !everything.contains(bobOld))
     }
 
-    @Test func operatorRemoveAndTenantDeleteAreConfirmedAndAudited() throws {
-        var cli = CLI()
+    @Test(arguments: CLI.Mode.allCases) func operatorRemoveAndTenantDeleteAreConfirmedAndAudited(_ mode: CLI.Mode)
+        throws
+    {
+        var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
         let added = CLI.json(

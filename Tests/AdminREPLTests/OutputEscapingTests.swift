@@ -11,7 +11,7 @@ import Testing
     /// Writes a backup whose label and masked email carry terminal control sequences, behind
     /// the importer's back, as an old store or another writer could hold them.
     func plant(_ cli: CLI) throws {
-        let store = try SQLiteConsoleStore(path: cli.environment["BACKUPCTL_DB", default: ""])
+        let store = try SQLiteConsoleStore(path: cli.dbPath)
         let at = Timestamp(seconds: 1_770_000_000)
         let metadata = BackupMetadata(
             id: Self.id, manifestHash: String(repeating: "ab", count: 32),
@@ -38,8 +38,8 @@ import Testing
             audit: AuditDraft(operatorName: "root", tenant: "sandbox", action: "test.plant"))
     }
 
-    @Test func showEscapesWhatCameFromOutside() throws {
-        var cli = CLI()
+    @Test(arguments: CLI.Mode.allCases) func showEscapesWhatCameFromOutside(_ mode: CLI.Mode) throws {
+        var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
         try plant(cli)
@@ -63,8 +63,8 @@ import Testing
         #expect(!json.stdout.contains("\u{1B}"))
     }
 
-    @Test func thePagerRunsWithoutTheConsoleSecrets() throws {
-        var cli = CLI()
+    @Test(arguments: CLI.Mode.allCases) func thePagerRunsWithoutTheConsoleSecrets(_ mode: CLI.Mode) throws {
+        var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
         let token = try cli.bootstrap()
         // Enough audit entries for `audit list` to outgrow the 40-row terminal.

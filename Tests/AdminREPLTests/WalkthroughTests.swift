@@ -26,8 +26,8 @@ import Testing
         #expect(result.status == 0, "\(result.stderr)")
     }
 
-    @Test func presentUserWalkthroughWipesAndSubmitsTheTeardown() throws {
-        var cli = CLI()
+    @Test(arguments: CLI.Mode.allCases) func presentUserWalkthroughWipesAndSubmitsTheTeardown(_ mode: CLI.Mode) throws {
+        var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
         try importBackup(cli)
@@ -72,8 +72,8 @@ import Testing
         return pty
     }
 
-    @Test func aWrongTenantNameAtConfirmationChangesNothing() throws {
-        var cli = CLI()
+    @Test(arguments: CLI.Mode.allCases) func aWrongTenantNameAtConfirmationChangesNothing(_ mode: CLI.Mode) throws {
+        var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
         let pty = try walkthroughAtTheFactorQuestion(&cli)
         pty.send("no\r")
@@ -92,8 +92,8 @@ import Testing
 
     /// The runbook's "no reset" test comes first: a user who still has a listed factor gets no
     /// challenge, and nothing is issued, audited as a reset or changed.
-    @Test func aUserWhoStillHasAFactorGetsNoReset() throws {
-        var cli = CLI()
+    @Test(arguments: CLI.Mode.allCases) func aUserWhoStillHasAFactorGetsNoReset(_ mode: CLI.Mode) throws {
+        var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
         let pty = try walkthroughAtTheFactorQuestion(&cli)
         pty.send("yes\r")

@@ -67,19 +67,32 @@ struct TenantCommand: ParsableCommand {
             let current = ctx.tenantName
             var output = CommandOutput(json: listing) { style in
                 TextTable(
-                    ["", "TENANT", "KIND", "ROLE", "TURNKEY ORG", "BACKUP SERVICE"],
+                    ["", "TENANT", "KIND", "ROLE", "TURNKEY ORG", "BACKUP SERVICE", "KEYS"],
                     rows.map {
                         [
                             $0.name == current ? "*" : "", $0.name, $0.sandbox ? "sandbox" : "live", $0.role,
                             $0.turnkeyOrg ?? "-", $0.sandbox ? "(sandbox)" : ($0.backupServiceUrl ?? "-"),
+                            Self.keys($0),
                         ]
                     }
                 ).render(style)
             }
             output.records = ListRecords(
-                ["name", "sandbox", "role", "turnkeyOrg", "backupServiceUrl"],
-                rows.map { [$0.name, "\($0.sandbox)", $0.role, $0.turnkeyOrg ?? "", $0.backupServiceUrl ?? ""] })
+                ["name", "sandbox", "role", "turnkeyOrg", "backupServiceUrl", "turnkeyApiKey", "cleanupKey"],
+                rows.map {
+                    [
+                        $0.name, "\($0.sandbox)", $0.role, $0.turnkeyOrg ?? "", $0.backupServiceUrl ?? "",
+                        "\($0.turnkeyApiKey)", "\($0.cleanupKey)",
+                    ]
+                })
             return output
+        }
+
+        /// Which key files the tenant has (their paths stay with the console that reads them).
+        static func keys(_ row: TenantListOperation.Row) -> String {
+            if row.sandbox { return "(sandbox)" }
+            let keys = [row.turnkeyApiKey ? "api" : nil, row.cleanupKey ? "cleanup" : nil].compactMap { $0 }
+            return keys.isEmpty ? "-" : keys.joined(separator: "+")
         }
     }
 }

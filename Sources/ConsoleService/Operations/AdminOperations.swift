@@ -76,6 +76,9 @@ public struct TenantListOperation: ConsoleOperation {
         public var role: String
         public var turnkeyOrg: String?
         public var backupServiceUrl: String?
+        /// Whether the tenant has a Turnkey API key / a cleanup key file; never where it is.
+        public var turnkeyApiKey: Bool
+        public var cleanupKey: Bool
     }
 
     public struct Output: Codable, Sendable, Equatable {
@@ -89,7 +92,8 @@ public struct TenantListOperation: ConsoleOperation {
             tenants: try context.access.tenants(visibleTo: try context.operatorRecord()).map {
                 Row(
                     name: $0.0.name.rawValue, sandbox: $0.0.isSandbox, role: $0.1.name, turnkeyOrg: $0.0.turnkeyOrgId,
-                    backupServiceUrl: $0.0.backupServiceURL)
+                    backupServiceUrl: $0.0.backupServiceURL, turnkeyApiKey: $0.0.turnkeyAPIKeyFile != nil,
+                    cleanupKey: $0.0.cleanupKeyFile != nil)
             })
     }
 }
@@ -128,7 +132,8 @@ public struct OperatorAddOperation: ConsoleOperation {
     public static let name = "operator.add"
     public var operatorName: String
     public var tenant: String
-    public var role: Role
+    /// By name on the wire (`viewer` …); an unknown name is `invalid_role`.
+    public var role: String
 
     public struct Output: Codable, Sendable, Equatable {
         public var `operator`: String
@@ -141,11 +146,12 @@ public struct OperatorAddOperation: ConsoleOperation {
     public init(operatorName: String, tenant: String, role: Role) {
         self.operatorName = operatorName
         self.tenant = tenant
-        self.role = role
+        self.role = role.name
     }
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
         let name = try OperatorName(operatorName)
+        let role = try Role(name: role)
         let token = try context.access.addOperator(name, role: role, session: try context.session(in: tenant))
         return Output(
             operator: name.rawValue, tenant: tenant, role: role.name,
@@ -158,7 +164,8 @@ public struct OperatorGrantOperation: ConsoleOperation {
     public static let name = "operator.grant"
     public var operatorName: String
     public var tenant: String
-    public var role: Role?
+    /// By name on the wire; `nil` revokes.
+    public var role: String?
 
     public struct Output: Codable, Sendable, Equatable {
         public var `operator`: String
@@ -169,11 +176,12 @@ public struct OperatorGrantOperation: ConsoleOperation {
     public init(operatorName: String, tenant: String, role: Role?) {
         self.operatorName = operatorName
         self.tenant = tenant
-        self.role = role
+        self.role = role?.name
     }
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
         let name = try OperatorName(operatorName)
+        let role = try role.map { (text) throws(ConsoleError) in try Role(name: text) }
         let session = try context.session(in: tenant)
         if let role {
             try context.access.grant(name, role: role, session: session)
