@@ -62,6 +62,14 @@ extension AuditLog {
     public static func verifyCheckpoints(
         store: any ConsoleStore, checkpoints: [AuditCheckpoint], publicKey: [UInt8], pageSize: Int = 1000
     ) throws(ConsoleError) -> CheckpointVerification {
+        try verifyCheckpoints(store: store, checkpoints: checkpoints, publicKeys: [publicKey], pageSize: pageSize)
+    }
+
+    /// As ``verifyCheckpoints(store:checkpoints:publicKey:pageSize:)`` across a key rotation: each
+    /// checkpoint must be signed by one of `publicKeys` (the retired keys and the current one).
+    public static func verifyCheckpoints(
+        store: any ConsoleStore, checkpoints: [AuditCheckpoint], publicKeys: [[UInt8]], pageSize: Int = 1000
+    ) throws(ConsoleError) -> CheckpointVerification {
         // Only the hashes at signed seqs are kept: the walk is over the whole chain.
         let signed = Set(checkpoints.map(\.seq))
         var hashes: [Int64: String] = [:]
@@ -84,10 +92,10 @@ extension AuditLog {
         var previousHash = AuditEntry.genesisHash
         var previousSeq: Int64 = 0
         for (index, checkpoint) in checkpoints.enumerated() {
-            guard checkpoint.isSigned(by: publicKey) else {
+            guard publicKeys.contains(where: { checkpoint.isSigned(by: $0) }) else {
                 return failure(
                     "bad_signature", checkpoint.seq,
-                    "the checkpoint at seq \(checkpoint.seq) is not signed by the audit key",
+                    "the checkpoint at seq \(checkpoint.seq) is not signed by \(publicKeys.count == 1 ? "the audit key" : "any of the audit keys given")",
                     lastSeq: previousSeq, count: index)
             }
             guard checkpoint.prevCheckpointHash == previousHash, checkpoint.seq >= previousSeq else {

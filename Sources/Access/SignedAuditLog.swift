@@ -17,14 +17,20 @@ public struct SignedAuditLog: Sendable {
     /// A tenant admin learns what was found but not where when it lies outside their tenant,
     /// and not the whole chain's counts (as with the chain itself).
     public func verify(session: Session, publicKey: AuditPublicKey?) throws(ConsoleError) -> AuditVerification {
+        try verify(session: session, publicKeys: publicKey.map { [$0] } ?? [])
+    }
+
+    /// As ``verify(session:publicKey:)`` with every key that signed checkpoints across rotations.
+    public func verify(session: Session, publicKeys: [AuditPublicKey]) throws(ConsoleError) -> AuditVerification {
         try session.require(.auditVerify)
         let global = try store.operatorRecord(named: session.operatorName)?.canCreateTenants == true
         var result = try AuditLog.verify(store: store, scope: global ? nil : session.tenantName)
         let stored = try store.auditCheckpoints()
-        if !stored.isEmpty || publicKey != nil { result.checkpoints = stored.count }
-        guard let publicKey else { return result }
-        let check = try AuditLog.verifyCheckpoints(store: store, checkpoints: stored, publicKey: publicKey.bytes)
-        result.keyFingerprint = publicKey.fingerprint
+        if !stored.isEmpty || !publicKeys.isEmpty { result.checkpoints = stored.count }
+        guard !publicKeys.isEmpty else { return result }
+        let check = try AuditLog.verifyCheckpoints(
+            store: store, checkpoints: stored, publicKeys: publicKeys.map(\.bytes))
+        result.keyFingerprint = publicKeys.map(\.fingerprint).joined(separator: ",")
         result.checkpointsVerified = check.checkpoints
         if global {
             result.lastCheckpointSeq = check.lastCheckpointSeq

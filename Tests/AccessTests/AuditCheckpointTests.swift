@@ -34,6 +34,34 @@ import Testing
     let key = P256.generatePrivateKey()
     func publicKey() throws -> [UInt8] { try P256.publicKey(privateKey: key, compressed: true) }
 
+    @Test func aRotatedKeyVerifiesWithTheRetiredKeyBesideIt() throws {
+        let fixture = try TempStore()
+        let (_, session) = try fixture.bootstrap()
+        let newKey = P256.generatePrivateKey()
+        var checkpoints: [AuditCheckpoint] = []
+        for i in 0..<6 {
+            let entry = try fixture.store.appendAudit(session.audit("backup.show", target: "backup_\(i)"))
+            // The first three checkpoints under the old key, then the rotation.
+            checkpoints.append(
+                try AuditCheckpoint.sign(
+                    seq: entry.seq, headHash: entry.hash, atMillis: entry.at, previous: checkpoints.last,
+                    privateKey: i < 3 ? key : newKey))
+        }
+        let newPublic = try P256.publicKey(privateKey: newKey, compressed: true)
+        let onlyNew = try AuditLog.verifyCheckpoints(
+            store: fixture.store, checkpoints: checkpoints, publicKeys: [newPublic])
+        #expect(!onlyNew.ok && onlyNew.code == "bad_signature" && onlyNew.badSeq == checkpoints[0].seq)
+        let both = try AuditLog.verifyCheckpoints(
+            store: fixture.store, checkpoints: checkpoints, publicKeys: [try publicKey(), newPublic])
+        #expect(both.ok && both.checkpoints == 6)
+        // A key that signed none of them does not help a forged checkpoint through.
+        let stranger = try P256.publicKey(privateKey: P256.generatePrivateKey(), compressed: true)
+        #expect(
+            !(try AuditLog.verifyCheckpoints(
+                store: fixture.store, checkpoints: checkpoints, publicKeys: [newPublic, stranger]
+            ).ok))
+    }
+
     @Test func intactChainAndCheckpointsVerify() throws {
         let (fixture, checkpoints) = try signed(20, every: 5, key: key)
         let result = try AuditLog.verifyCheckpoints(

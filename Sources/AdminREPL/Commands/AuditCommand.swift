@@ -121,13 +121,15 @@ struct AuditCommand: ParsableCommand {
 
         @Option(
             help: ArgumentHelp(
-                "The audit signing key's public key (what audit keygen printed), to check the checkpoints.",
+                "The audit signing key's public key (what audit keygen printed), to check the checkpoints; "
+                    + "repeat it with the retired keys after a rotation.",
                 valueName: "file"))
-        var publicKey: String?
+        var publicKey: [String] = []
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-            let key = try publicKey.map { path throws(ConsoleError) in try Self.readPublicKey(path) }
-            let result = try await ctx.perform(AuditVerifyOperation(publicKey: key))
+            var keys: [String] = []
+            for path in publicKey { keys.append(try Self.readPublicKey(path)) }
+            let result = try await ctx.perform(AuditVerifyOperation(publicKeys: keys))
             var output = CommandOutput(json: result) { style in
                 let whose = result.scope == "all" ? "" : " of tenant \(result.scope)"
                 let first: String

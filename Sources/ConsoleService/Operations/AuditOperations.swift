@@ -43,15 +43,19 @@ public struct AuditListOperation: ConsoleOperation {
 /// client sent (read from its file by the client) or else the console's own signing key.
 public struct AuditVerifyOperation: ConsoleOperation {
     public static let name = "audit.verify"
-    /// The P-256 public key in hex (33 or 65 bytes), or `nil` for the console's own.
-    public var publicKey: String?
+    /// P-256 public keys in hex (33 or 65 bytes): the current one and those it replaced. Empty:
+    /// the console's own signing key.
+    public var publicKeys: [String]
 
-    public init(publicKey: String? = nil) { self.publicKey = publicKey }
+    public init(publicKeys: [String]) { self.publicKeys = publicKeys }
+
+    public init(publicKey: String? = nil) { self.publicKeys = publicKey.map { [$0] } ?? [] }
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> AuditVerification {
-        let key = try publicKey.map { text throws(ConsoleError) in try AuditPublicKey(text: text) }
-        return try SignedAuditLog(store: try context.store()).verify(
-            session: try context.session(), publicKey: key ?? context.console.auditSigner?.publicKey)
+        var keys: [AuditPublicKey] = []
+        for text in publicKeys { keys.append(try AuditPublicKey(text: text)) }
+        if keys.isEmpty, let own = context.console.auditSigner?.publicKey { keys = [own] }
+        return try SignedAuditLog(store: try context.store()).verify(session: try context.session(), publicKeys: keys)
     }
 }
 
