@@ -3,8 +3,9 @@
 # Used by every Makefile target so a fresh Debian 12 machine needs nothing done by hand.
 set -euo pipefail
 
-# less: the default pager (the pty tests drive a real one).
-packages=(libsqlite3-dev libssl-dev libsecp256k1-dev libreadline-dev pkg-config less)
+# less: the default pager (the pty tests drive a real one). openssl, sqlite3, curl: the server's
+# TLS tests and the running-the-server runbook make a certificate, back up the store and probe it.
+packages=(libsqlite3-dev libssl-dev libsecp256k1-dev libreadline-dev pkg-config less openssl sqlite3 curl)
 missing=()
 for p in "${packages[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -20,11 +20,15 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
     let wiring = Wiring()
     /// Signs checkpoints of the audit chain (the server's `--audit-key`); `nil` in-process.
     public let auditSigner: AuditSigner?
+    /// Public keys of audit keys the signer replaced: `audit verify` without keys of its own
+    /// checks older checkpoints with them (``trustRetiredAuditKeys(_:)``).
+    public var retiredAuditKeys: [AuditPublicKey] { lock.withLock { retired } }
 
     private let lock = NSLock()
     // Guarded by `lock`.
     private var opened: (any LiveTenantStore)?
     private var holding = false
+    private var retired: [AuditPublicKey] = []
     private var sessions: [SessionKey: (session: Session, readAt: Int64)] = [:]
 
     /// How long a session read from the store is reused: a 100,000-line script does not re-read
@@ -122,6 +126,9 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
             store: { () throws(ConsoleError) -> any AuditCheckpointStore in try self.store() }, every: seconds,
             sleep: sleep)
     }
+
+    /// Trusts the public keys of retired audit keys (`serve --audit-retired-key`).
+    public func trustRetiredAuditKeys(_ keys: [AuditPublicKey]) { lock.withLock { retired = keys } }
 
     public func holdReadAudits(_ hold: Bool) {
         let store = lock.withLock { () -> (any LiveTenantStore)? in

@@ -1,3 +1,4 @@
+import Access
 import ArgumentParser
 import BackupModel
 import ConsoleServer
@@ -29,6 +30,11 @@ struct ServeCommand: ConsoleCommand {
     @Option(
         help: "Sign audit checkpoints with this P-256 key (mode 0600, from `audit keygen`, kept outside the database).")
     var auditKey: String?
+    @Option(
+        help: ArgumentHelp(
+            "The public key of an audit key this one replaced (repeatable): audit verify checks older checkpoints with it.",
+            valueName: "file"))
+    var auditRetiredKey: [String] = []
     @Option(help: "With --audit-key: sign a checkpoint every N audit entries.") var checkpointEntries: Int64 = 100
     @Option(help: "With --audit-key: and every N seconds while entries arrive.") var checkpointSeconds: Int = 60
 
@@ -44,6 +50,11 @@ struct ServeCommand: ConsoleCommand {
         let console = try LocalConsole(
             storePath: ctx.settings.dbPath, clock: ctx.clock, random: ctx.random, environment: ctx.environment,
             auditKeyPath: auditKey, auditCheckpointEvery: checkpointEntries, sessionReuseMillis: 0)
+        var retired: [AuditPublicKey] = []
+        for path in auditRetiredKey {
+            retired.append(try AuditPublicKey(text: try AuditCommand.Verify.readPublicKey(path)))
+        }
+        console.trustRetiredAuditKeys(retired)
         // Fails now, not on the first request, when there is no store.
         _ = try console.store()
         var logger = Logger(label: "backupctl.serve", factory: { StreamLogHandler.standardError(label: $0) })

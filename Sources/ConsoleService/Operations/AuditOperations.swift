@@ -54,7 +54,9 @@ public struct AuditVerifyOperation: ConsoleOperation {
     public func run(_ context: OperationContext) async throws(ConsoleError) -> AuditVerification {
         var keys: [AuditPublicKey] = []
         for text in publicKeys { keys.append(try AuditPublicKey(text: text)) }
-        if keys.isEmpty, let own = context.console.auditSigner?.publicKey { keys = [own] }
+        if keys.isEmpty, let own = context.console.auditSigner?.publicKey {
+            keys = [own] + context.console.retiredAuditKeys
+        }
         return try SignedAuditLog(store: try context.store()).verify(session: try context.session(), publicKeys: keys)
     }
 }
