@@ -29,27 +29,23 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
     private var opened: (any LiveTenantStore)?
     private var holding = false
     private var retired: [AuditPublicKey] = []
-    private var sessions: [SessionKey: (session: Session, readAt: Int64)] = [:]
-
-    /// How long a session read from the store is reused: a 100,000-line script does not re-read
-    /// its grant per line, yet a revoked role stops working within a second.
-    public static let sessionReuseMillis: Int64 = 1000
-
-    /// This console's reuse of sessions, in milliseconds: `backupctl serve` passes 0, so a
-    /// revoked grant is refused on the very next request.
-    public let sessionReuse: Int64
+    /// Operators by token hash and sessions by operator and tenant, each with the store's
+    /// access version it was read at (``ConsoleStore/accessVersion()``). A cached one is used only
+    /// while that version is unchanged, so a 100,000-line script or a busy server does not
+    /// re-read grants per call, yet any change to tenants, operators or grants — by this process
+    /// or another — takes effect on the very next call.
+    private var operators: [String: (record: OperatorRecord, version: Int64)] = [:]
+    private var sessions: [SessionKey: (session: Session, version: Int64)] = [:]
 
     public init(
         storePath: String, clock: WallClock = .system, random: any RandomSource = SystemRandom(),
-        environment: [String: String] = [:], auditSigner: AuditSigner? = nil,
-        sessionReuseMillis: Int64 = LocalConsole.sessionReuseMillis
+        environment: [String: String] = [:], auditSigner: AuditSigner? = nil
     ) {
         self.storePath = storePath
         self.clock = clock
         self.random = random
         self.environment = environment
         self.auditSigner = auditSigner
-        sessionReuse = sessionReuseMillis
     }
 
     /// A console that signs audit checkpoints with the key in `auditKeyPath` (a file of mode
@@ -59,15 +55,12 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
     /// - Throws: `invalid_key_file`, `insecure_key_file` or `invalid_private_key`, one line naming the file.
     public convenience init(
         storePath: String, clock: WallClock = .system, random: any RandomSource = SystemRandom(),
-        environment: [String: String] = [:], auditKeyPath: String?, auditCheckpointEvery: Int64 = 100,
-        sessionReuseMillis: Int64 = LocalConsole.sessionReuseMillis
+        environment: [String: String] = [:], auditKeyPath: String?, auditCheckpointEvery: Int64 = 100
     ) throws(ConsoleError) {
         let signer = try auditKeyPath.map { path throws(ConsoleError) in
             try AuditSigner(keyFile: path, clock: clock, everyEntries: auditCheckpointEvery)
         }
-        self.init(
-            storePath: storePath, clock: clock, random: random, environment: environment, auditSigner: signer,
-            sessionReuseMillis: sessionReuseMillis)
+        self.init(storePath: storePath, clock: clock, random: random, environment: environment, auditSigner: signer)
     }
 
     /// A console over an already open store (tests, and `demo`, which builds its store first).
@@ -166,31 +159,41 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
 
     /// The operator a token names.
     public func authenticate(_ caller: Caller) throws(ConsoleError) -> OperatorRecord {
+        try authenticate(caller, version: try store().accessVersion())
+    }
+
+    private func authenticate(_ caller: Caller, version: Int64) throws(ConsoleError) -> OperatorRecord {
         guard let token = caller.token else {
             throw ConsoleError(
                 .permissionDenied, code: "missing_token",
                 "No operator token: pass --token-file PATH or set BACKUPCTL_TOKEN.")
         }
-        return try access.authenticate(token: token)
+        let hash = OperatorToken.hash(token)
+        if let cached = lock.withLock({ operators[hash] }), cached.version == version { return cached.record }
+        let record = try access.authenticate(token: token)
+        lock.withLock { operators[hash] = (record, version) }
+        return record
     }
 
     /// The caller's session in their chosen tenant, or in their only one.
     public func session(_ caller: Caller) throws(ConsoleError) -> Session {
-        let op = try authenticate(caller)
+        let version = try store().accessVersion()
+        let op = try authenticate(caller, version: version)
         let key = SessionKey(operatorName: op.name.rawValue, tenant: caller.tenant)
-        let now = clock.millis()
-        if let cached = lock.withLock({ sessions[key] }), now - cached.readAt < sessionReuse,
-            now >= cached.readAt
-        {
-            return cached.session
-        }
+        if let cached = lock.withLock({ sessions[key] }), cached.version == version { return cached.session }
         let session = try readSession(op, tenant: caller.tenant)
-        lock.withLock { sessions[key] = (session, now) }
+        lock.withLock { sessions[key] = (session, version) }
         return session
     }
 
-    /// Drops the sessions read so far (after a grant changes in this process).
-    public func forgetSessions() { lock.withLock { sessions = [:] } }
+    /// Drops the operators and sessions read so far. The access version already retires them
+    /// when grants change; this also frees the memory (after a removal, a tenant deletion).
+    public func forgetSessions() {
+        lock.withLock {
+            operators = [:]
+            sessions = [:]
+        }
+    }
 
     private func readSession(_ op: OperatorRecord, tenant chosen: String?) throws(ConsoleError) -> Session {
         let access = try access

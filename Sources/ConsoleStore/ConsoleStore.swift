@@ -138,6 +138,9 @@ public protocol ConsoleStore: Sendable {
     /// Turns holding read audits on or off. Whoever turns it on must call ``flushAudit()``
     /// and see it succeed before showing anything those reads returned.
     func holdReadAudits(_ hold: Bool)
+
+    /// A number that changes whenever tenants, operators or grants change, by any process.
+    func accessVersion() throws(ConsoleError) -> Int64
     /// How many read audits are held.
     var heldAuditCount: Int { get }
     /// Writes the held read audits, in order, in one transaction (any write transaction does

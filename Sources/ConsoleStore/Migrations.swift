@@ -28,6 +28,9 @@ enum Migrations {
         migrator.registerMigration("v6-audit-checkpoints") { db in
             for sql in v6 { try db.execute(sql: sql) }
         }
+        migrator.registerMigration("v7-access-version") { db in
+            for sql in v7 { try db.execute(sql: sql) }
+        }
         return migrator
     }
 
@@ -270,5 +273,54 @@ enum Migrations {
             signature TEXT NOT NULL CHECK (length(signature) > 0)
         ) STRICT
         """
+    ]
+
+    /// One number that every change to tenants, operators or grants moves (triggers, so a change
+    /// made by any process counts): a session read from the store stays valid exactly while it
+    /// is unchanged, so revocation takes effect on the very next call at the cost of one read.
+    private static let v7: [String] = [
+        """
+        CREATE TABLE access_version (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            version INTEGER NOT NULL
+        ) STRICT
+        """,
+        "INSERT INTO access_version (id, version) VALUES (1, 0)",
+        """
+        CREATE TRIGGER access_version_tenants_insert AFTER INSERT ON tenants
+        BEGIN UPDATE access_version SET version = version + 1; END
+        """,
+        """
+        CREATE TRIGGER access_version_tenants_update AFTER UPDATE ON tenants
+        BEGIN UPDATE access_version SET version = version + 1; END
+        """,
+        """
+        CREATE TRIGGER access_version_tenants_delete AFTER DELETE ON tenants
+        BEGIN UPDATE access_version SET version = version + 1; END
+        """,
+        """
+        CREATE TRIGGER access_version_operators_insert AFTER INSERT ON operators
+        BEGIN UPDATE access_version SET version = version + 1; END
+        """,
+        """
+        CREATE TRIGGER access_version_operators_update AFTER UPDATE ON operators
+        BEGIN UPDATE access_version SET version = version + 1; END
+        """,
+        """
+        CREATE TRIGGER access_version_operators_delete AFTER DELETE ON operators
+        BEGIN UPDATE access_version SET version = version + 1; END
+        """,
+        """
+        CREATE TRIGGER access_version_grants_insert AFTER INSERT ON grants
+        BEGIN UPDATE access_version SET version = version + 1; END
+        """,
+        """
+        CREATE TRIGGER access_version_grants_update AFTER UPDATE ON grants
+        BEGIN UPDATE access_version SET version = version + 1; END
+        """,
+        """
+        CREATE TRIGGER access_version_grants_delete AFTER DELETE ON grants
+        BEGIN UPDATE access_version SET version = version + 1; END
+        """,
     ]
 }

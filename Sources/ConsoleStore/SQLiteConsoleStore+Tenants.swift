@@ -112,6 +112,12 @@ extension SQLiteConsoleStore {
             createdAt: row["created_at"])
     }
 
+    public func accessVersion() throws(ConsoleError) -> Int64 {
+        try read("reading the access version") { db in
+            try Int64.fetchOne(db, sql: "SELECT version FROM access_version WHERE id = 1") ?? 0
+        }
+    }
+
     public func operatorRecord(tokenHash: String) throws(ConsoleError) -> OperatorRecord? {
         try read("authenticating an operator") { db in
             try Row.fetchOne(

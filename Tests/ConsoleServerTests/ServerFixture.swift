@@ -44,7 +44,7 @@ final class ServerFixture: @unchecked Sendable {
         access = made.access
         rootToken = made.rootToken
         bobToken = made.bobToken
-        let console = LocalConsole(storePath: path, clock: .manual(time), sessionReuseMillis: 0)
+        let console = LocalConsole(storePath: path, clock: .manual(time))
         var logger = Logger(label: "test.serve")
         logger.logLevel = .critical
         let server = ConsoleServer(

@@ -56,23 +56,25 @@ import Testing
         }
     }
 
-    @Test func aRevokedRoleStopsWorkingOnceTheSessionIsASecondOld() async throws {
-        let fixture = try Fixture()
-        defer { fixture.cleanUp() }
+    /// A viewer `bob` added by root, his caller, and root's access service to change him with.
+    func viewerBob(_ fixture: Fixture) throws -> (AccessService, Session, Caller) {
         let access = AccessService(store: fixture.store, clock: .manual(fixture.time))
         let rootSession = try fixture.session(fixture.admin)
         let bob = try access.addOperator(try OperatorName("bob"), role: .viewer, session: rootSession)
-        let caller = Caller(token: bob, tenant: "sandbox")
+        return (access, rootSession, Caller(token: bob, tenant: "sandbox"))
+    }
+
+    @Test func aRevokedRoleStopsWorkingOnTheNextCall() async throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanUp() }
+        let (access, rootSession, caller) = try viewerBob(fixture)
         #expect(try await fixture.console.perform(StatsOperation(), as: caller).tenant == "sandbox")
         try access.revoke(try OperatorName("bob"), session: rootSession)
-        // Within the second the session is reused…
-        fixture.time.advance(byMillis: 999)
-        #expect(try await fixture.console.perform(StatsOperation(), as: caller).tenant == "sandbox")
-        // …and not a millisecond longer.
-        fixture.time.advance(byMillis: 1)
+        // The revocation went around this console (straight to the store): its cached session
+        // is retired by the store's access version, with no time passing.
         do {
             _ = try await fixture.console.perform(StatsOperation(), as: caller)
-            Issue.record("a revoked grant still worked after a second")
+            Issue.record("a revoked grant still worked")
         } catch {
             #expect(error.code == "permission_denied")
             #expect(Wire.status(for: error.kind, code: error.code) == 403)
@@ -82,10 +84,7 @@ import Testing
     @Test func aRemovedOperatorIsRefusedOnTheNextCall() async throws {
         let fixture = try Fixture()
         defer { fixture.cleanUp() }
-        let access = AccessService(store: fixture.store, clock: .manual(fixture.time))
-        let rootSession = try fixture.session(fixture.admin)
-        let bob = try access.addOperator(try OperatorName("bob"), role: .viewer, session: rootSession)
-        let caller = Caller(token: bob, tenant: "sandbox")
+        let (access, rootSession, caller) = try viewerBob(fixture)
         _ = try await fixture.console.perform(StatsOperation(), as: caller)
         try access.removeOperator(try OperatorName("bob"), session: rootSession)
         // Authentication is never cached: no clock movement needed.

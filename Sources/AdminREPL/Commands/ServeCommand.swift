@@ -49,7 +49,7 @@ struct ServeCommand: ConsoleCommand {
         try configuration.validate()
         let console = try LocalConsole(
             storePath: ctx.settings.dbPath, clock: ctx.clock, random: ctx.random, environment: ctx.environment,
-            auditKeyPath: auditKey, auditCheckpointEvery: checkpointEntries, sessionReuseMillis: 0)
+            auditKeyPath: auditKey, auditCheckpointEvery: checkpointEntries)
         var retired: [AuditPublicKey] = []
         for path in auditRetiredKey {
             retired.append(try AuditPublicKey(text: try AuditCommand.Verify.readPublicKey(path)))
