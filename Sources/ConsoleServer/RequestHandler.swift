@@ -49,7 +49,7 @@ final class RequestHandler: Sendable {
             guard request.method == .post else {
                 return record(name, started, Self.error(.usage("\(Wire.opsPrefix)\(name) takes POST."), status: 405))
             }
-            switch authenticate(request, context: context) {
+            switch authenticate(request, context: context, verify: type.streams) {
             case .refused(let response):
                 return record(name, started, response)
             case .caller(let caller):
@@ -109,10 +109,12 @@ final class RequestHandler: Sendable {
         case refused(Response)
     }
 
-    /// The caller behind `Authorization: Bearer …`, checked against the store now. Failures
-    /// count against the client's address; once it has used them up it is refused (429)
-    /// without its token being looked at.
-    func authenticate(_ request: Request, context: ServerRequestContext) -> Authentication {
+    /// The caller behind `Authorization: Bearer …`. Failures count against the client's
+    /// address; once it has used them up it is refused (429) without its token being looked at.
+    /// With `verify` (long jobs, whose status line goes out before they run) the token is checked
+    /// against the store here; other operations check it as their first step
+    /// (``refusedCredentials(_:address:)`` then does the bookkeeping), saving a read per request.
+    func authenticate(_ request: Request, context: ServerRequestContext, verify: Bool) -> Authentication {
         let address = context.clientAddress
         let now = console.clock.millis()
         if limiter.isLimited(address, now: now) {
@@ -135,18 +137,22 @@ final class RequestHandler: Sendable {
                 token = try OperatorToken.parse(Array(header.utf8.dropFirst(7)))
             }
             let caller = Caller(token: token, tenant: tenant, address: address)
-            _ = try console.authenticate(caller)
+            if verify { _ = try console.authenticate(caller) }
             return .caller(caller)
         } catch {
-            guard error.code == "missing_token" || error.code == "invalid_token" else {
-                return .refused(Self.error(error))
-            }
-            limiter.recordFailure(address, now: now)
-            metrics.failedAuthentication(reason: error.code)
-            auditFailure(address: address, code: error.code)
-            logger.notice("refused a request without a valid operator token", metadata: ["address": "\(address)"])
-            return .refused(Self.error(error))
+            return .refused(refusedCredentials(error, address: address))
         }
+    }
+
+    /// The answer to a request whose credentials failed; a missing or unknown token counts
+    /// against the address and is audited.
+    func refusedCredentials(_ error: ConsoleError, address: String) -> Response {
+        guard error.code == "missing_token" || error.code == "invalid_token" else { return Self.error(error) }
+        limiter.recordFailure(address, now: console.clock.millis())
+        metrics.failedAuthentication(reason: error.code)
+        auditFailure(address: address, code: error.code)
+        logger.notice("refused a request without a valid operator token", metadata: ["address": "\(address)"])
+        return Self.error(error)
     }
 
     /// An `auth.failed` entry: the address and why, never what was presented.
@@ -179,7 +185,7 @@ final class RequestHandler: Sendable {
             let output = try await console.perform(operation, as: caller, progress: nil)
             return record(Op.name, started, Self.json(200, try Self.encode(output)))
         } catch {
-            return record(Op.name, started, Self.error(error))
+            return record(Op.name, started, refusedCredentials(error, address: caller.address ?? "-"))
         }
     }
 
