@@ -278,49 +278,20 @@ enum Migrations {
     /// One number that every change to tenants, operators or grants moves (triggers, so a change
     /// made by any process counts): a session read from the store stays valid exactly while it
     /// is unchanged, so revocation takes effect on the very next call at the cost of one read.
-    private static let v7: [String] = [
-        """
-        CREATE TABLE access_version (
-            id INTEGER PRIMARY KEY CHECK (id = 1),
-            version INTEGER NOT NULL
-        ) STRICT
-        """,
-        "INSERT INTO access_version (id, version) VALUES (1, 0)",
-        """
-        CREATE TRIGGER access_version_tenants_insert AFTER INSERT ON tenants
-        BEGIN UPDATE access_version SET version = version + 1; END
-        """,
-        """
-        CREATE TRIGGER access_version_tenants_update AFTER UPDATE ON tenants
-        BEGIN UPDATE access_version SET version = version + 1; END
-        """,
-        """
-        CREATE TRIGGER access_version_tenants_delete AFTER DELETE ON tenants
-        BEGIN UPDATE access_version SET version = version + 1; END
-        """,
-        """
-        CREATE TRIGGER access_version_operators_insert AFTER INSERT ON operators
-        BEGIN UPDATE access_version SET version = version + 1; END
-        """,
-        """
-        CREATE TRIGGER access_version_operators_update AFTER UPDATE ON operators
-        BEGIN UPDATE access_version SET version = version + 1; END
-        """,
-        """
-        CREATE TRIGGER access_version_operators_delete AFTER DELETE ON operators
-        BEGIN UPDATE access_version SET version = version + 1; END
-        """,
-        """
-        CREATE TRIGGER access_version_grants_insert AFTER INSERT ON grants
-        BEGIN UPDATE access_version SET version = version + 1; END
-        """,
-        """
-        CREATE TRIGGER access_version_grants_update AFTER UPDATE ON grants
-        BEGIN UPDATE access_version SET version = version + 1; END
-        """,
-        """
-        CREATE TRIGGER access_version_grants_delete AFTER DELETE ON grants
-        BEGIN UPDATE access_version SET version = version + 1; END
-        """,
-    ]
+    private static let v7: [String] =
+        [
+            """
+            CREATE TABLE access_version (
+                id INTEGER PRIMARY KEY CHECK (id = 1),
+                version INTEGER NOT NULL
+            ) STRICT
+            """,
+            "INSERT INTO access_version (id, version) VALUES (1, 0)",
+        ]
+        + ["tenants", "operators", "grants"].flatMap { table in
+            ["INSERT", "UPDATE", "DELETE"].map { event in
+                "CREATE TRIGGER access_version_\(table)_\(event.lowercased()) AFTER \(event) ON \(table) "
+                    + "BEGIN UPDATE access_version SET version = version + 1; END"
+            }
+        }
 }
