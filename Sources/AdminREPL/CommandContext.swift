@@ -141,15 +141,6 @@ final class CommandContext {
         try local.store(create: true)
     }
 
-    /// Opens the store only if its file exists (for commands that must not create it).
-    func existingStore() throws(ConsoleError) -> any ConsoleStore {
-        try local.store()
-    }
-
-    var access: AccessService {
-        get throws(ConsoleError) { AccessService(store: try existingStore(), clock: clock, random: random) }
-    }
-
     /// The operator behind `--token-file` or `$BACKUPCTL_TOKEN` (in-process commands only).
     func currentOperator() throws(ConsoleError) -> OperatorRecord {
         try local.authenticate(try caller)

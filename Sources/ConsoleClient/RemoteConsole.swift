@@ -145,7 +145,18 @@ public final class RemoteConsole: ConsoleAPI {
                     pending = Data(pending[(newline + 1)...])
                     guard !line.isEmpty, outcome == nil else { continue }
                     let frame = try decoder.decode(Wire.Frame<Output>.self, from: line)
-                    if let event = frame.progress { progress?(event) }
+                    if var event = frame.progress {
+                        // A server's words reach the terminal: bounded, without control characters.
+                        event.detail = event.detail.map { detail in
+                            String(
+                                String.UnicodeScalarView(
+                                    detail.unicodeScalars.filter {
+                                        $0.value >= 0x20 && !(0x7F...0x9F).contains($0.value)
+                                    }
+                                ).prefix(200))
+                        }
+                        progress?(event)
+                    }
                     if let error = frame.error {
                         outcome = .failure(error.consoleError)
                     } else if let result = frame.result {

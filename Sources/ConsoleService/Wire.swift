@@ -38,9 +38,16 @@ public enum Wire {
             message = error.message
         }
 
-        /// The error as the client raises it; an unknown kind (a newer server) is internal.
+        /// The error as the client raises it; an unknown kind (a newer server) is internal. What
+        /// came over the wire is bounded: a code that is not snake_case reads `server_error`, and
+        /// the message is cut at 2,000 characters (it is escaped when shown).
         public var consoleError: ConsoleError {
-            ConsoleError(ConsoleError.Kind(rawValue: kind) ?? .internalError, code: code, message)
+            let snake =
+                !code.isEmpty && code.count <= 64
+                && code.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_" }
+            let text = message.count > 2000 ? String(message.prefix(2000)) + "…" : message
+            return ConsoleError(
+                ConsoleError.Kind(rawValue: kind) ?? .internalError, code: snake ? code : "server_error", text)
         }
     }
 

@@ -7,18 +7,24 @@ import Testing
 
 /// Graceful shutdown drains in-flight jobs; a client that goes away cancels its job.
 @Suite struct ServerLifecycleTests {
+    /// Starts the gated slow operation through the client and waits for its first progress.
+    func startSlowJob(_ fixture: ServerFixture, gate: String) async throws -> Task<Done, any Error> {
+        let remote = try fixture.remote()
+        let started = Flag()
+        let caller = Caller(token: fixture.rootToken, tenant: nil)
+        let job = Task {
+            try await remote.perform(SlowOperation(gate: gate), as: caller) { event in
+                if event.done == 1 { started.raise() }
+            }
+        }
+        #expect(await eventually { started.isRaised })
+        return job
+    }
+
     @Test func shutdownStopsAcceptingAndLetsTheJobInFlightFinish() async throws {
         let gate = UUID().uuidString
         try await ServerFixture.with(operations: SlowOperation.operations) { fixture in
-            let remote = try fixture.remote()
-            let started = Flag()
-            let caller = Caller(token: fixture.rootToken, tenant: nil)
-            let job = Task {
-                try await remote.perform(SlowOperation(gate: gate), as: caller) { event in
-                    if event.done == 1 { started.raise() }
-                }
-            }
-            #expect(await eventually { started.isRaised })
+            let job = try await startSlowJob(fixture, gate: gate)
             let stopped = Flag()
             let stopping = Task {
                 try await fixture.running.stop()
@@ -38,15 +44,7 @@ import Testing
     @Test func aClientThatGoesAwayCancelsItsJob() async throws {
         let gate = UUID().uuidString
         try await ServerFixture.with(operations: SlowOperation.operations) { fixture in
-            let remote = try fixture.remote()
-            let started = Flag()
-            let caller = Caller(token: fixture.rootToken, tenant: nil)
-            let job = Task {
-                try await remote.perform(SlowOperation(gate: gate), as: caller) { event in
-                    if event.done == 1 { started.raise() }
-                }
-            }
-            #expect(await eventually { started.isRaised })
+            let job = try await startSlowJob(fixture, gate: gate)
             job.cancel()
             do {
                 _ = try await job.value

@@ -161,3 +161,16 @@ final class CancelAtCheckpoint: @unchecked Sendable {
         action?()
     }
 }
+
+/// What a server answers is bounded before the console shows it.
+@Suite struct WireErrorTests {
+    @Test func aHostileServersCodeAndMessageAreBounded() throws {
+        let body =
+            #"{"error":{"code":"evil\u001b[2J","kind":"remote","message":"\#(String(repeating: "x", count: 5000))"}}"#
+        let error = try JSONDecoder().decode(Wire.ErrorDocument.self, from: Data(body.utf8)).error.consoleError
+        #expect(error.code == "server_error" && error.kind == .remote)
+        #expect(error.message.count == 2001)
+        let fine = Wire.ErrorBody(ConsoleError(.notFound, code: "not_found", "No backup.")).consoleError
+        #expect(fine == ConsoleError(.notFound, code: "not_found", "No backup."))
+    }
+}
