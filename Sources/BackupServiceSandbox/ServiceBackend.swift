@@ -26,16 +26,16 @@ public struct StoreBackend: ServiceBackend {
     }
 
     public func metadata(backupId: String) throws(ConsoleError) -> BackupMetadata? {
-        try store.backup(tenant: tenant, id: backupId)?.metadata
+        try await store.backup(tenant: tenant, id: backupId)?.metadata
     }
 
     public func blobExists(backupId: String) throws(ConsoleError) -> Bool {
-        try store.backup(tenant: tenant, id: backupId)?.blobSize != nil
+        try await store.backup(tenant: tenant, id: backupId)?.blobSize != nil
     }
 
     /// One store transaction, so a killed process never leaves a burned token on an intact backup.
     public func consume(tokenHash: String, backupId: String, now: Int64) throws(ConsoleError) -> Bool {
-        try store.sandboxServiceReset(tenant: tenant, tokenHash: tokenHash, backupId: backupId, now: now)
+        try await store.sandboxServiceReset(tenant: tenant, tokenHash: tokenHash, backupId: backupId, now: now)
     }
 }
 

@@ -19,26 +19,26 @@ extension CleanupService {
         let tenant = session.tenantName
         let now = nowSeconds
         // A stamped delete of a sub-org a backup still uses would destroy that user's keys.
-        if let backup = try store.subOrgReference(tenant: tenant, subOrgId: id) {
+        if let backup = try await store.subOrgReference(tenant: tenant, subOrgId: id) {
             throw ConsoleError(
                 .conflict, code: "suborg_referenced",
                 "Sub-org \(id) is referenced by backup \(backup) in tenant \(tenant); deleting it would break that backup. Nothing was journaled."
             )
         }
-        if try store.cleanupItem(tenant: tenant, subOrgId: id) == nil {
-            _ = try store.enqueueCleanup(
+        if try await store.cleanupItem(tenant: tenant, subOrgId: id) == nil {
+            _ = try await store.enqueueCleanup(
                 tenant: tenant,
                 [CleanupItemRecord(subOrgId: id, reason: "break_glass", firstSeenAt: now, updatedAt: now)],
                 audit: nil)
         }
-        guard var item = try store.cleanupItem(tenant: tenant, subOrgId: id) else {
+        guard var item = try await store.cleanupItem(tenant: tenant, subOrgId: id) else {
             throw .internalError("Sub-org \(id) did not reach the cleanup journal.")
         }
         if let body = item.body { return body }
         let body = try TurnkeyActivityBody.deleteSubOrganization(subOrgId: id, timestampMs: timing.clock.millis()).text
         item.body = body
         item.updatedAt = now
-        try store.updateCleanupItem(tenant: tenant, item, audit: session.audit("cleanup.teardown_request", target: id))
+        try await store.updateCleanupItem(tenant: tenant, item, audit: session.audit("cleanup.teardown_request", target: id))
         return body
     }
 
@@ -72,16 +72,16 @@ extension CleanupService {
         let now = nowSeconds
         let text = String(decoding: body, as: UTF8.self)
         // One sub-org, one body: a second body (another timestampMs) would be a second activity.
-        if let journaled = try store.cleanupItem(tenant: tenant, subOrgId: id)?.body, journaled != text {
+        if let journaled = try await store.cleanupItem(tenant: tenant, subOrgId: id)?.body, journaled != text {
             throw ConsoleError(
                 .conflict, code: "body_mismatch",
                 "The body file is not the journaled deletion body of sub-org \(id); write it again with `cleanup teardown-request \(id) --out FILE` and have the user stamp that file with `recovery stamp --body-file FILE`."
             )
         }
-        _ = try store.enqueueCleanup(
+        _ = try await store.enqueueCleanup(
             tenant: tenant, [CleanupItemRecord(subOrgId: id, reason: "break_glass", firstSeenAt: now, updatedAt: now)],
             audit: nil)
-        try store.saveStampedTeardown(
+        try await store.saveStampedTeardown(
             tenant: tenant,
             StampedTeardown(subOrgId: id, body: text, stamp: stamp, submittedAt: now),
             audit: session.audit(

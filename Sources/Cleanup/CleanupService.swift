@@ -61,12 +61,12 @@ public struct CleanupService: Sendable {
         session: Session, states: Set<CleanupItemRecord.State>? = nil, reason: String? = nil, limit: Int = 50
     ) throws(ConsoleError) -> StatusReport {
         try session.require(.cleanupStatus)
-        let counts = try store.cleanupCounts(tenant: session.tenantName)
-        let all = try store.cleanupItems(tenant: session.tenantName, states: nil)
+        let counts = try await store.cleanupCounts(tenant: session.tenantName)
+        let all = try await store.cleanupItems(tenant: session.tenantName, states: nil)
         var stamped = 0
         let open: Set<CleanupItemRecord.State> = [.pending, .needsUser, .failed]
         for item in all where open.contains(item.state) {
-            if try store.stampedTeardown(tenant: session.tenantName, subOrgId: item.subOrgId) != nil { stamped += 1 }
+            if try await store.stampedTeardown(tenant: session.tenantName, subOrgId: item.subOrgId) != nil { stamped += 1 }
         }
         let matching = all.filter { item in
             (states?.contains(item.state) ?? true) && (reason.map { item.reason == $0 } ?? true)
@@ -100,7 +100,7 @@ public struct CleanupService: Sendable {
         }
         let now = nowSeconds
         let unique = Array(Set(ids)).sorted()
-        let new = try store.enqueueCleanup(
+        let new = try await store.enqueueCleanup(
             tenant: session.tenantName,
             unique.map { CleanupItemRecord(subOrgId: $0, reason: "service_log", firstSeenAt: now, updatedAt: now) },
             audit: session.audit("cleanup.ingest_log", details: ["found": "\(unique.count)"]))

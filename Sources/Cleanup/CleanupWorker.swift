@@ -22,14 +22,14 @@ struct CleanupWorker: Sendable {
     ///   item stays pending and the outcome is ``retryLater`` (the run re-queues it).
     func process(_ subOrgId: String, finalPass: Bool = true) async throws(ConsoleError) -> RunReport.Item {
         let now = service.nowSeconds
-        guard var item = try store.cleanupItem(tenant: tenant, subOrgId: subOrgId) else {
+        guard var item = try await store.cleanupItem(tenant: tenant, subOrgId: subOrgId) else {
             throw .notFound("Sub-org \(subOrgId) vanished from the cleanup journal of \(tenant) during the run.")
         }
         if item.state == .deleted || item.state == .alreadyGone {
             return RunReport.Item(subOrgId: subOrgId, outcome: item.state.rawValue, attempts: item.attempts, error: nil)
         }
         // Re-read right before the call: a backup imported since the scan wins.
-        if let backup = try store.subOrgReference(tenant: tenant, subOrgId: subOrgId) {
+        if let backup = try await store.subOrgReference(tenant: tenant, subOrgId: subOrgId) {
             return try record(&item, .skipped, error: "referenced by \(backup)", audit: nil)
         }
         if item.body == nil {
@@ -37,13 +37,13 @@ struct CleanupWorker: Sendable {
                 subOrgId: subOrgId, timestampMs: service.timing.clock.millis()
             ).text
             item.updatedAt = now
-            item = try store.updateCleanupItem(tenant: tenant, item, audit: nil)  // journaled before it is sent
+            item = try await store.updateCleanupItem(tenant: tenant, item, audit: nil)  // journaled before it is sent
         }
         var signers: [(name: String, body: String, signer: TurnkeySigner)] = []
         if let key = service.connection.cleanupKey, let body = item.body {
             signers.append(("cleanup_key", body, .apiKey(key)))
         }
-        if let stamped = try store.stampedTeardown(tenant: tenant, subOrgId: subOrgId) {
+        if let stamped = try await store.stampedTeardown(tenant: tenant, subOrgId: subOrgId) {
             signers.append(("break_glass", stamped.body, .prestamped(stamped.stamp)))
         }
         var lastError = "no signer: the tenant has no cleanup key and no break-glass request was submitted"
@@ -90,7 +90,7 @@ struct CleanupWorker: Sendable {
 
     /// Marks a re-queued item `failed` when the run's retry budget cannot pay for another pass.
     func giveUp(_ subOrgId: String, error: String?) throws(ConsoleError) -> RunReport.Item {
-        guard var item = try store.cleanupItem(tenant: tenant, subOrgId: subOrgId) else {
+        guard var item = try await store.cleanupItem(tenant: tenant, subOrgId: subOrgId) else {
             throw .notFound("Sub-org \(subOrgId) vanished from the cleanup journal of \(tenant) during the run.")
         }
         return try record(&item, .failed, error: (error ?? "failed") + "; the run's retry budget is spent", audit: nil)
@@ -128,7 +128,7 @@ struct CleanupWorker: Sendable {
         item.state = state
         item.lastError = error
         item.updatedAt = service.nowSeconds
-        item = try store.updateCleanupItem(tenant: tenant, item, audit: audit)
+        item = try await store.updateCleanupItem(tenant: tenant, item, audit: audit)
         return RunReport.Item(subOrgId: item.subOrgId, outcome: state.rawValue, attempts: item.attempts, error: error)
     }
 }

@@ -159,7 +159,7 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
 
     /// The operator a token names.
     public func authenticate(_ caller: Caller) throws(ConsoleError) -> OperatorRecord {
-        try authenticate(caller, version: try store().accessVersion())
+        try authenticate(caller, version: try await store().accessVersion())
     }
 
     private func authenticate(_ caller: Caller, version: Int64) throws(ConsoleError) -> OperatorRecord {
@@ -177,7 +177,7 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
 
     /// The caller's session in their chosen tenant, or in their only one.
     public func session(_ caller: Caller) throws(ConsoleError) -> Session {
-        let version = try store().accessVersion()
+        let version = try await store().accessVersion()
         let op = try authenticate(caller, version: version)
         let key = SessionKey(operatorName: op.name.rawValue, tenant: caller.tenant)
         if let cached = lock.withLock({ sessions[key] }), cached.version == version { return cached.session }

@@ -36,8 +36,8 @@ public struct ResetReviewer: Sendable {
     public func review(_ query: String, session: Session) throws(ConsoleError) -> WalkthroughReview {
         try session.require(.resetBegin)
         let record = try finder.find(query, session: session)
-        try store.appendAudit(session.audit("reset.walkthrough.review", target: record.backupId))
-        let rows = try store.lookupRows(tenant: session.tenantName, backupId: record.backupId)
+        try await store.appendAudit(session.audit("reset.walkthrough.review", target: record.backupId))
+        let rows = try await store.lookupRows(tenant: session.tenantName, backupId: record.backupId)
         return WalkthroughReview(
             backupId: record.backupId, factors: record.metadata.factors.map(ResetWalkthrough.describe),
             devices: record.metadata.syncFactors.map(ResetWalkthrough.describe),

@@ -54,7 +54,7 @@ public struct ResetService: Sendable {
         let record = ResetChallengeRecord(
             tokenHash: tokenHash, tenant: session.tenantName, backupId: id.rawValue, context: Self.context,
             challenge: issued.challenge, createdAt: now, expiresAt: expiresAt)
-        try store.insertResetChallenge(
+        try await store.insertResetChallenge(
             record,
             audit: session.audit(
                 "reset.begin", target: id.rawValue,
@@ -78,7 +78,7 @@ public struct ResetService: Sendable {
         try session.require(.resetComplete)
         let tokenHash = try ResetToken.hash(token)
         let expected = try backupAccountId.map { (text) throws(ConsoleError) in try BackupAccountID(text) }
-        guard let entry = try store.resetChallenge(tokenHash: tokenHash) else {
+        guard let entry = try await store.resetChallenge(tokenHash: tokenHash) else {
             guard let expected else {
                 throw ConsoleError(
                     .notFound, code: "unknown_reset_token",
@@ -113,12 +113,12 @@ public struct ResetService: Sendable {
         guard (1...512).contains(signature.utf8.count) else {
             throw .invalid("invalid_signature", "Invalid signature: expected the base64 text `recovery sign` printed.")
         }
-        let backup = try store.backup(tenant: session.tenantName, id: plan.backupId)
+        let backup = try await store.backup(tenant: session.tenantName, id: plan.backupId)
         let subOrgs = backup?.metadata.turnkeySubOrgIds ?? []
         // Counted before the call: on a sandbox tenant the service's delete takes them first.
-        let lookupRows = try store.lookupRows(tenant: session.tenantName, backupId: plan.backupId).count
+        let lookupRows = try await store.lookupRows(tenant: session.tenantName, backupId: plan.backupId).count
         if plan.fromLedger {
-            try store.markResetSent(tokenHash: plan.tokenHash, subOrgIds: subOrgs, now: clock.seconds)
+            try await store.markResetSent(tokenHash: plan.tokenHash, subOrgIds: subOrgs, now: clock.seconds)
         }
         checkpoint(.checked)
         var resolvedBy: String?
@@ -138,7 +138,7 @@ public struct ResetService: Sendable {
         }
         checkpoint(.verified)
         let checkpoint = self.checkpoint
-        let wipe = try store.recordServiceReset(
+        let wipe = try await store.recordServiceReset(
             tenant: session.tenantName, tokenHash: plan.fromLedger ? plan.tokenHash : nil, backupId: plan.backupId,
             subOrgIds: subOrgs, now: clock.seconds,
             audit: { wipe in
@@ -182,7 +182,7 @@ public struct ResetService: Sendable {
 
     /// Audits a refusal (its code, never as the reset) and throws it.
     private func refuse(_ plan: ResetPlan, _ error: ConsoleError, _ session: Session) throws(ConsoleError) -> Never {
-        try store.appendAudit(
+        try await store.appendAudit(
             session.audit(
                 "reset.refused", target: plan.backupId,
                 details: ["code": error.code, "tokenHashPrefix": ResetToken.auditPrefix(ofHash: plan.tokenHash)]))

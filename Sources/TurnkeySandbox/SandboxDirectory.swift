@@ -166,18 +166,18 @@ public struct StoreDirectory: SandboxDirectory {
     }
 
     public func page(after: String?, limit: Int) throws(ConsoleError) -> [String] {
-        try store.sandboxSubOrgPage(tenant: tenant, after: after ?? "", limit: limit)
+        try await store.sandboxSubOrgPage(tenant: tenant, after: after ?? "", limit: limit)
     }
 
     public func contains(_ id: String) throws(ConsoleError) -> Bool {
-        try store.sandboxSubOrgExists(tenant: tenant, subOrgId: id)
+        try await store.sandboxSubOrgExists(tenant: tenant, subOrgId: id)
     }
 
     public func remove(_ id: String) throws(ConsoleError) -> Bool {
-        try store.removeSandboxSubOrg(tenant: tenant, subOrgId: id, audit: nil)
+        try await store.removeSandboxSubOrg(tenant: tenant, subOrgId: id, audit: nil)
     }
 
     public func count() throws(ConsoleError) -> Int {
-        try store.sandboxSubOrgCount(tenant: tenant)
+        try await store.sandboxSubOrgCount(tenant: tenant)
     }
 }
