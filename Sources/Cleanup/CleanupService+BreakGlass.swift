@@ -9,8 +9,8 @@ extension CleanupService {
     ///
     /// The body is journaled (or the one already journaled is returned), so the stamp the user
     /// makes with `backupctl recovery stamp` matches what the run sends, byte for byte.
-    public func teardownRequest(session: Session, subOrgId: String) throws(ConsoleError) -> String {
-        try session.require(.cleanupTeardown)
+    public func teardownRequest(session: Session, subOrgId: String) async throws(ConsoleError) -> String {
+        try await session.require(.cleanupTeardown)
         let id = subOrgId.lowercased()
         guard Self.isUUID(id) else {
             throw .invalid(
@@ -50,7 +50,7 @@ extension CleanupService {
     /// - Throws: ``ConsoleError`` `invalid_stamp`/`invalid_body` (exit 1) or store errors; Turnkey
     ///   failures are recorded in the item's outcome.
     public func submit(session: Session, body: [UInt8], stamp: String) async throws(ConsoleError) -> RunReport.Item {
-        try session.require(.cleanupTeardown)
+        try await session.require(.cleanupTeardown)
         let parsed = try TurnkeyStamp(headerValue: stamp)
         guard parsed.verify(body: body) == .valid else {
             throw ConsoleError(

@@ -12,7 +12,7 @@ extension CleanupService {
     /// - Parameter graceSeconds: overrides the tenant's grace period (`--grace`).
     /// - Throws: ``ConsoleError``: permission, store, or `.remote` when listing fails.
     public func scan(session: Session, graceSeconds: Int? = nil) async throws(ConsoleError) -> ScanReport {
-        try session.require(.cleanupScan)
+        try await session.require(.cleanupScan)
         let report = try await scanCore(session: session, client: client(session), graceSeconds: graceSeconds)
         try await store.appendAudit(
             session.audit(
@@ -36,7 +36,7 @@ extension CleanupService {
         }
         var seen: Set<String> = []
         var report = ScanReport()
-        let proof = try SnapshotProof(service: self, session: session, now: now, grace: grace)
+        let proof = try await SnapshotProof(service: self, session: session, now: now, grace: grace)
         report.snapshotAt = proof.snapshot.flatMap(\.snapshotAt).map(Timestamp.format)
         report.snapshotAgeSeconds = proof.snapshot.flatMap(\.snapshotAt).map { now - $0 }
         func orphan(_ id: String, _ item: CleanupItemRecord) async -> ScanReport.Orphan {

@@ -59,8 +59,8 @@ public struct CleanupService: Sendable {
     ///   - limit: at most this many items, oldest first-seen first.
     public func status(
         session: Session, states: Set<CleanupItemRecord.State>? = nil, reason: String? = nil, limit: Int = 50
-    ) throws(ConsoleError) -> StatusReport {
-        try session.require(.cleanupStatus)
+    ) async throws(ConsoleError) -> StatusReport {
+        try await session.require(.cleanupStatus)
         let counts = try await store.cleanupCounts(tenant: session.tenantName)
         let all = try await store.cleanupItems(tenant: session.tenantName, states: nil)
         var stamped = 0
@@ -87,8 +87,8 @@ public struct CleanupService: Sendable {
     /// `cleanup ingest-log FILE`: queues every `remove_factor.turnkey_suborg_orphaned suborg_id=<uuid>`.
     ///
     /// Re-ingesting the same log is harmless: known ids keep their earliest first-seen time.
-    public func ingestLog(session: Session, text: String) throws(ConsoleError) -> IngestReport {
-        try session.require(.cleanupIngestLog)
+    public func ingestLog(session: Session, text: String) async throws(ConsoleError) -> IngestReport {
+        try await session.require(.cleanupIngestLog)
         var ids: [String] = []
         var lines = 0
         for line in text.split(whereSeparator: \.isNewline) {

@@ -30,7 +30,7 @@ struct CleanupWorker: Sendable {
         }
         // Re-read right before the call: a backup imported since the scan wins.
         if let backup = try await store.subOrgReference(tenant: tenant, subOrgId: subOrgId) {
-            return try record(&item, .skipped, error: "referenced by \(backup)", audit: nil)
+            return try await record(&item, .skipped, error: "referenced by \(backup)", audit: nil)
         }
         if item.body == nil {
             item.body = try TurnkeyActivityBody.deleteSubOrganization(
@@ -60,7 +60,7 @@ struct CleanupWorker: Sendable {
             switch result {
             case .success(let (outcome, attempts)):
                 item.attempts += attempts
-                return try record(&item, outcome: outcome, signer: name)
+                return try await record(&item, outcome: outcome, signer: name)
             case .failure(let error):
                 item.attempts += error.attempts
                 switch error.kind {
@@ -69,61 +69,61 @@ struct CleanupWorker: Sendable {
                     continue
                 case .retryBudgetExhausted:
                     flags.markOutage(error.description)
-                    return try record(&item, .pending, error: error.description, audit: nil)
+                    return try await record(&item, .pending, error: error.description, audit: nil)
                 case .cancelled:
-                    return try record(&item, .pending, error: error.description, audit: nil)
+                    return try await record(&item, .pending, error: error.description, audit: nil)
                 default:
                     if error.isTransient && !finalPass {
-                        var pending = try record(&item, .pending, error: error.description, audit: nil)
+                        var pending = try await record(&item, .pending, error: error.description, audit: nil)
                         pending.outcome = Self.retryLater
                         return pending
                     }
-                    return try record(&item, .failed, error: error.description, audit: nil)
+                    return try await record(&item, .failed, error: error.description, audit: nil)
                 }
             }
         }
-        return try record(
+        return try await record(
             &item, .needsUser,
             error: lastError + "; ask the user to stamp `cleanup teardown-request \(subOrgId)` and `cleanup submit` it",
             audit: nil)
     }
 
     /// Marks a re-queued item `failed` when the run's retry budget cannot pay for another pass.
-    func giveUp(_ subOrgId: String, error: String?) throws(ConsoleError) -> RunReport.Item {
+    func giveUp(_ subOrgId: String, error: String?) async throws(ConsoleError) -> RunReport.Item {
         guard var item = try await store.cleanupItem(tenant: tenant, subOrgId: subOrgId) else {
             throw .notFound("Sub-org \(subOrgId) vanished from the cleanup journal of \(tenant) during the run.")
         }
-        return try record(&item, .failed, error: (error ?? "failed") + "; the run's retry budget is spent", audit: nil)
+        return try await record(&item, .failed, error: (error ?? "failed") + "; the run's retry budget is spent", audit: nil)
     }
 
-    func record(_ item: inout CleanupItemRecord, outcome: TurnkeyDeleteOutcome, signer: String) throws(ConsoleError)
+    func record(_ item: inout CleanupItemRecord, outcome: TurnkeyDeleteOutcome, signer: String) async throws(ConsoleError)
         -> RunReport.Item
     {
         switch outcome {
         case .deleted(let activity):
-            return try record(
+            return try await record(
                 &item, .deleted, error: nil,
                 audit: session.audit(
                     "cleanup.delete", target: item.subOrgId,
                     details: ["activityId": activity, "signer": signer, "attempts": "\(item.attempts)"]))
         case .alreadyGone:
-            return try record(
+            return try await record(
                 &item, .alreadyGone, error: nil,
                 audit: session.audit("cleanup.already_gone", target: item.subOrgId, details: ["signer": signer]))
         case .pending(let activity):
-            return try record(
+            return try await record(
                 &item, .pending, error: "activity \(activity) still pending; the next run re-sends the same body",
                 audit: nil)
         case .consensusNeeded(let activity):
-            return try record(
+            return try await record(
                 &item, .needsUser, error: "activity \(activity) needs consensus approval in Turnkey", audit: nil)
         case .refused(let activity, let status, let message):
-            return try record(&item, .failed, error: "activity \(activity) \(status): \(message)", audit: nil)
+            return try await record(&item, .failed, error: "activity \(activity) \(status): \(message)", audit: nil)
         }
     }
 
     func record(_ item: inout CleanupItemRecord, _ state: CleanupItemRecord.State, error: String?, audit: AuditDraft?)
-        throws(ConsoleError) -> RunReport.Item
+        async throws(ConsoleError) -> RunReport.Item
     {
         item.state = state
         item.lastError = error
