@@ -35,7 +35,7 @@ public struct ResetReviewer: Sendable {
     ///   finder's refusals.
     public func review(_ query: String, session: Session) async throws(ConsoleError) -> WalkthroughReview {
         try await session.require(.resetBegin)
-        let record = try finder.find(query, session: session)
+        let record = try await finder.find(query, session: session)
         try await store.appendAudit(session.audit("reset.walkthrough.review", target: record.backupId))
         let rows = try await store.lookupRows(tenant: session.tenantName, backupId: record.backupId)
         return WalkthroughReview(
