@@ -166,7 +166,9 @@ let package = Package(
             swiftSettings: strict),
 
         // Shared by the tests that run the real binary as a process (not a test target itself).
-        .target(name: "BackupctlTestSupport", path: "Tests/BackupctlTestSupport", swiftSettings: strict),
+        .target(
+            name: "BackupctlTestSupport", dependencies: ["ConsoleStore", "BackupModel"], path: "Tests/BackupctlTestSupport",
+            swiftSettings: strict),
 
         .testTarget(name: "BackupModelTests", dependencies: ["BackupModel"]),
         .testTarget(
@@ -175,7 +177,8 @@ let package = Package(
         .testTarget(
             name: "ConsoleStoreTests",
             dependencies: [
-                "ConsoleStore", "BackupCrypto", "BackupModel", .product(name: "GRDB", package: "GRDB.swift"),
+                "ConsoleStore", "BackupCrypto", "BackupModel", "BackupctlTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]),
         .testTarget(
             name: "AccessTests",
@@ -203,7 +206,7 @@ let package = Package(
             ]),
         .testTarget(
             name: "InspectTests",
-            dependencies: ["Inspect", "Access", "ConsoleStore", "BackupCrypto", "BackupModel"]),
+            dependencies: ["Inspect", "Access", "ConsoleStore", "BackupCrypto", "BackupModel", "BackupctlTestSupport"]),
         .testTarget(
             name: "RecoveryTests",
             dependencies: [
