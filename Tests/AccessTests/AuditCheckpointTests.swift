@@ -13,9 +13,9 @@ import Testing
         let (_, session) = try fixture.bootstrap()
         for i in 0..<n {
             fixture.time.advance(byMillis: 1000)
-            try fixture.store.appendAudit(session.audit("backup.show", target: "backup_\(i)", details: ["i": "\(i)"]))
+            try await fixture.store.appendAudit(session.audit("backup.show", target: "backup_\(i)", details: ["i": "\(i)"]))
         }
-        let entries = try fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 10_000)
+        let entries = try await fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 10_000)
         var checkpoints: [AuditCheckpoint] = []
         for entry in entries where entry.seq % every == 0 {
             checkpoints.append(
@@ -40,7 +40,7 @@ import Testing
         let newKey = P256.generatePrivateKey()
         var checkpoints: [AuditCheckpoint] = []
         for i in 0..<6 {
-            let entry = try fixture.store.appendAudit(session.audit("backup.show", target: "backup_\(i)"))
+            let entry = try await fixture.store.appendAudit(session.audit("backup.show", target: "backup_\(i)"))
             // The first three checkpoints under the old key, then the rotation.
             checkpoints.append(
                 try AuditCheckpoint.sign(
@@ -66,7 +66,7 @@ import Testing
         let (fixture, checkpoints) = try signed(20, every: 5, key: key)
         let result = try AuditLog.verifyCheckpoints(
             store: fixture.store, checkpoints: checkpoints, publicKey: try publicKey())
-        let head = try #require(try fixture.store.latestAuditEntries(tenant: nil, limit: 1).last).seq
+        let head = try #require(try await fixture.store.latestAuditEntries(tenant: nil, limit: 1).last).seq
         #expect(result.ok && result.code == nil && result.checkpoints == checkpoints.count)
         #expect(result.lastCheckpointSeq == head - head % 5)
         #expect(result.uncoveredEntries == Int(head % 5))
@@ -75,7 +75,7 @@ import Testing
     @Test func rewrittenEntryWithRecomputedChainIsDetected() throws {
         let (fixture, checkpoints) = try signed(12, every: 5, key: key)
         // Rewrite entry 3 and recompute every later hash: the chain alone verifies again.
-        var entries = try fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 100)
+        var entries = try await fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 100)
         var prev = AuditEntry.genesisHash
         for index in entries.indices {
             if entries[index].seq == 3 { entries[index].target = "forged" }
@@ -146,13 +146,13 @@ import Testing
         let key = P256.generatePrivateKey()
         var previous: AuditCheckpoint?
         for i in 0..<3 {
-            let entry = try fixture.store.appendAudit(session.audit("backup.show", target: "backup_\(i)"))
+            let entry = try await fixture.store.appendAudit(session.audit("backup.show", target: "backup_\(i)"))
             let checkpoint = try AuditCheckpoint.sign(
                 seq: entry.seq, headHash: entry.hash, atMillis: entry.at, previous: previous, privateKey: key)
-            try fixture.store.appendAuditCheckpoint(checkpoint)
+            try await fixture.store.appendAuditCheckpoint(checkpoint)
             previous = checkpoint
         }
-        let stored = try fixture.store.auditCheckpoints()
+        let stored = try await fixture.store.auditCheckpoints()
         #expect(stored.count == 3 && stored.last == previous)
         let publicKey = try P256.publicKey(privateKey: key, compressed: true)
         #expect(try AuditLog.verifyCheckpoints(store: fixture.store, checkpoints: stored, publicKey: publicKey).ok)
@@ -160,7 +160,7 @@ import Testing
         let queue = try DatabaseQueue(path: fixture.path)
         try queue.write { try $0.execute(sql: "DELETE FROM audit_checkpoints WHERE id = 2") }
         let result = try AuditLog.verifyCheckpoints(
-            store: fixture.store, checkpoints: try fixture.store.auditCheckpoints(), publicKey: publicKey)
+            store: fixture.store, checkpoints: try await fixture.store.auditCheckpoints(), publicKey: publicKey)
         #expect(!result.ok && result.code == "checkpoint_missing" && result.badSeq == stored[2].seq)
     }
 }
@@ -175,7 +175,7 @@ import Testing
         #expect(try AuditLog.checkpointIfDue(store: fixture.store, privateKey: key, nowMillis: now, every: 5) != nil)
         var written = 0
         for i in 0..<10 {
-            try fixture.store.appendAudit(session.audit("backup.show", target: "backup_\(i)"))
+            try await fixture.store.appendAudit(session.audit("backup.show", target: "backup_\(i)"))
             if try AuditLog.checkpointIfDue(store: fixture.store, privateKey: key, nowMillis: now, every: 5) != nil {
                 written += 1
             }
@@ -185,7 +185,7 @@ import Testing
         #expect(
             try AuditLog.checkpointIfDue(store: fixture.store, privateKey: key, nowMillis: now + 600_000, every: 5)
                 == nil)
-        try fixture.store.appendAudit(session.audit("backup.show", target: "late"))
+        try await fixture.store.appendAudit(session.audit("backup.show", target: "late"))
         #expect(
             try AuditLog.checkpointIfDue(store: fixture.store, privateKey: key, nowMillis: now + 299_999, every: 5)
                 == nil)
@@ -195,7 +195,7 @@ import Testing
         #expect(
             try AuditLog.checkpointIfDue(
                 store: fixture.store, privateKey: key, nowMillis: now + 300_001, every: 5, force: true) != nil)
-        let stored = try fixture.store.auditCheckpoints()
+        let stored = try await fixture.store.auditCheckpoints()
         #expect(stored.count == 5)
         let publicKey = try P256.publicKey(privateKey: key, compressed: false)
         #expect(try AuditLog.verifyCheckpoints(store: fixture.store, checkpoints: stored, publicKey: publicKey).ok)

@@ -13,7 +13,7 @@ import Testing
         let (_, session) = try fixture.bootstrap()
         for i in 0..<n {
             fixture.time.advance(byMillis: 1000)
-            try fixture.store.appendAudit(session.audit("backup.show", target: "backup_\(i)", details: ["i": "\(i)"]))
+            try await fixture.store.appendAudit(session.audit("backup.show", target: "backup_\(i)", details: ["i": "\(i)"]))
         }
         return (fixture, session)
     }
@@ -27,9 +27,9 @@ import Testing
         let (fixture, session) = try populated(20)
         let result = try AuditLog(store: fixture.store).verify(session: session)
         #expect(result.ok && result.firstBadSeq == nil)
-        #expect(result.entries == (try fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 10_000).count))
+        #expect(result.entries == (try await fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 10_000).count))
         #expect(result.entries >= 21)
-        let last = try fixture.store.latestAuditEntries(tenant: nil, limit: 1)
+        let last = try await fixture.store.latestAuditEntries(tenant: nil, limit: 1)
         #expect(result.headHash == last.first?.hash)
     }
 
@@ -63,7 +63,7 @@ import Testing
 
     @Test func rehashedForgeryStillBreaksTheNextLink() throws {
         let (fixture, session) = try populated(10)
-        let entries = try fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 100)
+        let entries = try await fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 100)
         var forged = try #require(entries.first { $0.seq == 3 })
         forged.target = "forged"
         let hash = SHA256.hex(Array(forged.prevHash.utf8) + Array(forged.canonicalBytes))
@@ -75,9 +75,9 @@ import Testing
     @Test func listIsAdminOnlyAndTenantScoped() throws {
         let (fixture, admin) = try populated(3)
         let access = fixture.access(seed: 12)
-        let token = try access.addOperator(try OperatorName("viewer1"), role: .viewer, session: admin)
-        let viewer = try access.session(
-            operator: try access.authenticate(token: token), tenant: try TenantName("sandbox"))
+        let token = try await access.addOperator(try OperatorName("viewer1"), role: .viewer, session: admin)
+        let viewer = try await access.session(
+            operator: try await access.authenticate(token: token), tenant: try TenantName("sandbox"))
         #expect(throws: ConsoleError.self) { try AuditLog(store: fixture.store).list(session: viewer, limit: 5) }
         #expect(throws: ConsoleError.self) { try AuditLog(store: fixture.store).verify(session: viewer) }
         let listed = try AuditLog(store: fixture.store).list(session: admin, limit: 2)

@@ -13,7 +13,7 @@ import Testing
 
     func verify(_ fixture: TempStore, _ signer: AuditSigner) throws -> CheckpointVerification {
         try AuditLog.verifyCheckpoints(
-            store: fixture.store, checkpoints: try fixture.store.auditCheckpoints(), publicKey: signer.publicKey.bytes)
+            store: fixture.store, checkpoints: try await fixture.store.auditCheckpoints(), publicKey: signer.publicKey.bytes)
     }
 
     @Test func signsOnceEveryNEntriesAfterAppends() throws {
@@ -25,7 +25,7 @@ import Testing
         var signedAt: [Int64] = []
         for i in 0..<13 {
             fixture.time.advance(byMillis: 10)
-            try fixture.store.appendAudit(session.audit("backup.show", target: "b\(i)"))
+            try await fixture.store.appendAudit(session.audit("backup.show", target: "b\(i)"))
             if let checkpoint = signer.checkpointAfterAppends(store: fixture.store) { signedAt.append(checkpoint.seq) }
         }
         #expect(signedAt == [first.seq + 4, first.seq + 8, first.seq + 12])
@@ -43,14 +43,14 @@ import Testing
         let signer = try AuditSigner(privateKey: key, clock: fixture.clock, everyEntries: 2)
         signer.checkpointAfterAppends(store: fixture.store)
         fixture.store.holdReadAudits(true)
-        for i in 0..<5 { try fixture.store.appendReadAudit(session.audit("backup.lookup", target: "l\(i)")) }
+        for i in 0..<5 { try await fixture.store.appendReadAudit(session.audit("backup.lookup", target: "l\(i)")) }
         #expect(fixture.store.heldAuditCount == 5)
         #expect(signer.checkpointAfterAppends(store: fixture.store) == nil)
         #expect(fixture.store.heldAuditCount == 5, "checking must not write the held entries")
-        try fixture.store.flushAudit()
+        try await fixture.store.flushAudit()
         fixture.store.holdReadAudits(false)
         let checkpoint = try #require(signer.checkpointAfterAppends(store: fixture.store))
-        #expect(checkpoint.seq == (try fixture.store.latestAuditEntries(tenant: nil, limit: 1).last?.seq))
+        #expect(checkpoint.seq == (try await fixture.store.latestAuditEntries(tenant: nil, limit: 1).last?.seq))
         #expect(try verify(fixture, signer).ok)
     }
 
@@ -68,16 +68,16 @@ import Testing
             let tick = sleeps.count - 1
             fixture.time.advance(byMillis: millis)
             for i in 0..<arrivals[tick] {
-                try fixture.store.appendAudit(session.audit("backup.show", target: "t\(tick)-\(i)"))
+                try await fixture.store.appendAudit(session.audit("backup.show", target: "t\(tick)-\(i)"))
             }
             if tick == arrivals.count - 1 { throw CancellationError() }
         }
         #expect(sleeps == Array(repeating: 30_000, count: arrivals.count))
-        let checkpoints = try fixture.store.auditCheckpoints()
+        let checkpoints = try await fixture.store.auditCheckpoints()
         // Tick 1 signs the bootstrap entries and its 2; ticks 2 and 3 find nothing new; tick 4
         // signs 3; the stop signs the last 1.
         #expect(checkpoints.map(\.atMillis) == [start + 30_000, start + 120_000, start + 150_000])
-        let head = try #require(try fixture.store.latestAuditEntries(tenant: nil, limit: 1).last)
+        let head = try #require(try await fixture.store.latestAuditEntries(tenant: nil, limit: 1).last)
         #expect(checkpoints.last?.seq == head.seq && checkpoints.last?.headHash == head.hash)
         let result = try verify(fixture, signer)
         #expect(result.ok && result.checkpoints == 3 && result.uncoveredEntries == 0)
@@ -103,17 +103,17 @@ import Testing
         }
         #expect(calls == 2 && opens == 2)
         #expect(signer.lastError == nil)
-        #expect(try fixture.store.auditCheckpoints().count == 1)
+        #expect(try await fixture.store.auditCheckpoints().count == 1)
     }
 
     @Test func aForgedCheckpointTimeNeitherCrashesTheSignerNorVerifies() throws {
         let fixture = try TempStore()
         let (_, session) = try fixture.bootstrap()
-        try fixture.store.appendAuditCheckpoint(
+        try await fixture.store.appendAuditCheckpoint(
             AuditCheckpoint(
                 seq: 1, headHash: String(repeating: "a", count: 64), atMillis: .min,
                 prevCheckpointHash: AuditEntry.genesisHash, signature: "30"))
-        try fixture.store.appendAudit(session.audit("backup.show", target: "b"))
+        try await fixture.store.appendAudit(session.audit("backup.show", target: "b"))
         let signer = try AuditSigner(privateKey: key, clock: fixture.clock, everyEntries: 100)
         #expect(signer.checkpointAfterAppends(store: fixture.store) != nil)
         #expect(signer.checkpointIfBehind(store: fixture.store) == nil)
@@ -136,7 +136,7 @@ import Testing
                 }
             }
         }
-        let checkpoints = try fixture.store.auditCheckpoints()
+        let checkpoints = try await fixture.store.auditCheckpoints()
         #expect(checkpoints.count > 1)
         #expect(Set(checkpoints.map(\.prevCheckpointHash)).count == checkpoints.count)
         #expect(try verify(fixture, signer).ok)
@@ -221,14 +221,14 @@ import Testing
         let fixture = try TempStore()
         let (rootOp, root) = try fixture.bootstrap()
         let access = fixture.access(seed: 11)
-        try access.createTenant(TenantRecord(name: try TenantName("acme"), isSandbox: true, createdAt: 1), by: rootOp)
-        let acmeRoot = try access.session(operator: rootOp, tenant: try TenantName("acme"))
-        let token = try access.addOperator(try OperatorName("ada"), role: .admin, session: acmeRoot)
-        let ada = try access.session(operator: try access.authenticate(token: token), tenant: try TenantName("acme"))
+        try await access.createTenant(TenantRecord(name: try TenantName("acme"), isSandbox: true, createdAt: 1), by: rootOp)
+        let acmeRoot = try await access.session(operator: rootOp, tenant: try TenantName("acme"))
+        let token = try await access.addOperator(try OperatorName("ada"), role: .admin, session: acmeRoot)
+        let ada = try await access.session(operator: try await access.authenticate(token: token), tenant: try TenantName("acme"))
         let signer = try AuditSigner(privateKey: key, clock: fixture.clock, everyEntries: 4)
         for i in 0..<10 {
             fixture.time.advance(byMillis: 1001)
-            try fixture.store.appendAudit((i % 2 == 0 ? root : ada).audit("backup.show", target: "b\(i)"))
+            try await fixture.store.appendAudit((i % 2 == 0 ? root : ada).audit("backup.show", target: "b\(i)"))
             signer.checkpointAfterAppends(store: fixture.store)
         }
         return (fixture, root, ada, signer)
@@ -238,7 +238,7 @@ import Testing
         let (fixture, root, ada, signer) = try fixture()
         let log = SignedAuditLog(store: fixture.store)
         let intact = try log.verify(session: root, publicKey: signer.publicKey)
-        let checkpoints = try fixture.store.auditCheckpoints()
+        let checkpoints = try await fixture.store.auditCheckpoints()
         #expect(intact.ok && intact.finding == nil && intact.checkpoints == checkpoints.count)
         #expect(
             intact.checkpointsVerified == checkpoints.count && intact.keyFingerprint == signer.publicKey.fingerprint)
@@ -279,8 +279,8 @@ import Testing
     @Test func aViewerCannotVerifyOrExport() throws {
         let (fixture, root, _, signer) = try fixture()
         let access = fixture.access(seed: 12)
-        let token = try access.addOperator(try OperatorName("vera"), role: .viewer, session: root)
-        let vera = try access.session(operator: try access.authenticate(token: token), tenant: root.tenantName)
+        let token = try await access.addOperator(try OperatorName("vera"), role: .viewer, session: root)
+        let vera = try await access.session(operator: try await access.authenticate(token: token), tenant: root.tenantName)
         let log = SignedAuditLog(store: fixture.store)
         #expect(throws: ConsoleError.self) { try log.verify(session: vera, publicKey: signer.publicKey) }
         #expect(throws: ConsoleError.self) { try log.export(session: vera, sinceMillis: 0, afterSeq: 0, limit: 10) }
@@ -289,7 +289,7 @@ import Testing
     @Test func exportPagesTheWholeChainAndEndsWithTheNewestCheckpoint() throws {
         let (fixture, root, ada, _) = try fixture()
         let log = SignedAuditLog(store: fixture.store)
-        let all = try fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 1000)
+        let all = try await fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 1000)
         var exported: [AuditEntry] = []
         var afterSeq: Int64 = 0
         var checkpoint: AuditCheckpoint?
@@ -303,7 +303,7 @@ import Testing
             afterSeq = last.seq
         }
         #expect(exported == all)
-        #expect(checkpoint == (try fixture.store.latestAuditCheckpoint()))
+        #expect(checkpoint == (try await fixture.store.latestAuditCheckpoint()))
         // --since keeps the later entries only; a tenant admin gets theirs and no checkpoint.
         let since = all[all.count - 3].at
         #expect(try log.export(session: root, sinceMillis: since, afterSeq: 0, limit: 100).entries == all.suffix(3))
@@ -316,8 +316,8 @@ import Testing
         let (fixture, root, _, signer) = try fixture()
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let entries = try fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 1000)
-        let checkpoint = try #require(try fixture.store.latestAuditCheckpoint())
+        let entries = try await fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 1000)
+        let checkpoint = try #require(try await fixture.store.latestAuditCheckpoint())
         for line in entries.map(AuditExportLine.entry) + [.checkpoint(checkpoint)] {
             let json = try encoder.encode(line)
             let back = try JSONDecoder().decode(AuditExportLine.self, from: json)

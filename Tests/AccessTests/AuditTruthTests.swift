@@ -10,20 +10,20 @@ import Testing
 /// change that did not happen, and a tenant admin's `audit verify` that shows only its tenant.
 @Suite struct AuditTruthTests {
     func entries(_ fixture: TempStore) throws -> [AuditEntry] {
-        try fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 10_000)
+        try await fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 10_000)
     }
 
     @Test func revokingAMissingGrantFailsWithoutAnEntry() throws {
         let fixture = try TempStore()
         let (_, root) = try fixture.bootstrap()
         let access = fixture.access(seed: 11)
-        _ = try access.addOperator(try OperatorName("bob"), role: .viewer, session: root)
-        try access.revoke(try OperatorName("bob"), session: root)
+        _ = try await access.addOperator(try OperatorName("bob"), role: .viewer, session: root)
+        try await access.revoke(try OperatorName("bob"), session: root)
         let before = try entries(fixture)
         #expect(before.last?.action == "operator.revoke")
-        let error = #expect(throws: ConsoleError.self) { try access.revoke(try OperatorName("bob"), session: root) }
+        let error = #expect(throws: ConsoleError.self) { try await access.revoke(try OperatorName("bob"), session: root) }
         #expect(error?.code == "not_found")
-        let ghost = #expect(throws: ConsoleError.self) { try access.revoke(try OperatorName("ghost"), session: root) }
+        let ghost = #expect(throws: ConsoleError.self) { try await access.revoke(try OperatorName("ghost"), session: root) }
         #expect(ghost?.code == "not_found")
         #expect(try entries(fixture) == before)
     }
@@ -32,9 +32,9 @@ import Testing
         let fixture = try TempStore()
         let (rootOp, root) = try fixture.bootstrap()
         let access = fixture.access(seed: 11)
-        let token = try access.addOperator(try OperatorName("vera"), role: .viewer, session: root)
-        let vera = try access.authenticate(token: token)
-        let session = try access.session(operator: vera, tenant: root.tenantName)
+        let token = try await access.addOperator(try OperatorName("vera"), role: .viewer, session: root)
+        let vera = try await access.authenticate(token: token)
+        let session = try await access.session(operator: vera, tenant: root.tenantName)
         let before = try entries(fixture).count
 
         let denied = #expect(throws: ConsoleError.self) {
@@ -49,10 +49,10 @@ import Testing
         #expect(entry.details["outcome"] == "failure")
 
         // A tenant without a grant, and tenant creation without the right, are refusals too.
-        try access.createTenant(TenantRecord(name: try TenantName("other"), isSandbox: true, createdAt: 1), by: rootOp)
-        #expect(throws: ConsoleError.self) { try access.session(operator: vera, tenant: try TenantName("other")) }
+        try await access.createTenant(TenantRecord(name: try TenantName("other"), isSandbox: true, createdAt: 1), by: rootOp)
+        #expect(throws: ConsoleError.self) { try await access.session(operator: vera, tenant: try TenantName("other")) }
         #expect(throws: ConsoleError.self) {
-            try access.createTenant(TenantRecord(name: try TenantName("mine"), isSandbox: true, createdAt: 1), by: vera)
+            try await access.createTenant(TenantRecord(name: try TenantName("mine"), isSandbox: true, createdAt: 1), by: vera)
         }
         let after = try entries(fixture)
         let denials = after.filter { $0.action == "access.denied" }
@@ -62,7 +62,7 @@ import Testing
         // Nothing but the denials and the tenant creation was written.
         #expect(
             Set(after.dropFirst(before).map(\.action)) == ["access.denied", "tenant.create", "operator.grant"])
-        #expect(try fixture.store.tenant(try TenantName("mine")) == nil)
+        #expect(try await fixture.store.tenant(try TenantName("mine")) == nil)
         #expect(try AuditLog.verify(store: fixture.store).ok)
     }
 
@@ -70,12 +70,12 @@ import Testing
         let fixture = try TempStore()
         let (rootOp, root) = try fixture.bootstrap()
         let access = fixture.access(seed: 11)
-        try access.createTenant(TenantRecord(name: try TenantName("acme"), isSandbox: true, createdAt: 1), by: rootOp)
-        let acmeRoot = try access.session(operator: rootOp, tenant: try TenantName("acme"))
-        let token = try access.addOperator(try OperatorName("ada"), role: .admin, session: acmeRoot)
-        let ada = try access.authenticate(token: token)
-        let adaSession = try access.session(operator: ada, tenant: try TenantName("acme"))
-        for i in 0..<5 { try fixture.store.appendAudit(root.audit("note", target: "\(i)")) }
+        try await access.createTenant(TenantRecord(name: try TenantName("acme"), isSandbox: true, createdAt: 1), by: rootOp)
+        let acmeRoot = try await access.session(operator: rootOp, tenant: try TenantName("acme"))
+        let token = try await access.addOperator(try OperatorName("ada"), role: .admin, session: acmeRoot)
+        let ada = try await access.authenticate(token: token)
+        let adaSession = try await access.session(operator: ada, tenant: try TenantName("acme"))
+        for i in 0..<5 { try await fixture.store.appendAudit(root.audit("note", target: "\(i)")) }
 
         let log = AuditLog(store: fixture.store)
         let all = try log.verify(session: root)

@@ -30,7 +30,7 @@ import Testing
             syncFactors: [], keys: [.prf(encryptedKey: "00")])
         let record = BackupRecord(
             backupId: Self.id, metadata: metadata, blobSize: nil, blobSHA256: nil, importedAt: 1, updatedAt: 1)
-        try store.writeBackup(
+        try await store.writeBackup(
             tenant: try TenantName("sandbox"),
             BackupWrite(
                 record: record, blob: nil,

@@ -1,3 +1,4 @@
+import BackupctlTestSupport
 import BackupModel
 import ConsoleStore
 

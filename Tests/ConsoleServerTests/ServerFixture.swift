@@ -77,7 +77,7 @@ final class ServerFixture: @unchecked Sendable {
     }
 
     func rootSession() throws -> Session {
-        try access.session(operator: try access.authenticate(token: rootToken), tenant: try TenantName("sandbox"))
+        try await access.session(operator: try await access.authenticate(token: rootToken), tenant: try TenantName("sandbox"))
     }
 
     func remote(caFile: String? = nil) throws -> RemoteConsole {
@@ -113,7 +113,7 @@ final class ServerFixture: @unchecked Sendable {
 
     /// Every audit entry, read here (not through the server).
     func audit() throws -> [AuditEntry] {
-        try store.auditEntries(tenant: nil, afterSeq: 0, limit: 100_000)
+        try await store.auditEntries(tenant: nil, afterSeq: 0, limit: 100_000)
     }
 }
 
@@ -128,11 +128,11 @@ struct StoreSetup {
     init(path: String) throws {
         store = try SQLiteConsoleStore(path: path)
         access = AccessService(store: store, clock: .system, random: SystemRandom())
-        rootToken = try access.bootstrap(admin: try OperatorName("root"))
-        let root = try access.authenticate(token: rootToken)
-        try access.createTenant(TenantRecord(name: try TenantName("beta"), isSandbox: true, createdAt: 1), by: root)
-        let session = try access.session(operator: root, tenant: try TenantName("sandbox"))
-        bobToken = try access.addOperator(try OperatorName("bob"), role: .viewer, session: session)
+        rootToken = try await access.bootstrap(admin: try OperatorName("root"))
+        let root = try await access.authenticate(token: rootToken)
+        try await access.createTenant(TenantRecord(name: try TenantName("beta"), isSandbox: true, createdAt: 1), by: root)
+        let session = try await access.session(operator: root, tenant: try TenantName("sandbox"))
+        bobToken = try await access.addOperator(try OperatorName("bob"), role: .viewer, session: session)
     }
 }
 

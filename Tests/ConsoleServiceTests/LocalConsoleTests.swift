@@ -31,8 +31,8 @@ import Testing
 
         func session(_ token: SecretBytes) throws -> Session {
             let access = AccessService(store: store, clock: .manual(time))
-            return try access.session(
-                operator: try access.authenticate(token: token), tenant: try TenantName("sandbox"))
+            return try await access.session(
+                operator: try await access.authenticate(token: token), tenant: try TenantName("sandbox"))
         }
     }
 
@@ -60,7 +60,7 @@ import Testing
     func viewerBob(_ fixture: Fixture) throws -> (AccessService, Session, Caller) {
         let access = AccessService(store: fixture.store, clock: .manual(fixture.time))
         let rootSession = try fixture.session(fixture.admin)
-        let bob = try access.addOperator(try OperatorName("bob"), role: .viewer, session: rootSession)
+        let bob = try await access.addOperator(try OperatorName("bob"), role: .viewer, session: rootSession)
         return (access, rootSession, Caller(token: bob, tenant: "sandbox"))
     }
 
@@ -69,7 +69,7 @@ import Testing
         defer { fixture.cleanUp() }
         let (access, rootSession, caller) = try viewerBob(fixture)
         #expect(try await fixture.console.perform(StatsOperation(), as: caller).tenant == "sandbox")
-        try access.revoke(try OperatorName("bob"), session: rootSession)
+        try await access.revoke(try OperatorName("bob"), session: rootSession)
         // The revocation went around this console (straight to the store): its cached session
         // is retired by the store's access version, with no time passing.
         do {
@@ -86,7 +86,7 @@ import Testing
         defer { fixture.cleanUp() }
         let (access, rootSession, caller) = try viewerBob(fixture)
         _ = try await fixture.console.perform(StatsOperation(), as: caller)
-        try access.removeOperator(try OperatorName("bob"), session: rootSession)
+        try await access.removeOperator(try OperatorName("bob"), session: rootSession)
         // Authentication is never cached: no clock movement needed.
         do {
             _ = try await fixture.console.perform(StatsOperation(), as: caller)

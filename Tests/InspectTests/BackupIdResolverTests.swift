@@ -87,7 +87,7 @@ import Testing
             #expect(!only.backups.isEmpty && only.backups.allSatisfy { $0.health == status })
         }
         #expect(throws: ConsoleError.self) { try list.list(.init(limit: 0), session: t.session) }
-        let audit = try t.store.auditEntries(tenant: t.tenant, afterSeq: 0, limit: 1000).filter {
+        let audit = try await t.store.auditEntries(tenant: t.tenant, afterSeq: 0, limit: 1000).filter {
             $0.action == "backup.list"
         }
         #expect(audit.count == 5 + statuses.count)

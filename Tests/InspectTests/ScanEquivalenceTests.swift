@@ -1,3 +1,4 @@
+import BackupctlTestSupport
 import Access
 import BackupCrypto
 import BackupModel
@@ -14,7 +15,7 @@ import Testing
     func checkViaMetadata(_ t: TempStore, limit: Int) throws -> CheckReport {
         let inspector = BackupInspector(store: t.store)
         var tally = CheckTally(limit: limit)
-        try t.store.forEachBackup(tenant: t.tenant, batchSize: 100) { page throws(ConsoleError) in
+        try await t.store.forEachBackup(tenant: t.tenant, batchSize: 100) { page throws(ConsoleError) in
             for record in page {
                 tally.add(
                     backupId: record.backupId, HealthChecks.run(try inspector.healthInput(record, tenant: t.tenant)))
@@ -70,10 +71,10 @@ import Testing
         let t = try driftedTenant()
         let inspector = BackupInspector(store: t.store)
         var seen = 0
-        try t.store.forEachBackupHealth(tenant: t.tenant, batchSize: 13) { page throws(ConsoleError) in
+        try await t.store.forEachBackupHealth(tenant: t.tenant, batchSize: 13) { page throws(ConsoleError) in
             for row in page {
                 seen += 1
-                guard let record = try t.store.backup(tenant: t.tenant, id: row.summary.backupId) else {
+                guard let record = try await t.store.backup(tenant: t.tenant, id: row.summary.backupId) else {
                     Issue.record("missing \(row.summary.backupId)")
                     continue
                 }
@@ -90,7 +91,7 @@ import Testing
         let stats = try StatsService(store: t.store).stats(session: t.session)
         var mixes: [String: Int] = [:]
         var withSubOrg = 0
-        try t.store.forEachBackup(tenant: t.tenant, batchSize: 100) { page throws(ConsoleError) in
+        try await t.store.forEachBackup(tenant: t.tenant, batchSize: 100) { page throws(ConsoleError) in
             for record in page {
                 let kinds = Set(
                     record.metadata.factors.map { factor -> String in

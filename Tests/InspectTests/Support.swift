@@ -21,9 +21,9 @@ final class TempStore {
         let time = self.time
         store = try SQLiteConsoleStore(path: directory.appendingPathComponent("console.db").path, clock: { time.now })
         let access = AccessService(store: store, clock: .manual(time), random: SeededRandom(seed: 7))
-        let token = try access.bootstrap(admin: try OperatorName("root"))
-        op = try access.authenticate(token: token)
-        session = try access.session(operator: op, tenant: try TenantName("sandbox"))
+        let token = try await access.bootstrap(admin: try OperatorName("root"))
+        op = try await access.authenticate(token: token)
+        session = try await access.session(operator: op, tenant: try TenantName("sandbox"))
     }
 
     deinit { try? FileManager.default.removeItem(at: directory) }
@@ -34,8 +34,8 @@ final class TempStore {
     func otherSession() throws -> Session {
         let access = AccessService(store: store, clock: .manual(time), random: SeededRandom(seed: 8))
         let name = try TenantName("other")
-        try access.createTenant(TenantRecord(name: name, isSandbox: true, createdAt: 1), by: op)
-        return try access.session(operator: op, tenant: name)
+        try await access.createTenant(TenantRecord(name: name, isSandbox: true, createdAt: 1), by: op)
+        return try await access.session(operator: op, tenant: name)
     }
 
     // MARK: Fixtures
@@ -103,7 +103,7 @@ final class TempStore {
             backupId: metadata.id, metadata: metadata, blobSize: blob?.count,
             blobSHA256: blob.map { SHA256.hex(Array($0)) }, importedAt: 1, updatedAt: 1)
         let pks = rows ?? metadata.lookupKeys.map(\.rawValue)
-        try store.writeBackup(
+        try await store.writeBackup(
             tenant: tenant,
             BackupWrite(record: record, blob: blob, lookupRows: pks.map { LookupRow(pk: $0, backupId: metadata.id) }),
             audit: session.audit("test.write", target: metadata.id))
@@ -111,11 +111,11 @@ final class TempStore {
 
     /// Index rows exactly as given (drift).
     func writeRows(_ rows: [LookupRow]) throws {
-        try store.writeLookupRows(tenant: tenant, rows, audit: session.audit("test.rows"))
+        try await store.writeLookupRows(tenant: tenant, rows, audit: session.audit("test.rows"))
     }
 
     func audit(_ action: String) throws -> [AuditEntry] {
-        try store.latestAuditEntries(tenant: tenant, limit: 1000).filter { $0.action == action }
+        try await store.latestAuditEntries(tenant: tenant, limit: 1000).filter { $0.action == action }
     }
 }
 

@@ -31,9 +31,9 @@ struct ResetCrashTests {
         do {
             let store = try SQLiteConsoleStore(path: template.path)
             let access = AccessService(store: store)
-            let adminToken = try access.bootstrap(admin: try OperatorName("root"))
-            let op = try access.authenticate(token: adminToken)
-            let session = try access.session(operator: op, tenant: try TenantName("sandbox"))
+            let adminToken = try await access.bootstrap(admin: try OperatorName("root"))
+            let op = try await access.authenticate(token: adminToken)
+            let session = try await access.session(operator: op, tenant: try TenantName("sandbox"))
             let f = try FixtureWriter(store: store, tenant: session.tenantName)
             let id = try f.addBackup(key)
             // The token comes from the tenant's sandbox Backup Service, as `reset begin` gets it.
@@ -82,14 +82,14 @@ struct ResetCrashTests {
     {
         let store = try SQLiteConsoleStore(path: path)
         let t = try TenantName("sandbox")
-        let backup = try store.backup(tenant: t, id: p.backupId)
-        let blob = try store.sealedBlob(tenant: t, backupId: p.backupId)
-        let rows = try store.lookupRows(tenant: t, backupId: p.backupId)
-        let refs = try store.subOrgReference(tenant: t, subOrgId: "suborg-a")
-        let queued = try store.cleanupItems(tenant: t, states: nil).filter { $0.reason == "reset" }.map(\.subOrgId)
+        let backup = try await store.backup(tenant: t, id: p.backupId)
+        let blob = try await store.sealedBlob(tenant: t, backupId: p.backupId)
+        let rows = try await store.lookupRows(tenant: t, backupId: p.backupId)
+        let refs = try await store.subOrgReference(tenant: t, subOrgId: "suborg-a")
+        let queued = try await store.cleanupItems(tenant: t, states: nil).filter { $0.reason == "reset" }.map(\.subOrgId)
             .sorted()
-        let used = try #require(try store.resetChallenge(tokenHash: p.tokenHash)).usedAt != nil
-        let audited = try store.auditEntries(tenant: t, afterSeq: 0, limit: 1000).contains {
+        let used = try #require(try await store.resetChallenge(tokenHash: p.tokenHash)).usedAt != nil
+        let audited = try await store.auditEntries(tenant: t, afterSeq: 0, limit: 1000).contains {
             $0.action == "reset.complete"
         }
         #expect(try AuditLog.verify(store: store).ok, sourceLocation: sourceLocation)
@@ -144,7 +144,7 @@ struct ResetCrashTests {
         }
         #expect(try outcome(p, db) == .wiped, "rerun after \(after)")
         let store = try SQLiteConsoleStore(path: db)
-        let completes = try store.auditEntries(tenant: try TenantName("sandbox"), afterSeq: 0, limit: 1000).filter {
+        let completes = try await store.auditEntries(tenant: try TenantName("sandbox"), afterSeq: 0, limit: 1000).filter {
             $0.action == "reset.complete"
         }
         #expect(completes.count == 1, "rerun after \(after)")
@@ -218,7 +218,7 @@ struct FixtureWriter {
                         turnkeyPrivateKeyId: rng.uuid()))
             })
         let blob = Data(rng.bytes(4096))
-        try store.writeBackup(
+        try await store.writeBackup(
             tenant: tenant,
             BackupWrite(
                 record: BackupRecord(

@@ -31,7 +31,7 @@ import Testing
         #expect(begun.expiresAt == f.clock.seconds + 900)
         #expect(begun.factors.map(\.kind) == ["PASSKEY", "OIDC_ACCOUNT"])
         #expect(begun.factors.map(\.accountKind) == [nil, "GOOGLE"])
-        let stored = try #require(try f.store.resetChallenge(tokenHash: begun.tokenHash))
+        let stored = try #require(try await f.store.resetChallenge(tokenHash: begun.tokenHash))
         #expect(stored.context == "reset" && stored.backupId == id.rawValue && stored.challenge == begun.challenge)
 
         let signature = try UserRecovery.signChallenge(begun.challenge, rootKey: key)
@@ -49,7 +49,7 @@ import Testing
         #expect(after.challenges[begun.tokenHash] != nil)
 
         // The audit has both steps and never the token or the signature.
-        let entries = try f.store.auditEntries(tenant: f.session.tenantName, afterSeq: 0, limit: 1000)
+        let entries = try await f.store.auditEntries(tenant: f.session.tenantName, afterSeq: 0, limit: 1000)
         let resets = entries.filter { $0.action.hasPrefix("reset.") }
         #expect(resets.map(\.action) == ["reset.begin", "reset.complete"])
         #expect(resets.last?.details["via"] == "backup_service")
@@ -104,7 +104,7 @@ import Testing
         #expect(result.resolvedBy == "status" && result.turnkeySubOrgIds == ["suborg-a", "suborg-b"])
         let after = try f.snapshot(ids: [id], tokenHashes: [begun.tokenHash])
         #expect(after.backups.isEmpty && after.cleanup == ["suborg-a:reset", "suborg-b:reset"])
-        let last = try #require(try f.store.latestAuditEntries(tenant: f.session.tenantName, limit: 1).first)
+        let last = try #require(try await f.store.latestAuditEntries(tenant: f.session.tenantName, limit: 1).first)
         #expect(last.action == "reset.complete" && last.details["resolvedBy"] == "status")
         await f.stop()
     }
@@ -131,9 +131,9 @@ import Testing
     @Test func rerunAfterAnUnrecordedSendFinishesTheLocalPart() async throws {
         let (f, id, service, begun, signature) = try await Self.begun()
         // What the killed process did: marked the ledger sent; the service reset the backup.
-        try f.store.markResetSent(tokenHash: begun.tokenHash, subOrgIds: ["suborg-a", "suborg-b"], now: 1)
+        try await f.store.markResetSent(tokenHash: begun.tokenHash, subOrgIds: ["suborg-a", "suborg-b"], now: 1)
         #expect(
-            try f.store.sandboxServiceReset(
+            try await f.store.sandboxServiceReset(
                 tenant: f.session.tenantName, tokenHash: SHA256.hex(Array(begun.tokenText.utf8)), backupId: id.rawValue,
                 now: 1))
         let result = try await service.complete(token: begun.token, signature: signature, session: f.session)

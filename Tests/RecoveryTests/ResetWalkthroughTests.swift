@@ -51,7 +51,7 @@ import Turnkey
         #expect(result.backupId == id.rawValue && needStamps)
         #expect(items.map(\.subOrgId) == ["suborg-a", "suborg-b"])
         #expect(items.allSatisfy { $0.stamp == nil && $0.body.text.contains("\"organizationId\":\"\($0.subOrgId)\"") })
-        #expect(try f.store.backup(tenant: f.session.tenantName, id: id.rawValue) == nil)
+        #expect(try await f.store.backup(tenant: f.session.tenantName, id: id.rawValue) == nil)
 
         // A stamp by another key is refused; the user's stamp over the exact body is accepted.
         let foreign = try UserRecovery.stamp(body: items[0].body.bytes, rootKey: rootKey("43")).headerValue
@@ -101,7 +101,7 @@ import Turnkey
         let id = try f.addBackup(key)
         var w = try await walk(f)
         let oidc = try #require(
-            try f.store.lookupRows(tenant: f.session.tenantName, backupId: id.rawValue)
+            try await f.store.lookupRows(tenant: f.session.tenantName, backupId: id.rawValue)
                 .first { $0.pk.hasPrefix("MAIN#OIDC|") })
         let parts = oidc.pk.split(separator: "|", maxSplits: 2)
         let challenge = try await toProof(&w, query: "oidc \(parts[1]) \(parts[2])")
@@ -136,7 +136,7 @@ import Turnkey
         let f = try Fixture()
         let id = try f.addBackup(rootKey("42"))
         let stale = Base64.encode([UInt8](repeating: 9, count: 16), alphabet: .url, padding: false)
-        try f.store.writeLookupRows(
+        try await f.store.writeLookupRows(
             tenant: f.session.tenantName, [LookupRow(pk: "MAIN#PK|\(stale)", backupId: id.rawValue)],
             audit: f.session.audit("test.drift"))
         let lookup = consoleError {
@@ -156,7 +156,7 @@ struct TestLookupFinder: BackupFinder {
 
     func find(_ query: String, session: Session) throws(ConsoleError) -> BackupRecord {
         let result = try LookupService(store: store).lookup(try LookupQuery(text: query), session: session)
-        guard let record = try store.backup(tenant: session.tenantName, id: result.backupId) else {
+        guard let record = try await store.backup(tenant: session.tenantName, id: result.backupId) else {
             throw .notFound("Backup \(result.backupId) does not exist.")
         }
         return record
