@@ -27,7 +27,7 @@ final class TempStore {
     }
 
     /// `init --admin root`; returns the admin's record and session in `sandbox`.
-    func bootstrap() throws -> (OperatorRecord, Session) {
+    func bootstrap() async throws -> (OperatorRecord, Session) {
         let access = access()
         let token = try await access.bootstrap(admin: try OperatorName("root"))
         let op = try await access.authenticate(token: token)

@@ -16,7 +16,7 @@ final class TempStore {
     let session: Session
     let rng = SeededRandom(seed: 99)
 
-    init() throws {
+    init() async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("inspect-\(UUID().uuidString)")
         let time = self.time
         store = try SQLiteConsoleStore(path: directory.appendingPathComponent("console.db").path, clock: { time.now })
@@ -31,7 +31,7 @@ final class TempStore {
     var tenant: TenantName { session.tenantName }
 
     /// A session in a second tenant `other`, where `root` is admin.
-    func otherSession() throws -> Session {
+    func otherSession() async throws -> Session {
         let access = AccessService(store: store, clock: .manual(time), random: SeededRandom(seed: 8))
         let name = try TenantName("other")
         try await access.createTenant(TenantRecord(name: name, isSandbox: true, createdAt: 1), by: op)
@@ -97,7 +97,7 @@ final class TempStore {
     }
 
     /// Writes `metadata` with a blob; `rows` defaults to exactly what the metadata implies.
-    func write(_ metadata: BackupMetadata, blob: Data? = Data(repeating: 7, count: 2048), rows: [String]? = nil) throws
+    func write(_ metadata: BackupMetadata, blob: Data? = Data(repeating: 7, count: 2048), rows: [String]? = nil) async throws
     {
         let record = BackupRecord(
             backupId: metadata.id, metadata: metadata, blobSize: blob?.count,
@@ -110,19 +110,19 @@ final class TempStore {
     }
 
     /// Index rows exactly as given (drift).
-    func writeRows(_ rows: [LookupRow]) throws {
+    func writeRows(_ rows: [LookupRow]) async throws {
         try await store.writeLookupRows(tenant: tenant, rows, audit: session.audit("test.rows"))
     }
 
-    func audit(_ action: String) throws -> [AuditEntry] {
+    func audit(_ action: String) async throws -> [AuditEntry] {
         try await store.latestAuditEntries(tenant: tenant, limit: 1000).filter { $0.action == action }
     }
 }
 
 /// Runs `body` and returns the ConsoleError it threw, or nil.
-func consoleError(_ body: () throws -> Void) -> ConsoleError? {
+func consoleError(_ body: () async throws -> Void) async -> ConsoleError? {
     do {
-        try body()
+        try await body()
         return nil
     } catch let error as ConsoleError {
         return error
