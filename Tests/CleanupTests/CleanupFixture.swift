@@ -44,7 +44,7 @@ final class CleanupFixture: @unchecked Sendable {
         // The seeder writes only into sandboxes; a live tenant's backups stand for an import.
         var seedAs = session.tenant
         seedAs.isSandbox = true
-        _ = try SandboxSeeder(store: store, clock: { time.now / 1000 }).run(
+        _ = try await SandboxSeeder(store: store, clock: { time.now / 1000 }).run(
             tenant: seedAs, backups: backups, orphans: 0, seed: 11, operatorName: "root")
         var refs: [String] = []
         try await store.forEachReferencedSubOrg(tenant: name, batchSize: 100) { refs += $0 }
@@ -97,11 +97,11 @@ final class SleepLog: @unchecked Sendable {
 }
 
 extension TurnkeySandbox {
-    func directoryIds() throws -> [String] {
+    func directoryIds() async throws -> [String] {
         var all: [String] = []
         var after: String?
         while true {
-            let page = try directory.page(after: after, limit: 1000)
+            let page = try await directory.page(after: after, limit: 1000)
             guard let last = page.last else { return all }
             all += page
             after = last

@@ -90,7 +90,7 @@ struct CleanupRunTests {
                 guard request.path == TurnkeyWire.deleteSubOrganizationPath, !done.on else { return }
                 done.on = true
                 do {
-                    try CleanupRunTests.reference(target, store: store, tenant: tenant)
+                    try await CleanupRunTests.reference(target, store: store, tenant: tenant)
                 } catch {
                     throw TurnkeyError(.badRequest, message: "fixture failed: \(error)")
                 }
@@ -104,7 +104,7 @@ struct CleanupRunTests {
     }
 
     /// Adds a TURNKEY key referencing `subOrgId` to an existing backup and rewrites it.
-    static func reference(_ subOrgId: String, store: SQLiteConsoleStore, tenant: TenantName) throws {
+    static func reference(_ subOrgId: String, store: SQLiteConsoleStore, tenant: TenantName) async throws {
         var first: BackupRecord?
         try await store.forEachBackup(tenant: tenant, batchSize: 1) { page throws(ConsoleError) in
             if first == nil { first = page.first }

@@ -47,7 +47,7 @@ struct SignerChainTests {
         #expect(run.deleted == 2 && run.needsUser == 1)
 
         // `cleanup teardown-request`: the journaled body, the very bytes the cleanup key sent.
-        let body = try service.teardownRequest(session: session, subOrgId: target)
+        let body = try await service.teardownRequest(session: session, subOrgId: target)
         #expect(try await fixture.store.cleanupItem(tenant: session.tenantName, subOrgId: target)?.body == body)
         #expect(await fixture.sandbox.deleteBodies[target] == [body])
         let stamp = try user.stamp(body)
@@ -78,7 +78,7 @@ struct SignerChainTests {
                 $0.action == "cleanup.delete" && $0.target == target && $0.details["signer"] == "break_glass"
             })
         #expect(audit.contains { $0.action == "cleanup.submit" && $0.target == target })
-        #expect(try service.status(session: session).needsUser == 0)
+        await #expect(try service.status(session: session).needsUser == 0)
     }
 
     @Test("no signer left: a stamp by another key, or no cleanup key and no stamp, is needsUser")
@@ -89,7 +89,7 @@ struct SignerChainTests {
         await fixture.sandbox.setUsers(try BreakGlass(seed: 5).users, of: target)
         let service = fixture.service()
         let session = fixture.session
-        let body = try service.teardownRequest(session: session, subOrgId: target)
+        let body = try await service.teardownRequest(session: session, subOrgId: target)
         // Stamped with the wrong Root Key: the stamp is valid for the body, the key is not in the sub-org.
         let item = try await service.submit(
             session: session, body: Array(body.utf8), stamp: try BreakGlass(seed: 6).stamp(body))

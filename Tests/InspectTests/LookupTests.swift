@@ -135,7 +135,7 @@ import Testing
     @Test func misses() async throws {
         let w = try await World()
         await #expect(
-            consoleError { _ = try await w.lookup(.passkey(credentialId: "AAAAAAAAAAAAAAAAAAAAAA")) }?.code == "not_found")
+            await consoleError { _ = try await await w.lookup(.passkey(credentialId: "AAAAAAAAAAAAAAAAAAAAAA")) }?.code == "not_found")
         #expect(await consoleError { _ = try await w.lookup(.oidc(provider: "apple", sub: "nobody")) }?.code == "not_found")
         let other = try w.t.p256()
         await #expect(

@@ -77,10 +77,10 @@ import Testing
         #expect(entries[0].target == id)
         #expect(entries[0].details["health"] == "ok")
         await #expect(
-            consoleError { _ = try inspector.show(backupId: "nope", session: t.session) }?.code
+            await consoleError { _ = try await inspector.show(backupId: "nope", session: t.session) }?.code
                 == "invalid_backup_account_id")
         await #expect(
-            consoleError { _ = try inspector.show(backupId: try t.backupId(), session: t.session) }?.code == "not_found"
+            await consoleError { _ = try await inspector.show(backupId: try t.backupId(), session: t.session) }?.code == "not_found"
         )
         await #expect(try t.audit("backup.show").count == 1)
     }

@@ -35,7 +35,7 @@ struct ResetCrashTests {
             let op = try await access.authenticate(token: adminToken)
             let session = try await access.session(operator: op, tenant: try TenantName("sandbox"))
             let f = try FixtureWriter(store: store, tenant: session.tenantName)
-            let id = try f.addBackup(key)
+            let id = try await f.addBackup(key)
             // The token comes from the tenant's sandbox Backup Service, as `reset begin` gets it.
             let server = try await BackupServiceSandboxServer.start(
                 BackupServiceEmulator.sandbox(store: store, tenant: session.tenantName))
@@ -77,7 +77,7 @@ struct ResetCrashTests {
     enum Outcome { case intact, serviceDone, wiped }
 
     /// The all-or-nothing invariant, and a valid audit chain, in the store at `path`.
-    static func outcome(_ p: Prepared, _ path: String, sourceLocation: SourceLocation = #_sourceLocation) throws
+    static func outcome(_ p: Prepared, _ path: String, sourceLocation: SourceLocation = #_sourceLocation) async throws
         -> Outcome?
     {
         let store = try SQLiteConsoleStore(path: path)
@@ -92,7 +92,7 @@ struct ResetCrashTests {
         let audited = try await store.auditEntries(tenant: t, afterSeq: 0, limit: 1000).contains {
             $0.action == "reset.complete"
         }
-        #expect(try AuditLog.verify(store: store).ok, sourceLocation: sourceLocation)
+        #expect(try await AuditLog.verify(store: store).ok, sourceLocation: sourceLocation)
         if backup != nil, blob != nil, rows.count == 3, refs != nil, queued.isEmpty, !used, !audited { return .intact }
         if backup == nil, blob == nil, rows.isEmpty, refs == nil, queued.isEmpty, !used, !audited {
             return .serviceDone
@@ -120,21 +120,21 @@ struct ResetCrashTests {
             let env = Binary.cleanEnvironment(["BACKUPCTL_TOKEN": p.adminToken, "BACKUPCTL_CRASH_AT": point.rawValue])
             let run = try Binary.run(Self.args(p, db: db), environment: env)
             #expect(run.status == 137, "\(point): \(run.stderr)")
-            #expect(try Self.outcome(p, db) == expected[point], "\(point)")
-            try Self.rerunConverges(p, db, after: "\(point)")
+            await #expect(try Self.outcome(p, db) == expected[point], "\(point)")
+            try await Self.rerunConverges(p, db, after: "\(point)")
         }
         let db = try Self.copy(p, 99)
         let run = try Binary.run(
             Self.args(p, db: db), environment: Binary.cleanEnvironment(["BACKUPCTL_TOKEN": p.adminToken]))
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout.contains(#""wiped":true"#))
-        #expect(try Self.outcome(p, db) == .wiped)
+        await #expect(try Self.outcome(p, db) == .wiped)
     }
 
     /// The command run again on `db`: exit 0 and wiped (unless the first run already finished,
     /// when the service answers not_found and nothing changes).
-    static func rerunConverges(_ p: Prepared, _ db: String, after: String) throws {
-        let before = try outcome(p, db)
+    static func rerunConverges(_ p: Prepared, _ db: String, after: String) async throws {
+        let before = try await outcome(p, db)
         let run = try Binary.run(
             args(p, db: db), environment: Binary.cleanEnvironment(["BACKUPCTL_TOKEN": p.adminToken]))
         if before == .wiped {
@@ -142,7 +142,7 @@ struct ResetCrashTests {
         } else {
             #expect(run.status == 0, "rerun after \(after): \(run.stderr)")
         }
-        #expect(try outcome(p, db) == .wiped, "rerun after \(after)")
+        await #expect(try outcome(p, db) == .wiped, "rerun after \(after)")
         let store = try SQLiteConsoleStore(path: db)
         let completes = try await store.auditEntries(tenant: try TenantName("sandbox"), afterSeq: 0, limit: 1000).filter {
             $0.action == "reset.complete"
@@ -170,10 +170,10 @@ struct ResetCrashTests {
             let delay = UInt32(Double(fullMicros) * (0.1 + 1.9 * fraction))
             let db = try Self.copy(p, n)
             let run = try Binary.runAndKill(Self.args(p, db: db), after: delay, environment: env)
-            if let outcome = try Self.outcome(p, db) {
+            if let outcome = try await Self.outcome(p, db) {
                 outcomes[outcome, default: 0] += 1
                 if outcome == .wiped { #expect(run.status == 0 || run.signaled) }
-                try Self.rerunConverges(p, db, after: "a kill at \(delay) µs")
+                try await Self.rerunConverges(p, db, after: "a kill at \(delay) µs")
             }
             try? FileManager.default.removeItem(atPath: db)
         }
@@ -191,7 +191,7 @@ struct FixtureWriter {
         self.tenant = tenant
     }
 
-    func addBackup(_ key: RootKey) throws -> BackupAccountID {
+    func addBackup(_ key: RootKey) async throws -> BackupAccountID {
         let id = try BackupAccountKey.derive(rootKey: key)
         let rng = SeededRandom(seed: 5)
         let at = Timestamp(seconds: 1_770_000_000)

@@ -44,7 +44,7 @@ final class Fixture {
     let session: Session
     let rng = SeededRandom(seed: 99)
 
-    init() throws {
+    init() async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("recovery-\(UUID().uuidString)")
         path = directory.appendingPathComponent("console.db").path
         let time = self.time
@@ -87,14 +87,14 @@ final class Fixture {
     var access: AccessService { AccessService(store: store, clock: clock, random: accessRandom) }
 
     /// A second tenant `other` where root is admin.
-    func otherTenant(policy: TenantPolicy = TenantPolicy()) throws -> Session {
+    func otherTenant(policy: TenantPolicy = TenantPolicy()) async throws -> Session {
         let name = try TenantName("other")
         try await access.createTenant(TenantRecord(name: name, isSandbox: true, policy: policy, createdAt: 1), by: admin)
         return try await access.session(operator: admin, tenant: name)
     }
 
     /// A session with `role` for a new operator in the fixture's tenant.
-    func session(role: Role, name: String) throws -> Session {
+    func session(role: Role, name: String) async throws -> Session {
         let token = try await access.addOperator(try OperatorName(name), role: role, session: session)
         let op = try await access.authenticate(token: token)
         return try await access.session(operator: op, tenant: session.tenantName)
@@ -104,7 +104,7 @@ final class Fixture {
     @discardableResult
     func addBackup(
         _ key: RootKey, tenant: TenantName? = nil, subOrgs: [String] = ["suborg-a", "suborg-b"], withBlob: Bool = true
-    ) throws -> BackupAccountID {
+    ) async throws -> BackupAccountID {
         let id = try BackupAccountKey.derive(rootKey: key)
         let at = Timestamp(seconds: 1_770_000_000)
         let credential = Base64.encode(rng.bytes(24), alphabet: .url, padding: false)
@@ -156,7 +156,7 @@ final class Fixture {
         var auditCount: Int
     }
 
-    func snapshot(ids: [BackupAccountID], tokenHashes: [String] = [], tenant: TenantName? = nil) throws -> Snapshot {
+    func snapshot(ids: [BackupAccountID], tokenHashes: [String] = [], tenant: TenantName? = nil) async throws -> Snapshot {
         let t = tenant ?? session.tenantName
         var s = Snapshot(backups: [], blobs: [:], lookupRows: [:], cleanup: [], challenges: [:], auditCount: 0)
         for id in ids {
