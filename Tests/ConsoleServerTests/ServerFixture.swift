@@ -39,7 +39,7 @@ final class ServerFixture: @unchecked Sendable {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         self.directory = directory
         path = directory.appendingPathComponent("console.db").path
-        let made = try StoreSetup(path: path)
+        let made = try await StoreSetup(path: path)
         store = made.store
         access = made.access
         rootToken = made.rootToken
@@ -76,7 +76,7 @@ final class ServerFixture: @unchecked Sendable {
         try? FileManager.default.removeItem(at: directory)
     }
 
-    func rootSession() throws -> Session {
+    func rootSession() async throws -> Session {
         try await access.session(operator: try await access.authenticate(token: rootToken), tenant: try TenantName("sandbox"))
     }
 
@@ -112,7 +112,7 @@ final class ServerFixture: @unchecked Sendable {
     }
 
     /// Every audit entry, read here (not through the server).
-    func audit() throws -> [AuditEntry] {
+    func audit() async throws -> [AuditEntry] {
         try await store.auditEntries(tenant: nil, afterSeq: 0, limit: 100_000)
     }
 }
@@ -125,7 +125,7 @@ struct StoreSetup {
     let rootToken: SecretBytes
     let bobToken: SecretBytes
 
-    init(path: String) throws {
+    init(path: String) async throws {
         store = try SQLiteConsoleStore(path: path)
         access = AccessService(store: store, clock: .system, random: SystemRandom())
         rootToken = try await access.bootstrap(admin: try OperatorName("root"))

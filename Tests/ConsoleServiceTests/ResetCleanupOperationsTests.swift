@@ -187,7 +187,7 @@ import Testing
         let tenant: TenantName
         let access: AccessService
 
-        init(orphans: Int) throws {
+        init(orphans: Int) async throws {
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("ops-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let path = directory.appendingPathComponent("console.db").path
@@ -201,7 +201,7 @@ import Testing
                 policy: TenantPolicy(cleanupGraceSeconds: 0, retryCapMillis: 50, turnkeyRPS: 10_000),
                 createdAt: Int64(Date().timeIntervalSince1970))
             try await access.createTenant(record, by: op)
-            _ = try SandboxSeeder(store: store).run(
+            _ = try await SandboxSeeder(store: store).run(
                 tenant: record, backups: 5, orphans: orphans, seed: 21, operatorName: "root")
             console = LocalConsole(store: store, path: path)
             caller = Caller(token: token, tenant: tenant.rawValue)
@@ -213,7 +213,7 @@ import Testing
         }
 
         /// Another operator of the tenant, with `role`.
-        func caller(_ name: String, role: Role) throws -> Caller {
+        func caller(_ name: String, role: Role) async throws -> Caller {
             let root = try await access.session(
                 operator: try await access.authenticate(token: try #require(caller.token)), tenant: tenant)
             let token = try await access.addOperator(try OperatorName(name), role: role, session: root)
@@ -245,7 +245,7 @@ import Testing
 
     /// Runs `body` on a fresh sandbox console, then stops its emulators and removes its files.
     func withSandbox(orphans: Int, _ body: (SandboxConsole) async throws -> Void) async throws {
-        let f = try SandboxConsole(orphans: orphans)
+        let f = try await SandboxConsole(orphans: orphans)
         do {
             try await body(f)
         } catch {
@@ -343,13 +343,13 @@ import Testing
     /// teardown submit that only a cleaner may send.
     @Test func walkthroughRunsOnTheOperations() async throws {
         try await withSandbox(orphans: 0) { f in
-            let imported = try BackupImporter(store: f.store).run(
+            let imported = try await BackupImporter(store: f.store).run(
                 directory: Self.fixtures.appendingPathComponent("export"), tenant: f.tenant, dryRun: false,
                 operatorName: "root")
             #expect(imported.imported == 2)
             let backupId = "backup_account_030b2e4ce2de76318c0ef50964d225910b64019d8e43620d6d166b6bd100ad26e8"
-            let support = try f.caller("sam", role: .support)
-            let viewer = try f.caller("vera", role: .viewer)
+            let support = try await f.caller("sam", role: .support)
+            let viewer = try await f.caller("vera", role: .viewer)
             let denied = await #expect(throws: ConsoleError.self) {
                 try await f.console.perform(ResetWalkthroughOperation(), as: viewer)
             }
