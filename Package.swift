@@ -167,7 +167,8 @@ let package = Package(
 
         // Shared by the tests that run the real binary as a process (not a test target itself).
         .target(
-            name: "BackupctlTestSupport", dependencies: ["ConsoleStore", "BackupModel"], path: "Tests/BackupctlTestSupport",
+            name: "BackupctlTestSupport", dependencies: ["ConsoleStore", "BackupModel"],
+            path: "Tests/BackupctlTestSupport",
             swiftSettings: strict),
 
         .testTarget(name: "BackupModelTests", dependencies: ["BackupModel"]),

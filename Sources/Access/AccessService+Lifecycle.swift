@@ -34,7 +34,8 @@ extension AccessService {
                 .conflict, code: "last_tenant_creator",
                 "Operator \(name) is the only one who may create tenants; it cannot be removed.")
         }
-        guard try await store.removeOperator(name, audit: session.audit("operator.remove", target: name.rawValue)) else {
+        guard try await store.removeOperator(name, audit: session.audit("operator.remove", target: name.rawValue))
+        else {
             throw ConsoleError.notFound("Operator \(name) does not exist.")
         }
     }

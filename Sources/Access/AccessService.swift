@@ -150,7 +150,9 @@ public struct AccessService: Sendable {
 
     /// `operator add NAME --tenant T --role R`: a new operator with a role in the session's
     /// tenant. Returns its token, shown once.
-    public func addOperator(_ name: OperatorName, role: Role, session: Session) async throws(ConsoleError) -> SecretBytes {
+    public func addOperator(_ name: OperatorName, role: Role, session: Session) async throws(ConsoleError)
+        -> SecretBytes
+    {
         try await session.require(.manageOperators)
         if try await store.operatorRecord(named: name) != nil {
             throw ConsoleError(

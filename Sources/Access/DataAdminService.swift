@@ -51,10 +51,9 @@ public struct DataAdminService: Sendable {
             )
         }
         let clock = self.clock
-        let importer = BackupImporter(store: store, clock: { clock.seconds })
-        var report = try await importer.run(
+        var report = try await store.importExport(
             directory: root, tenant: session.tenantName, dryRun: dryRun,
-            operatorName: session.operatorName.rawValue, progress: progress)
+            operatorName: session.operatorName.rawValue, clock: { clock.seconds }, progress: progress)
         report.snapshotAt = snapshotTime.map(Timestamp.format)
         // A backup (or index row) the import refused is not in the console: a "complete"
         // snapshot without it would prove its sub-orgs orphaned. Such a snapshot counts as partial.
@@ -114,9 +113,8 @@ public struct DataAdminService: Sendable {
     ) async throws(ConsoleError) -> SeedReport {
         try await session.require(.seed)
         let clock = self.clock
-        let seeder = SandboxSeeder(store: store, clock: { clock.seconds })
-        return try await seeder.run(
+        return try await store.seedSandbox(
             tenant: session.tenant, backups: backups, orphans: orphans, seed: seed,
-            operatorName: session.operatorName.rawValue, progress: progress)
+            operatorName: session.operatorName.rawValue, clock: { clock.seconds }, progress: progress)
     }
 }

@@ -67,7 +67,9 @@ public final class BackupServiceEmulator: Sendable {
         case ("GET", "/health"):
             return .json(200, BackupServiceWire.Health(status: "ok", semver: Self.semver, rev: nil))
         case ("POST", "/v1/backup/status"):
-            return await parse(BackupServiceWire.StatusRequest.self, contentType, body) { request in await status(request) }
+            return await parse(BackupServiceWire.StatusRequest.self, contentType, body) { request in
+                await status(request)
+            }
         case ("POST", "/v1/reset/challenge/keypair"):
             return await parse(BackupServiceWire.ChallengeRequest.self, contentType, body) { request in
                 guard BackupServiceWire.isBackupAccountIdShape(request.backupAccountId) else {

@@ -38,7 +38,8 @@ extension CleanupService {
         let body = try TurnkeyActivityBody.deleteSubOrganization(subOrgId: id, timestampMs: timing.clock.millis()).text
         item.body = body
         item.updatedAt = now
-        try await store.updateCleanupItem(tenant: tenant, item, audit: session.audit("cleanup.teardown_request", target: id))
+        try await store.updateCleanupItem(
+            tenant: tenant, item, audit: session.audit("cleanup.teardown_request", target: id))
         return body
     }
 

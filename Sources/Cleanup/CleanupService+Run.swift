@@ -183,7 +183,8 @@ final class RunLease: @unchecked Sendable {
     func renewIfDue() async throws(ConsoleError) {
         let now = service.nowSeconds
         guard now - renewedAt >= Self.ttlSeconds / 3 else { return }
-        guard try await service.store.renewCleanupLease(tenant: tenant, holder: holder, expiresAt: now + Self.ttlSeconds)
+        guard
+            try await service.store.renewCleanupLease(tenant: tenant, holder: holder, expiresAt: now + Self.ttlSeconds)
         else {
             throw ConsoleError(
                 .conflict, code: "cleanup_lease_lost",

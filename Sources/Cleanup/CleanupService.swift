@@ -66,7 +66,9 @@ public struct CleanupService: Sendable {
         var stamped = 0
         let open: Set<CleanupItemRecord.State> = [.pending, .needsUser, .failed]
         for item in all where open.contains(item.state) {
-            if try await store.stampedTeardown(tenant: session.tenantName, subOrgId: item.subOrgId) != nil { stamped += 1 }
+            if try await store.stampedTeardown(tenant: session.tenantName, subOrgId: item.subOrgId) != nil {
+                stamped += 1
+            }
         }
         let matching = all.filter { item in
             (states?.contains(item.state) ?? true) && (reason.map { item.reason == $0 } ?? true)

@@ -93,10 +93,12 @@ struct CleanupWorker: Sendable {
         guard var item = try await store.cleanupItem(tenant: tenant, subOrgId: subOrgId) else {
             throw .notFound("Sub-org \(subOrgId) vanished from the cleanup journal of \(tenant) during the run.")
         }
-        return try await record(&item, .failed, error: (error ?? "failed") + "; the run's retry budget is spent", audit: nil)
+        return try await record(
+            &item, .failed, error: (error ?? "failed") + "; the run's retry budget is spent", audit: nil)
     }
 
-    func record(_ item: inout CleanupItemRecord, outcome: TurnkeyDeleteOutcome, signer: String) async throws(ConsoleError)
+    func record(_ item: inout CleanupItemRecord, outcome: TurnkeyDeleteOutcome, signer: String)
+        async throws(ConsoleError)
         -> RunReport.Item
     {
         switch outcome {

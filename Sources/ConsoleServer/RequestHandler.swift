@@ -119,7 +119,9 @@ final class RequestHandler: Sendable {
         let now = console.clock.millis()
         if limiter.isLimited(address, now: now) {
             metrics.failedAuthentication(reason: "rate_limited")
-            if limiter.shouldAuditRefusal(address, now: now) { await auditFailure(address: address, code: "rate_limited") }
+            if limiter.shouldAuditRefusal(address, now: now) {
+                await auditFailure(address: address, code: "rate_limited")
+            }
             return .refused(
                 Self.error(
                     ConsoleError(

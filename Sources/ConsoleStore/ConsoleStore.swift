@@ -39,7 +39,8 @@ public protocol ConsoleStore: Sendable {
     func grants(tenant: TenantName) async throws(ConsoleError) -> [GrantRecord]
     /// Replaces the operator's token hash (the old token stops working at once); `false` if
     /// there is no such operator.
-    func replaceOperatorToken(_ name: OperatorName, tokenHash: String, audit: AuditDraft) async throws(ConsoleError) -> Bool
+    func replaceOperatorToken(_ name: OperatorName, tokenHash: String, audit: AuditDraft) async throws(ConsoleError)
+        -> Bool
     /// Removes the operator and its grants; `false` if there is no such operator.
     func removeOperator(_ name: OperatorName, audit: AuditDraft) async throws(ConsoleError) -> Bool
     /// Deletes the tenant and everything in it (backups, index, grants, journal, challenges) in
@@ -84,6 +85,24 @@ public protocol ConsoleStore: Sendable {
     @discardableResult
     func writeLookupRows(tenant: TenantName, _ rows: [LookupRow], audit: AuditDraft) async throws(ConsoleError) -> Int
 
+    // MARK: Bulk loads
+
+    /// Loads a Backup Service export into `tenant` by ``BackupImporter``'s rules (each backup
+    /// checked on its own, batched writes, one `import` entry per run); a dry run writes nothing.
+    /// A store may load it its own way (PostgreSQL: `COPY`) as long as the report is the same.
+    /// - Parameters:
+    ///   - clock: Unix seconds for the records' `importedAt` / `updatedAt`.
+    ///   - progress: called after each backup directory with the number done so far.
+    func importExport(
+        directory: URL, tenant: TenantName, dryRun: Bool, operatorName: String,
+        clock: @escaping @Sendable () -> Int64, progress: ((Int) throws(ConsoleError) -> Void)?
+    ) async throws(ConsoleError) -> ImportReport
+    /// Writes synthetic backups and orphan sub-orgs into a sandbox tenant by ``SandboxSeeder``'s rules.
+    func seedSandbox(
+        tenant: TenantRecord, backups: Int, orphans: Int, seed: UInt64, operatorName: String,
+        clock: @escaping @Sendable () -> Int64, progress: ((Int) throws(ConsoleError) -> Void)?
+    ) async throws(ConsoleError) -> SeedReport
+
     // MARK: Turnkey sub-organization references
 
     /// The backup that references a sub-org, if any.
@@ -99,7 +118,8 @@ public protocol ConsoleStore: Sendable {
     func addSandboxSubOrgs(tenant: TenantName, _ subOrgIds: [String], createdAt: Int64, audit: AuditDraft?)
         async throws(ConsoleError) -> Int
     /// Removes one (the sandbox's `delete_sub_organization`); returns whether it was there.
-    func removeSandboxSubOrg(tenant: TenantName, subOrgId: String, audit: AuditDraft?) async throws(ConsoleError) -> Bool
+    func removeSandboxSubOrg(tenant: TenantName, subOrgId: String, audit: AuditDraft?) async throws(ConsoleError)
+        -> Bool
 
     // MARK: Reset
 

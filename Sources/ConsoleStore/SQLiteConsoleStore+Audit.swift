@@ -9,11 +9,7 @@ extension SQLiteConsoleStore {
     /// `seq` is the last one plus one and `prevHash` the last entry's hash (64 zeros for the
     /// first), so the writer's serialisation is what keeps the chain linear.
     func insertAudit(_ draft: AuditDraft, _ db: Database) throws -> AuditEntry {
-        try self.insertAudit(draft, at: clock(), db)
-    }
-
-    /// ``self.insertAudit(_:_:)`` with the time the action happened (a held read audit's).
-    func insertAudit(_ draft: AuditDraft, at: Int64, _ db: Database) throws -> AuditEntry {
+        let at = clock()
         let last = try Row.fetchOne(db.cachedStatement(sql: "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1"))
         let seq: Int64 = (last.map { $0["seq"] as Int64 } ?? 0) + 1
         let prevHash: String = last.map { $0["hash"] as String } ?? AuditEntry.genesisHash
@@ -55,7 +51,9 @@ extension SQLiteConsoleStore {
         try await write("appending an audit entry") { db in try self.insertAudit(draft, db) }
     }
 
-    public func auditEntries(tenant: TenantName?, afterSeq: Int64, limit: Int) async throws(ConsoleError) -> [AuditEntry] {
+    public func auditEntries(tenant: TenantName?, afterSeq: Int64, limit: Int) async throws(ConsoleError)
+        -> [AuditEntry]
+    {
         return try await read("reading the audit log") { db in
             let rows: [Row]
             if let tenant {

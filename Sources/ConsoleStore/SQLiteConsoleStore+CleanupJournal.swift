@@ -14,7 +14,8 @@ public protocol CleanupJournalStore: ConsoleStore {
     func sandboxSubOrgExists(tenant: TenantName, subOrgId: String) async throws(ConsoleError) -> Bool
     func sandboxSubOrgCount(tenant: TenantName) async throws(ConsoleError) -> Int
     /// Stores (or replaces) the user-stamped break-glass request for a journaled sub-org.
-    func saveStampedTeardown(tenant: TenantName, _ teardown: StampedTeardown, audit: AuditDraft?) async throws(ConsoleError)
+    func saveStampedTeardown(tenant: TenantName, _ teardown: StampedTeardown, audit: AuditDraft?)
+        async throws(ConsoleError)
     func stampedTeardown(tenant: TenantName, subOrgId: String) async throws(ConsoleError) -> StampedTeardown?
     /// How many journal items are in each state.
     func cleanupCounts(tenant: TenantName) async throws(ConsoleError) -> [CleanupItemRecord.State: Int]
@@ -67,7 +68,8 @@ extension SQLiteConsoleStore: CleanupJournalStore {
         return found
     }
 
-    public func sandboxSubOrgPage(tenant: TenantName, after: String, limit: Int) async throws(ConsoleError) -> [String] {
+    public func sandboxSubOrgPage(tenant: TenantName, after: String, limit: Int) async throws(ConsoleError) -> [String]
+    {
         try await read("listing sandbox sub-orgs") { db in
             try String.fetchAll(
                 db.cachedStatement(

@@ -28,7 +28,8 @@ public struct AuditQuery: Sendable, Equatable {
 extension SQLiteConsoleStore {
     // MARK: Operator and tenant lifecycle
 
-    public func replaceOperatorToken(_ name: OperatorName, tokenHash: String, audit: AuditDraft) async throws(ConsoleError)
+    public func replaceOperatorToken(_ name: OperatorName, tokenHash: String, audit: AuditDraft)
+        async throws(ConsoleError)
         -> Bool
     {
         try await write("rotating the token of \(name)") { db in

@@ -77,7 +77,8 @@ extension SQLiteConsoleStore: LiveTenantStore {
         }
     }
 
-    public func retireBackups(tenant: TenantName, ids: [String], now: Int64, audit: AuditDraft) async throws(ConsoleError)
+    public func retireBackups(tenant: TenantName, ids: [String], now: Int64, audit: AuditDraft)
+        async throws(ConsoleError)
         -> [ResetWipe]
     {
         try await write("retiring \(ids.count) backups of \(tenant)") { db in
@@ -210,7 +211,9 @@ extension SQLiteConsoleStore: LiveTenantStore {
         }
     }
 
-    public func renewCleanupLease(tenant: TenantName, holder: String, expiresAt: Int64) async throws(ConsoleError) -> Bool {
+    public func renewCleanupLease(tenant: TenantName, holder: String, expiresAt: Int64) async throws(ConsoleError)
+        -> Bool
+    {
         try await write("renewing the cleanup lease of \(tenant)") { db in
             try db.execute(
                 sql: "UPDATE cleanup_leases SET expires_at = max(acquired_at, ?) WHERE tenant = ? AND holder = ?",

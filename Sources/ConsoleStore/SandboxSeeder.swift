@@ -62,7 +62,8 @@ public struct SandboxSeeder: Sendable {
                         details: ["seed": "\(seed)", "from": "\(start)", "count": "\(writes.count)"]))
             }
             let subOrgs = writes.flatMap(\.record.metadata.turnkeySubOrgIds)
-            report.referencedSubOrgs += try await store.addSandboxSubOrgs(tenant: name, subOrgs, createdAt: now, audit: nil)
+            report.referencedSubOrgs += try await store.addSandboxSubOrgs(
+                tenant: name, subOrgs, createdAt: now, audit: nil)
             report.backups += writes.count
             report.lookupRows += writes.reduce(0) { $0 + $1.lookupRows.count }
             report.driftedBackups += made.filter(\.drifted).count

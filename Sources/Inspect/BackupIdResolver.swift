@@ -36,7 +36,8 @@ public struct BackupIdResolver: Sendable {
                 $0.hasSuffix(suffix)
             }
         } else {
-            matches = try await store.backupIds(tenant: tenant, prefix: pattern.prefix, limit: Self.listedCandidates + 1)
+            matches = try await store.backupIds(
+                tenant: tenant, prefix: pattern.prefix, limit: Self.listedCandidates + 1)
         }
         guard let first = matches.first else {
             throw ConsoleError.notFound("No backup id in tenant \(tenant) starts with \(typed.prefix(80)).")

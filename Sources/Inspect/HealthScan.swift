@@ -44,7 +44,8 @@ public struct HealthScan: Sendable {
             let inspector = BackupInspector(store: store)
             let record = try await inspector.record(backupId, tenant: tenant)
             var tally = CheckTally(limit: min(findingLimit, HealthCheckName.allCases.count), filter: filter)
-            await tally.add(backupId: record.backupId, HealthChecks.run(try inspector.healthInput(record, tenant: tenant)))
+            await tally.add(
+                backupId: record.backupId, HealthChecks.run(try inspector.healthInput(record, tenant: tenant)))
             report = tally.report(scope: "backup", tenant: tenant.rawValue)
             try await store.appendAudit(session.audit("backup.check", target: record.backupId))
         } else {
@@ -58,7 +59,8 @@ public struct HealthScan: Sendable {
 
     /// The tenant-wide scan without permission check or audit (``check(backupId:session:progress:)``
     /// does both; the benchmark calls this).
-    package func scan(tenant: TenantName, progress: ((Int) throws(ConsoleError) -> Void)? = nil) async throws(ConsoleError)
+    package func scan(tenant: TenantName, progress: ((Int) throws(ConsoleError) -> Void)? = nil)
+        async throws(ConsoleError)
         -> CheckReport
     {
         let limit = findingLimit
@@ -82,7 +84,9 @@ public struct HealthScan: Sendable {
                         }
                         group.addTask {
                             var local = CheckTally(limit: limit, filter: filter)
-                            for row in page { local.add(backupId: row.summary.backupId, HealthChecks.run(HealthInput(row))) }
+                            for row in page {
+                                local.add(backupId: row.summary.backupId, HealthChecks.run(HealthInput(row)))
+                            }
                             return local
                         }
                         running += 1

@@ -146,7 +146,8 @@ public struct ResetService: Sendable {
             tenant: session.tenantName, tokenHash: plan.fromLedger ? plan.tokenHash : nil, backupId: plan.backupId,
             subOrgIds: subOrgs, now: clock.seconds,
             audit: ResetAuditDraft(
-                session.audit("reset.complete", target: plan.backupId, details: details), lookupRowsAtLeast: lookupRows))
+                session.audit("reset.complete", target: plan.backupId, details: details), lookupRowsAtLeast: lookupRows)
+        )
         checkpoint(.committed)
         return ResetResult(
             backupId: wipe.backupId, wiped: true, lookupRowsRemoved: max(wipe.lookupRowsRemoved, lookupRows),
@@ -177,7 +178,9 @@ public struct ResetService: Sendable {
     }
 
     /// Audits a refusal (its code, never as the reset) and throws it.
-    private func refuse(_ plan: ResetPlan, _ error: ConsoleError, _ session: Session) async throws(ConsoleError) -> Never {
+    private func refuse(_ plan: ResetPlan, _ error: ConsoleError, _ session: Session) async throws(ConsoleError)
+        -> Never
+    {
         try await store.appendAudit(
             session.audit(
                 "reset.refused", target: plan.backupId,

@@ -6,7 +6,9 @@ import Turnkey
 extension TurnkeySandbox {
     /// The key's user in `org`, looking in the parent too; `nil` = PUBLIC_KEY_NOT_FOUND.
     func findUser(key: String, org: String) async throws(ConsoleError) -> (user: SandboxUser, inParent: Bool)? {
-        if org != parentOrgId, let user = await users(of: org).first(where: { $0.publicKey == key }) { return (user, false) }
+        if org != parentOrgId, let user = await users(of: org).first(where: { $0.publicKey == key }) {
+            return (user, false)
+        }
         if let user = parentUsers.first(where: { $0.publicKey == key }) { return (user, true) }
         return nil
     }
@@ -25,7 +27,8 @@ extension TurnkeySandbox {
                 userId: Self.uuid(from: found.user.name + found.user.publicKey), username: found.user.name))
     }
 
-    func listSubOrgs(org: String, key: String, object: [String: Any]) async throws(ConsoleError) -> TurnkeyHTTPResponse {
+    func listSubOrgs(org: String, key: String, object: [String: Any]) async throws(ConsoleError) -> TurnkeyHTTPResponse
+    {
         guard org == parentOrgId else {
             return try await orgExists(org)
                 ? Self.ok(TurnkeyWire.ListSubOrgsResponse(organizationIds: [])) : Self.orgNotFound(org)
@@ -65,7 +68,8 @@ extension TurnkeySandbox {
                 }))
     }
 
-    func getActivity(org: String, key: String, object: [String: Any]) async throws(ConsoleError) -> TurnkeyHTTPResponse {
+    func getActivity(org: String, key: String, object: [String: Any]) async throws(ConsoleError) -> TurnkeyHTTPResponse
+    {
         guard let id = object["activityId"] as? String, let fingerprint = fingerprintsById[id],
             var activity = activities[fingerprint], activity.organizationId == org
         else { return Self.error(404, 5, "activity not found", "ACTIVITY_NOT_FOUND") }

@@ -38,7 +38,9 @@ import Testing
         let fixture = try TempStore()
         _ = try await fixture.bootstrap()
         let stranger = OperatorToken.generate(using: SeededRandom(seed: 99))
-        let error = await #expect(throws: ConsoleError.self) { try await fixture.access().authenticate(token: stranger) }
+        let error = await #expect(throws: ConsoleError.self) {
+            try await fixture.access().authenticate(token: stranger)
+        }
         #expect(error?.kind == .permissionDenied && error?.code == "invalid_token")
     }
 
@@ -89,7 +91,9 @@ import Testing
             try await access.addOperator(try OperatorName("mallory"), role: .admin, session: bob)
         }
         #expect(error?.kind == .permissionDenied)
-        await #expect(throws: ConsoleError.self) { try await access.grant(try OperatorName("bob"), role: .admin, session: bob) }
+        await #expect(throws: ConsoleError.self) {
+            try await access.grant(try OperatorName("bob"), role: .admin, session: bob)
+        }
         #expect(try await fixture.store.operatorRecord(named: try OperatorName("mallory")) == nil)
         // The refusals are audited as such, and nothing else is written.
         let added = try await fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 1000).dropFirst(auditBefore)

@@ -13,7 +13,8 @@ import Testing
         let (_, session) = try await fixture.bootstrap()
         for i in 0..<n {
             fixture.time.advance(byMillis: 1000)
-            try await fixture.store.appendAudit(session.audit("backup.show", target: "backup_\(i)", details: ["i": "\(i)"]))
+            try await fixture.store.appendAudit(
+                session.audit("backup.show", target: "backup_\(i)", details: ["i": "\(i)"]))
         }
         let entries = try await fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 10_000)
         var checkpoints: [AuditCheckpoint] = []
@@ -156,7 +157,8 @@ import Testing
         let stored = try await fixture.store.auditCheckpoints()
         #expect(stored.count == 3 && stored.last == previous)
         let publicKey = try P256.publicKey(privateKey: key, compressed: true)
-        await #expect(try AuditLog.verifyCheckpoints(store: fixture.store, checkpoints: stored, publicKey: publicKey).ok)
+        await #expect(
+            try AuditLog.verifyCheckpoints(store: fixture.store, checkpoints: stored, publicKey: publicKey).ok)
 
         let queue = try DatabaseQueue(path: fixture.path)
         try await queue.write { try $0.execute(sql: "DELETE FROM audit_checkpoints WHERE id = 2") }
@@ -173,11 +175,14 @@ import Testing
         let key = P256.generatePrivateKey()
         let now: Int64 = 1_000_000
         // The first call signs the bootstrap entries (no checkpoint yet).
-        await #expect(try AuditLog.checkpointIfDue(store: fixture.store, privateKey: key, nowMillis: now, every: 5) != nil)
+        await #expect(
+            try AuditLog.checkpointIfDue(store: fixture.store, privateKey: key, nowMillis: now, every: 5) != nil)
         var written = 0
         for i in 0..<10 {
             try await fixture.store.appendAudit(session.audit("backup.show", target: "backup_\(i)"))
-            if try await AuditLog.checkpointIfDue(store: fixture.store, privateKey: key, nowMillis: now, every: 5) != nil {
+            if try await AuditLog.checkpointIfDue(store: fixture.store, privateKey: key, nowMillis: now, every: 5)
+                != nil
+            {
                 written += 1
             }
         }
@@ -199,6 +204,7 @@ import Testing
         let stored = try await fixture.store.auditCheckpoints()
         #expect(stored.count == 5)
         let publicKey = try P256.publicKey(privateKey: key, compressed: false)
-        await #expect(try AuditLog.verifyCheckpoints(store: fixture.store, checkpoints: stored, publicKey: publicKey).ok)
+        await #expect(
+            try AuditLog.verifyCheckpoints(store: fixture.store, checkpoints: stored, publicKey: publicKey).ok)
     }
 }

@@ -13,7 +13,8 @@ import Testing
         let (_, session) = try await fixture.bootstrap()
         for i in 0..<n {
             fixture.time.advance(byMillis: 1000)
-            try await fixture.store.appendAudit(session.audit("backup.show", target: "backup_\(i)", details: ["i": "\(i)"]))
+            try await fixture.store.appendAudit(
+                session.audit("backup.show", target: "backup_\(i)", details: ["i": "\(i)"]))
         }
         return (fixture, session)
     }
@@ -78,11 +79,15 @@ import Testing
         let token = try await access.addOperator(try OperatorName("viewer1"), role: .viewer, session: admin)
         let viewer = try await access.session(
             operator: try await access.authenticate(token: token), tenant: try TenantName("sandbox"))
-        await #expect(throws: ConsoleError.self) { try await AuditLog(store: fixture.store).list(session: viewer, limit: 5) }
+        await #expect(throws: ConsoleError.self) {
+            try await AuditLog(store: fixture.store).list(session: viewer, limit: 5)
+        }
         await #expect(throws: ConsoleError.self) { try await AuditLog(store: fixture.store).verify(session: viewer) }
         let listed = try await AuditLog(store: fixture.store).list(session: admin, limit: 2)
         #expect(listed.count == 2 && listed[0].seq < listed[1].seq)
         #expect(listed.allSatisfy { $0.tenant == "sandbox" })
-        await #expect(throws: ConsoleError.self) { try await AuditLog(store: fixture.store).list(session: admin, limit: 0) }
+        await #expect(throws: ConsoleError.self) {
+            try await AuditLog(store: fixture.store).list(session: admin, limit: 0)
+        }
     }
 }

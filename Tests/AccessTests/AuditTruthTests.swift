@@ -21,9 +21,13 @@ import Testing
         try await access.revoke(try OperatorName("bob"), session: root)
         let before = try await entries(fixture)
         #expect(before.last?.action == "operator.revoke")
-        let error = await #expect(throws: ConsoleError.self) { try await access.revoke(try OperatorName("bob"), session: root) }
+        let error = await #expect(throws: ConsoleError.self) {
+            try await access.revoke(try OperatorName("bob"), session: root)
+        }
         #expect(error?.code == "not_found")
-        let ghost = await #expect(throws: ConsoleError.self) { try await access.revoke(try OperatorName("ghost"), session: root) }
+        let ghost = await #expect(throws: ConsoleError.self) {
+            try await access.revoke(try OperatorName("ghost"), session: root)
+        }
         #expect(ghost?.code == "not_found")
         await #expect(try entries(fixture) == before)
     }
@@ -49,10 +53,14 @@ import Testing
         #expect(entry.details["outcome"] == "failure")
 
         // A tenant without a grant, and tenant creation without the right, are refusals too.
-        try await access.createTenant(TenantRecord(name: try TenantName("other"), isSandbox: true, createdAt: 1), by: rootOp)
-        await #expect(throws: ConsoleError.self) { try await access.session(operator: vera, tenant: try TenantName("other")) }
+        try await access.createTenant(
+            TenantRecord(name: try TenantName("other"), isSandbox: true, createdAt: 1), by: rootOp)
         await #expect(throws: ConsoleError.self) {
-            try await access.createTenant(TenantRecord(name: try TenantName("mine"), isSandbox: true, createdAt: 1), by: vera)
+            try await access.session(operator: vera, tenant: try TenantName("other"))
+        }
+        await #expect(throws: ConsoleError.self) {
+            try await access.createTenant(
+                TenantRecord(name: try TenantName("mine"), isSandbox: true, createdAt: 1), by: vera)
         }
         let after = try await entries(fixture)
         let denials = after.filter { $0.action == "access.denied" }
@@ -70,7 +78,8 @@ import Testing
         let fixture = try TempStore()
         let (rootOp, root) = try await fixture.bootstrap()
         let access = fixture.access(seed: 11)
-        try await access.createTenant(TenantRecord(name: try TenantName("acme"), isSandbox: true, createdAt: 1), by: rootOp)
+        try await access.createTenant(
+            TenantRecord(name: try TenantName("acme"), isSandbox: true, createdAt: 1), by: rootOp)
         let acmeRoot = try await access.session(operator: rootOp, tenant: try TenantName("acme"))
         let token = try await access.addOperator(try OperatorName("ada"), role: .admin, session: acmeRoot)
         let ada = try await access.authenticate(token: token)

@@ -1,7 +1,7 @@
-import BackupctlTestSupport
 import Access
 import BackupCrypto
 import BackupModel
+import BackupctlTestSupport
 import ConsoleStore
 import Foundation
 import Testing
@@ -35,7 +35,8 @@ import Testing
         let t = try TempStore()
         let (rootOp, root) = try await t.bootstrap()
         let access = t.access(seed: 12)
-        try await access.createTenant(TenantRecord(name: try TenantName("prod"), isSandbox: true, createdAt: 1), by: rootOp)
+        try await access.createTenant(
+            TenantRecord(name: try TenantName("prod"), isSandbox: true, createdAt: 1), by: rootOp)
         let prod = try await access.session(operator: rootOp, tenant: try TenantName("prod"))
         // ann is admin of sandbox only; carl has roles in sandbox and prod.
         let ann = try OperatorName("ann")
@@ -43,7 +44,8 @@ import Testing
         let annToken = try await access.addOperator(ann, role: .admin, session: root)
         _ = try await access.addOperator(carl, role: .viewer, session: root)
         try await access.grant(carl, role: .support, session: prod)
-        let annSession = try await access.session(operator: try await access.authenticate(token: annToken), tenant: root.tenantName)
+        let annSession = try await access.session(
+            operator: try await access.authenticate(token: annToken), tenant: root.tenantName)
         for attempt in [
             { _ = try await access.rotateToken(carl, session: annSession) },
             { try await access.removeOperator(carl, session: annSession) },
@@ -57,7 +59,9 @@ import Testing
         #expect(try await t.store.grants(tenant: try TenantName("prod")).allSatisfy { $0.operatorName != carl })
         let again = await #expect(throws: ConsoleError.self) { try await access.removeOperator(carl, session: root) }
         #expect(again?.kind == .notFound)
-        let selfRemoval = await #expect(throws: ConsoleError.self) { try await access.removeOperator(rootOp.name, session: root) }
+        let selfRemoval = await #expect(throws: ConsoleError.self) {
+            try await access.removeOperator(rootOp.name, session: root)
+        }
         #expect(selfRemoval?.code == "cannot_remove_self")
     }
 
@@ -74,7 +78,8 @@ import Testing
             tenant: root.tenant, backups: 4, orphans: 0, seed: 4, operatorName: "root")
         let viewer = try OperatorName("vic")
         let vicToken = try await access.addOperator(viewer, role: .viewer, session: session)
-        let vicSession = try await access.session(operator: try await access.authenticate(token: vicToken), tenant: scratch)
+        let vicSession = try await access.session(
+            operator: try await access.authenticate(token: vicToken), tenant: scratch)
         let denied = await #expect(throws: ConsoleError.self) { try await access.deleteTenant(session: vicSession) }
         #expect(denied?.kind == .permissionDenied)
 

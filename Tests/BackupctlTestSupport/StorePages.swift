@@ -1,4 +1,3 @@
-import BackupctlTestSupport
 import BackupModel
 import ConsoleStore
 
@@ -8,7 +7,8 @@ extension ConsoleStore {
     public func forEachBackup(
         tenant: TenantName, batchSize: Int, _ body: ([BackupRecord]) async throws -> Void
     ) async throws {
-        try await Self.walk(batchSize, key: \.backupId, { try await backups(tenant: tenant, after: $0, limit: $1) }, body)
+        try await Self.walk(
+            batchSize, key: \.backupId, { try await backups(tenant: tenant, after: $0, limit: $1) }, body)
     }
 
     public func forEachLookupRow(

@@ -1,8 +1,8 @@
-import BackupctlTestSupport
 import Access
 import BackupCrypto
 import BackupModel
 import BackupService
+import BackupctlTestSupport
 import ConsoleStore
 import Foundation
 import Turnkey

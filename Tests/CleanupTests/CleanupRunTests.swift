@@ -1,6 +1,6 @@
-import BackupctlTestSupport
 import Access
 import BackupModel
+import BackupctlTestSupport
 import ConsoleStore
 import Foundation
 import Testing

@@ -97,7 +97,8 @@ import Turnkey
         _ = try await f.store.recordServiceReset(
             tenant: tenant, tokenHash: nil, backupId: resetId, subOrgIds: [], now: now(f),
             audit: ResetAuditDraft(f.session.audit("test.reset"), lookupRowsAtLeast: 0))
-        _ = try await f.store.retireBackups(tenant: tenant, ids: [retiredId], now: now(f), audit: f.session.audit("test"))
+        _ = try await f.store.retireBackups(
+            tenant: tenant, ids: [retiredId], now: now(f), audit: f.session.audit("test"))
         // A sub-org whose last backup the service still has: retired here by mistake below.
         let blocked = try await subOrgOf(liveId)[0]
         // The Backup Service: the sandbox over a second store that still holds `liveId` only.

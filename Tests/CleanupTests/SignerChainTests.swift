@@ -184,7 +184,8 @@ struct SignerChainTests {
         let audit = try await fixture.store.latestAuditEntries(tenant: fixture.session.tenantName, limit: 100)
         #expect(audit.contains { $0.action == "cleanup.already_gone" && $0.target == target })
         #expect(
-            try await fixture.store.cleanupItem(tenant: fixture.session.tenantName, subOrgId: target)?.state == .alreadyGone)
+            try await fixture.store.cleanupItem(tenant: fixture.session.tenantName, subOrgId: target)?.state
+                == .alreadyGone)
     }
 
     @Test("--max refuses a run with more eligible sub-orgs, says how many and how to go on, deletes nothing")

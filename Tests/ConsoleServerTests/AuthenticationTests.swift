@@ -56,7 +56,8 @@ import Testing
             #expect(
                 try await remote.perform(WhoamiOperation(), as: Caller(token: fixture.bobToken, tenant: nil)).operator
                     == "bob")
-            let fresh = try await fixture.access.rotateToken(try OperatorName("bob"), session: try fixture.rootSession())
+            let fresh = try await fixture.access.rotateToken(
+                try OperatorName("bob"), session: try fixture.rootSession())
             let old = try await fixture.request(.POST, "/v1/ops/whoami", bearer: ServerFixture.text(fixture.bobToken))
             #expect(old.status == 401)
             #expect(
@@ -126,7 +127,8 @@ import Testing
                 #expect(try await fixture.request(.POST, "/v1/ops/whoami", bearer: token).status == 401)
             }
             #expect(try await fixture.request(.POST, "/v1/ops/whoami", bearer: root).status == 429)
-            let everything = try await fixture.audit().map { "\($0.operatorName) \($0.target ?? "") \($0.details)" }.joined()
+            let everything = try await fixture.audit().map { "\($0.operatorName) \($0.target ?? "") \($0.details)" }
+                .joined()
             for token in presented + [root] { #expect(!everything.contains(token)) }
             #expect(!everything.contains("bctl_"))
         }

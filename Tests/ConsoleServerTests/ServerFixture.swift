@@ -77,7 +77,8 @@ final class ServerFixture: @unchecked Sendable {
     }
 
     func rootSession() async throws -> Session {
-        try await access.session(operator: try await access.authenticate(token: rootToken), tenant: try TenantName("sandbox"))
+        try await access.session(
+            operator: try await access.authenticate(token: rootToken), tenant: try TenantName("sandbox"))
     }
 
     func remote(caFile: String? = nil) throws -> RemoteConsole {
@@ -130,7 +131,8 @@ struct StoreSetup {
         access = AccessService(store: store, clock: .system, random: SystemRandom())
         rootToken = try await access.bootstrap(admin: try OperatorName("root"))
         let root = try await access.authenticate(token: rootToken)
-        try await access.createTenant(TenantRecord(name: try TenantName("beta"), isSandbox: true, createdAt: 1), by: root)
+        try await access.createTenant(
+            TenantRecord(name: try TenantName("beta"), isSandbox: true, createdAt: 1), by: root)
         let session = try await access.session(operator: root, tenant: try TenantName("sandbox"))
         bobToken = try await access.addOperator(try OperatorName("bob"), role: .viewer, session: session)
     }

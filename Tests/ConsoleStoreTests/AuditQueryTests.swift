@@ -1,5 +1,5 @@
-import BackupctlTestSupport
 import BackupModel
+import BackupctlTestSupport
 import Foundation
 import Testing
 

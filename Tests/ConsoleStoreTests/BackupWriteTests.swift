@@ -1,5 +1,5 @@
-import BackupctlTestSupport
 import BackupModel
+import BackupctlTestSupport
 import Foundation
 import Testing
 
@@ -17,7 +17,8 @@ struct BackupWriteTests {
 
             let second = f.metadata(id: f.backupId(), passkeys: [f.credential(), shared], subOrgs: [f.uuid()])
             let error = await #expect(throws: ConsoleError.self) {
-                try await store.writeBackup(tenant: alpha, f.write(second, blob: Data([9])), audit: draft("w", tenant: alpha))
+                try await store.writeBackup(
+                    tenant: alpha, f.write(second, blob: Data([9])), audit: draft("w", tenant: alpha))
             }
             #expect(error?.code == "factor_conflict")
             #expect(error?.message.contains(shared) == true)
@@ -131,7 +132,9 @@ struct BackupWriteTests {
             #expect(try await store.cleanupItems(tenant: alpha, states: [.deleted]) == [done])
             #expect(try await store.cleanupItems(tenant: alpha, states: [.pending]).isEmpty)
             #expect(try await store.cleanupItem(tenant: beta, subOrgId: "s1") == nil)
-            await #expect(throws: ConsoleError.self) { try await store.updateCleanupItem(tenant: beta, done, audit: nil) }
+            await #expect(throws: ConsoleError.self) {
+                try await store.updateCleanupItem(tenant: beta, done, audit: nil)
+            }
         }
     }
 }

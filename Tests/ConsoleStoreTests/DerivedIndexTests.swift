@@ -1,6 +1,6 @@
-import BackupctlTestSupport
 import BackupCrypto
 import BackupModel
+import BackupctlTestSupport
 import Foundation
 import GRDB
 import Testing
@@ -80,7 +80,8 @@ struct DerivedIndexTests {
                     expiresAt: 10),
                 audit: draft("r"))
             _ = try await store.recordServiceReset(
-                tenant: alpha, tokenHash: "t", backupId: id, subOrgIds: [], now: 5, audit: ResetAuditDraft(draft("r"), lookupRowsAtLeast: 0))
+                tenant: alpha, tokenHash: "t", backupId: id, subOrgIds: [], now: 5,
+                audit: ResetAuditDraft(draft("r"), lookupRowsAtLeast: 0))
             try await expectConsistent(store, alpha)
             #expect(try await store.resolveLookup(tenant: alpha, pk: passkeyPK(b)) == nil)
         }
@@ -170,7 +171,9 @@ struct DerivedIndexTests {
         let summary = try await #require(try firstSummary(store, alpha))
         #expect(
             summary.blobSize == 12 && summary.badSyncFactors == 1 && summary.firstBadSyncFactor?.problem == .notBase64)
-        #expect(try await store.resolveLookup(tenant: alpha, pk: "MAIN#OIDC|https://accounts.google.com|7")?.factorId != nil)
+        #expect(
+            try await store.resolveLookup(tenant: alpha, pk: "MAIN#OIDC|https://accounts.google.com|7")?.factorId != nil
+        )
     }
 
     @Test func syncProblemCodesRoundTrip() {

@@ -1,6 +1,6 @@
-import BackupctlTestSupport
 import BackupCrypto
 import BackupModel
+import BackupctlTestSupport
 import Foundation
 import Testing
 

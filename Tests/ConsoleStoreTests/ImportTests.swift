@@ -57,7 +57,9 @@ struct ImportTests {
             let stored = try #require(try await store.backup(tenant: alpha, id: a.id))
             #expect(stored.metadata == a && stored.blobSize == 1000 && stored.blobSHA256?.count == 64)
             #expect(try await store.sealedBlob(tenant: alpha, backupId: a.id) == Data(repeating: 5, count: 1000))
-            #expect(try await store.lookup(tenant: alpha, pk: "MAIN#OIDC|https://accounts.google.com|104")?.backupId == a.id)
+            #expect(
+                try await store.lookup(tenant: alpha, pk: "MAIN#OIDC|https://accounts.google.com|104")?.backupId == a.id
+            )
             #expect(try await store.lookup(tenant: alpha, pk: "SYNC#EC_KEYPAIR|BAAA")?.backupId == b.id)
             #expect(try await store.subOrgReference(tenant: alpha, subOrgId: a.turnkeySubOrgIds[0]) == a.id)
             // The exported form has no OIDC sub, but passkeys keep their credential id.
@@ -197,7 +199,8 @@ struct ImportTests {
                     directory: dir.appendingPathComponent("nope"), tenant: alpha, dryRun: true, operatorName: "t")
             }
             await #expect(throws: ConsoleError.self) {
-                try await importer(store).run(directory: dir, tenant: try TenantName("zeta"), dryRun: true, operatorName: "t")
+                try await importer(store).run(
+                    directory: dir, tenant: try TenantName("zeta"), dryRun: true, operatorName: "t")
             }
         }
     }

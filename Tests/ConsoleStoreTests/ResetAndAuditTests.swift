@@ -19,7 +19,8 @@ struct ResetAndAuditTests {
         let id = f.backupId()
         let subOrgs = [f.uuid(), f.uuid()]
         let metadata = f.metadata(id: id, passkeys: [f.credential()], googleSubs: ["77"], subOrgs: subOrgs)
-        try await store.writeBackup(tenant: alpha, f.write(metadata, blob: Data([7, 7])), audit: draft("w", tenant: alpha))
+        try await store.writeBackup(
+            tenant: alpha, f.write(metadata, blob: Data([7, 7])), audit: draft("w", tenant: alpha))
         let scene = Scene(id: id, subOrgs: subOrgs)
         try await store.insertResetChallenge(
             ResetChallengeRecord(
@@ -149,7 +150,9 @@ struct ResetAndAuditTests {
             #expect(try await store.auditEntries(tenant: nil, afterSeq: 3, limit: 1).map(\.seq) == [4])
             #expect(try await store.latestAuditEntries(tenant: nil, limit: 2).map(\.seq) == [4, 5])
             #expect(
-                try await store.auditEntries(tenant: alpha, afterSeq: 0, limit: 100).map(\.action) == ["w", "reset.begin"])
+                try await store.auditEntries(tenant: alpha, afterSeq: 0, limit: 100).map(\.action) == [
+                    "w", "reset.begin",
+                ])
         }
     }
 }

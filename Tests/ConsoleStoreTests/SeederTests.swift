@@ -1,6 +1,6 @@
-import BackupctlTestSupport
 import BackupCrypto
 import BackupModel
+import BackupctlTestSupport
 import Foundation
 import Testing
 
@@ -45,10 +45,12 @@ struct SeederTests {
     @Test func reRunAddsAndAuditsOnlyNewBackups() async throws {
         try await withStore { store, _ in
             let sandbox = try #require(try await store.tenant(beta))
-            let first = try await seeder(store).run(tenant: sandbox, backups: 40, orphans: 0, seed: 7, operatorName: "tester")
+            let first = try await seeder(store).run(
+                tenant: sandbox, backups: 40, orphans: 0, seed: 7, operatorName: "tester")
             #expect(first.backups == 40 && first.existing == 0)
             let before = try await store.auditEntries(tenant: beta, afterSeq: 0, limit: 1000).count
-            let again = try await seeder(store).run(tenant: sandbox, backups: 40, orphans: 0, seed: 7, operatorName: "tester")
+            let again = try await seeder(store).run(
+                tenant: sandbox, backups: 40, orphans: 0, seed: 7, operatorName: "tester")
             #expect(again.backups == 0 && again.existing == 40 && again.lookupRows == 0)
             let added = try await store.auditEntries(tenant: beta, afterSeq: 0, limit: 1000).dropFirst(before)
             #expect(added.map(\.action) == ["seed"])

@@ -1,5 +1,5 @@
-import BackupctlTestSupport
 import BackupModel
+import BackupctlTestSupport
 import Foundation
 import GRDB
 import Testing
@@ -114,10 +114,14 @@ struct StoreSchemaTests {
                 try await store.addOperator(bob, tokenHash: "h4", audit: draft("operator.add"))
             }
             #expect(error?.kind == .conflict)
-            try await store.grant(GrantRecord(operatorName: bob.name, tenant: alpha, role: .viewer), audit: draft("grant"))
-            try await store.grant(GrantRecord(operatorName: bob.name, tenant: alpha, role: .support), audit: draft("grant"))
+            try await store.grant(
+                GrantRecord(operatorName: bob.name, tenant: alpha, role: .viewer), audit: draft("grant"))
+            try await store.grant(
+                GrantRecord(operatorName: bob.name, tenant: alpha, role: .support), audit: draft("grant"))
             #expect(
-                try await store.grants(tenant: alpha) == [GrantRecord(operatorName: bob.name, tenant: alpha, role: .support)])
+                try await store.grants(tenant: alpha) == [
+                    GrantRecord(operatorName: bob.name, tenant: alpha, role: .support)
+                ])
             #expect(try await store.revoke(operator: bob.name, tenant: alpha, audit: draft("revoke")) == true)
             #expect(try await store.revoke(operator: bob.name, tenant: alpha, audit: draft("revoke")) == false)
             #expect(try await store.operators().map(\.name.rawValue) == ["bob", "root"])

@@ -36,7 +36,8 @@ import Testing
             await #expect(try resolver.resolve(" \(id) ", tenant: t.tenant) == id)
             let short = try BackupAccountID(id).abbreviated
             await #expect(try resolver.resolve(short, tenant: t.tenant) == id)
-            await #expect(try resolver.resolve(short.replacingOccurrences(of: "…", with: "..."), tenant: t.tenant) == id)
+            await #expect(
+                try resolver.resolve(short.replacingOccurrences(of: "…", with: "..."), tenant: t.tenant) == id)
         }
     }
 
@@ -77,8 +78,10 @@ import Testing
         #expect(all.backups.map(\.backupId) == ids && !all.truncated)
         #expect(all.backups.allSatisfy { $0.factors == ["PASSKEY"] && $0.createdAt == 1_780_000_000 })
         await #expect(try list.list(.init(factorKind: .oidc, limit: 100), session: t.session).backups.isEmpty)
-        await #expect(try list.list(.init(olderThanSeconds: 99 * 86_400, limit: 100), session: t.session).backups.count == 12)
-        await #expect(try list.list(.init(newerThanSeconds: 99 * 86_400, limit: 100), session: t.session).backups.isEmpty)
+        await #expect(
+            try list.list(.init(olderThanSeconds: 99 * 86_400, limit: 100), session: t.session).backups.count == 12)
+        await #expect(
+            try list.list(.init(newerThanSeconds: 99 * 86_400, limit: 100), session: t.session).backups.isEmpty)
         let page = try await list.list(.init(limit: 5), session: t.session)
         #expect(page.backups.map(\.backupId) == Array(ids.prefix(5)) && page.truncated)
         let statuses = Set(all.backups.map(\.health))

@@ -35,7 +35,9 @@ import Testing
             try await t.write(metadata)
         }
 
-        func lookup(_ query: LookupQuery) async throws -> LookupResult { try await service.lookup(query, session: t.session) }
+        func lookup(_ query: LookupQuery) async throws -> LookupResult {
+            try await service.lookup(query, session: t.session)
+        }
     }
 
     static let credentialForms: [(String, @Sendable ([UInt8]) -> String)] = [
@@ -134,12 +136,16 @@ import Testing
 
     @Test func misses() async throws {
         let w = try await World()
-        await #expect(
-            await consoleError { _ = try await await w.lookup(.passkey(credentialId: "AAAAAAAAAAAAAAAAAAAAAA")) }?.code == "not_found")
-        #expect(await consoleError { _ = try await w.lookup(.oidc(provider: "apple", sub: "nobody")) }?.code == "not_found")
+        #expect(
+            await consoleError { _ = try await w.lookup(.passkey(credentialId: "AAAAAAAAAAAAAAAAAAAAAA")) }?.code
+                == "not_found")
+        #expect(
+            await consoleError { _ = try await w.lookup(.oidc(provider: "apple", sub: "nobody")) }?.code == "not_found")
         let other = try w.t.p256()
-        await #expect(
-            await consoleError { _ = try await w.lookup(.keypair(publicKey: Hex.encode(other.compressed), sync: true)) }?.code
+        #expect(
+            await consoleError {
+                _ = try await w.lookup(.keypair(publicKey: Hex.encode(other.compressed), sync: true))
+            }?.code
                 == "not_found")
     }
 
@@ -201,7 +207,9 @@ import Testing
             _ = try await w.service.lookup(.oidc(provider: "google", sub: "104512345"), session: other)
         }
         #expect(byFactor?.code == "not_found")
-        let show = await consoleError { _ = try await BackupInspector(store: w.t.store).show(backupId: w.id, session: other) }
+        let show = await consoleError {
+            _ = try await BackupInspector(store: w.t.store).show(backupId: w.id, session: other)
+        }
         #expect(show?.code == "not_found")
     }
 }

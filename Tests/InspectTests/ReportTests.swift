@@ -76,11 +76,12 @@ import Testing
         #expect(entries.count == 1)
         #expect(entries[0].target == id)
         #expect(entries[0].details["health"] == "ok")
-        await #expect(
+        #expect(
             await consoleError { _ = try await inspector.show(backupId: "nope", session: t.session) }?.code
                 == "invalid_backup_account_id")
-        await #expect(
-            await consoleError { _ = try await inspector.show(backupId: try t.backupId(), session: t.session) }?.code == "not_found"
+        #expect(
+            await consoleError { _ = try await inspector.show(backupId: try t.backupId(), session: t.session) }?.code
+                == "not_found"
         )
         await #expect(try t.audit("backup.show").count == 1)
     }
@@ -120,7 +121,8 @@ import Testing
         #expect(report.findingsOmitted == report.findingsTotal - report.findings.count)
         #expect(report.findings.map(\.backupId) == report.findings.map(\.backupId).sorted())
         // Deterministic whatever the interleaving of workers.
-        let again = try await HealthScan(store: t.store, batchSize: 50, findingLimit: 5, workers: 1).scan(tenant: t.tenant)
+        let again = try await HealthScan(store: t.store, batchSize: 50, findingLimit: 5, workers: 1).scan(
+            tenant: t.tenant)
         #expect(again == report)
         await #expect(try t.audit("backup.check").first?.details["backups"] == "301")
     }

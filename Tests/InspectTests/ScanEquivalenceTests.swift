@@ -1,7 +1,7 @@
-import BackupctlTestSupport
 import Access
 import BackupCrypto
 import BackupModel
+import BackupctlTestSupport
 import ConsoleStore
 import Foundation
 import Testing

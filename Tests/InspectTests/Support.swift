@@ -97,7 +97,8 @@ final class TempStore {
     }
 
     /// Writes `metadata` with a blob; `rows` defaults to exactly what the metadata implies.
-    func write(_ metadata: BackupMetadata, blob: Data? = Data(repeating: 7, count: 2048), rows: [String]? = nil) async throws
+    func write(_ metadata: BackupMetadata, blob: Data? = Data(repeating: 7, count: 2048), rows: [String]? = nil)
+        async throws
     {
         let record = BackupRecord(
             backupId: metadata.id, metadata: metadata, blobSize: blob?.count,

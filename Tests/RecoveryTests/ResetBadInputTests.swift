@@ -59,7 +59,9 @@ import Testing
         }
 
         func refusals() async throws -> [AuditEntry] {
-            try await f.store.auditEntries(tenant: nil, afterSeq: 0, limit: 100_000).filter { $0.action == "reset.refused" }
+            try await f.store.auditEntries(tenant: nil, afterSeq: 0, limit: 100_000).filter {
+                $0.action == "reset.refused"
+            }
         }
 
         var goodSignature: String { (try? UserRecovery.signChallenge(a.challenge, rootKey: keyA)) ?? "" }

@@ -86,8 +86,10 @@ struct ResetCrashTests {
         let blob = try await store.sealedBlob(tenant: t, backupId: p.backupId)
         let rows = try await store.lookupRows(tenant: t, backupId: p.backupId)
         let refs = try await store.subOrgReference(tenant: t, subOrgId: "suborg-a")
-        let queued = try await store.cleanupItems(tenant: t, states: nil).filter { $0.reason == "reset" }.map(\.subOrgId)
-            .sorted()
+        let queued = try await store.cleanupItems(tenant: t, states: nil).filter { $0.reason == "reset" }.map(
+            \.subOrgId
+        )
+        .sorted()
         let used = try #require(try await store.resetChallenge(tokenHash: p.tokenHash)).usedAt != nil
         let audited = try await store.auditEntries(tenant: t, afterSeq: 0, limit: 1000).contains {
             $0.action == "reset.complete"
@@ -144,7 +146,8 @@ struct ResetCrashTests {
         }
         await #expect(try outcome(p, db) == .wiped, "rerun after \(after)")
         let store = try SQLiteConsoleStore(path: db)
-        let completes = try await store.auditEntries(tenant: try TenantName("sandbox"), afterSeq: 0, limit: 1000).filter {
+        let completes = try await store.auditEntries(tenant: try TenantName("sandbox"), afterSeq: 0, limit: 1000).filter
+        {
             $0.action == "reset.complete"
         }
         #expect(completes.count == 1, "rerun after \(after)")

@@ -89,7 +89,8 @@ final class Fixture {
     /// A second tenant `other` where root is admin.
     func otherTenant(policy: TenantPolicy = TenantPolicy()) async throws -> Session {
         let name = try TenantName("other")
-        try await access.createTenant(TenantRecord(name: name, isSandbox: true, policy: policy, createdAt: 1), by: admin)
+        try await access.createTenant(
+            TenantRecord(name: name, isSandbox: true, policy: policy, createdAt: 1), by: admin)
         return try await access.session(operator: admin, tenant: name)
     }
 
@@ -156,7 +157,9 @@ final class Fixture {
         var auditCount: Int
     }
 
-    func snapshot(ids: [BackupAccountID], tokenHashes: [String] = [], tenant: TenantName? = nil) async throws -> Snapshot {
+    func snapshot(ids: [BackupAccountID], tokenHashes: [String] = [], tenant: TenantName? = nil) async throws
+        -> Snapshot
+    {
         let t = tenant ?? session.tenantName
         var s = Snapshot(backups: [], blobs: [:], lookupRows: [:], cleanup: [], challenges: [:], auditCount: 0)
         for id in ids {

@@ -57,7 +57,8 @@ public struct AuditVerifyOperation: ConsoleOperation {
         if keys.isEmpty, let own = context.console.auditSigner?.publicKey {
             keys = [own] + context.console.retiredAuditKeys
         }
-        return try await SignedAuditLog(store: try context.store()).verify(session: try context.session(), publicKeys: keys)
+        return try await SignedAuditLog(store: try context.store()).verify(
+            session: try context.session(), publicKeys: keys)
     }
 }
 

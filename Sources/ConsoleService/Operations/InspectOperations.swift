@@ -162,7 +162,8 @@ public struct BackupIdsOperation: ConsoleOperation {
         let session = try await context.session()
         try await session.require(.lookup)
         return Output(
-            backupIds: try await context.store().backupIds(tenant: session.tenantName, prefix: prefix, limit: min(limit, 200))
+            backupIds: try await context.store().backupIds(
+                tenant: session.tenantName, prefix: prefix, limit: min(limit, 200))
         )
     }
 }
