@@ -26,10 +26,11 @@ install: deps
 uninstall:
 	rm -f "$(BINDIR)/backupctl"
 
-## Run every test (Swift Testing, one target per module).
+## Run every test (Swift Testing, one target per module), with a private PostgreSQL 15 cluster
+## (scripts/pg-test-cluster.sh: installed when missing, started on a loopback port, always removed).
 test: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	./scripts/pg-test-cluster.sh run -- $(SWIFT) test --skip-build
 
 ## Benchmarks: JSON figures on stdout, each beside a reference measured in the same run.
 bench: deps
