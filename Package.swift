@@ -22,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", exact: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", exact: "2.37.6"),
         .package(url: "https://github.com/swift-server/swift-prometheus", exact: "2.4.1"),
+        .package(url: "https://github.com/vapor/postgres-nio", exact: "1.33.2"),
     ],
     targets: [
         // System libraries (Debian: libsecp256k1-dev, libssl-dev, libreadline-dev).
@@ -46,6 +47,19 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
+        // The PostgreSQL store: connection configuration, the client pool and its schema migrations.
+        .target(
+            name: "PostgresStore",
+            dependencies: [
+                "BackupModel", "ConsoleStore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                // The pool's own error (its circuit breaker), which PostgresClient throws as it is.
+                .product(name: "_ConnectionPoolModule", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict),
         .target(
@@ -166,7 +180,13 @@ let package = Package(
             swiftSettings: strict),
 
         // Shared by the tests that run the real binary as a process (not a test target itself).
-        .target(name: "BackupctlTestSupport", path: "Tests/BackupctlTestSupport", swiftSettings: strict),
+        // Also the private PostgreSQL database each PostgreSQL test makes (PostgresTestDatabase).
+        .target(
+            name: "BackupctlTestSupport",
+            dependencies: [
+                "BackupModel", "PostgresStore", .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            path: "Tests/BackupctlTestSupport", swiftSettings: strict),
 
         .testTarget(name: "BackupModelTests", dependencies: ["BackupModel"]),
         .testTarget(
@@ -176,6 +196,13 @@ let package = Package(
             name: "ConsoleStoreTests",
             dependencies: [
                 "ConsoleStore", "BackupCrypto", "BackupModel", .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
+        .testTarget(
+            name: "PostgresStoreTests",
+            dependencies: [
+                "PostgresStore", "ConsoleStore", "BackupModel", "BackupctlTestSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
             name: "AccessTests",
