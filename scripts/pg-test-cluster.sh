@@ -80,12 +80,17 @@ run)
     [ "${1:-}" = "--" ] && shift
     [ $# -gt 0 ] || { echo "usage: $0 run -- CMD…" >&2; exit 64; }
     dir=""
+    child=""
     trap 'stop_cluster "$dir"' EXIT
-    trap 'exit 130' INT
-    trap 'exit 143' TERM
+    # A signal to this script reaches the command too, then the EXIT trap removes the cluster.
+    trap '[ -z "$child" ] || kill -INT "$child" 2>/dev/null; exit 130' INT
+    trap '[ -z "$child" ] || kill -TERM "$child" 2>/dev/null; exit 143' TERM
     start_cluster
+    # In the background (stdin kept) so that a trap runs at once rather than after the command.
+    BACKUPCTL_TEST_POSTGRES="$url" "$@" <&0 &
+    child=$!
     status=0
-    BACKUPCTL_TEST_POSTGRES="$url" "$@" || status=$?
+    wait "$child" || status=$?
     exit "$status"
     ;;
 start)
