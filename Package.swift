@@ -54,7 +54,7 @@ let package = Package(
         .target(
             name: "PostgresStore",
             dependencies: [
-                "BackupModel", "ConsoleStore",
+                "BackupModel", "BackupCrypto", "ConsoleStore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 // The pool's own error (its circuit breaker), which PostgresClient throws as it is.
                 .product(name: "_ConnectionPoolModule", package: "postgres-nio"),
