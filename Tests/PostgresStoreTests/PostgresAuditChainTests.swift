@@ -79,7 +79,7 @@ struct PostgresAuditChainTests {
                 #expect(checkpoint.prevCheckpointHash == previous)
                 previous = checkpoint.hash
             }
-            #expect(zip(checkpoints, checkpoints.dropFirst()).allSatisfy { $0.seq < $1.seq })
+            #expect(zip(checkpoints, checkpoints.dropFirst()).allSatisfy { $0.seq <= $1.seq })
         }
     }
 

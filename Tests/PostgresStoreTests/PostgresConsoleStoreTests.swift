@@ -11,10 +11,10 @@ import Testing
 /// test's own: the same results, error codes and audit entries as the SQLite store.
 @Suite(.enabled(if: PostgresTestDatabase.enabled, Comment(rawValue: PostgresTestDatabase.skipped)))
 struct PostgresConsoleStoreTests {
-    static let alpha = try! TenantName("alpha")
-    static let beta = try! TenantName("beta")
-    static let bob = try! OperatorName("bob")
-    static let carol = try! OperatorName("carol")
+    static let alpha = valid({ () throws(ConsoleError) in try TenantName("alpha") })
+    static let beta = valid({ () throws(ConsoleError) in try TenantName("beta") })
+    static let bob = valid({ () throws(ConsoleError) in try OperatorName("bob") })
+    static let carol = valid({ () throws(ConsoleError) in try OperatorName("carol") })
 
     @Test func tenantsRoundTripAndADuplicateIsTenantExistsWithNoAudit() async throws {
         try await withStore { store in
@@ -59,7 +59,8 @@ struct PostgresConsoleStoreTests {
             }
             #expect(error.code == "operator_exists" && error.message == "Operator bob already exists.")
 
-            #expect(try await store.replaceOperatorToken(Self.bob, tokenHash: "bob-new", audit: draft("operator.rotate")))
+            #expect(
+                try await store.replaceOperatorToken(Self.bob, tokenHash: "bob-new", audit: draft("operator.rotate")))
             #expect(try await store.operatorRecord(tokenHash: "bob-hash") == nil)
             #expect(try await store.operatorRecord(tokenHash: "bob-new") == bob)
             let ghost = try OperatorName("ghost")
@@ -159,7 +160,8 @@ struct PostgresConsoleStoreTests {
                 defer { seen = now }
                 return now != seen
             }
-            try await store.createTenant(TenantRecord(name: Self.alpha, isSandbox: true, createdAt: 1), audit: draft("t"))
+            try await store.createTenant(
+                TenantRecord(name: Self.alpha, isSandbox: true, createdAt: 1), audit: draft("t"))
             #expect(try await moved())
             try await store.addOperator(
                 OperatorRecord(name: Self.bob, canCreateTenants: false, createdAt: 1), tokenHash: "h",
@@ -204,7 +206,8 @@ struct PostgresConsoleStoreTests {
             #expect(try await store.deleteTenant(Self.alpha, audit: audit) == 2)
             #expect(try await store.tenant(Self.alpha) == nil)
             #expect(try await store.grants(operator: Self.bob).isEmpty)
-            let left = try await rows(store.database, "SELECT backup_id FROM backups ORDER BY backup_id", as: String.self)
+            let left = try await rows(
+                store.database, "SELECT backup_id FROM backups ORDER BY backup_id", as: String.self)
             #expect(left == ["b3"])
             let index = try await rows(store.database, "SELECT backup_id FROM factor_lookup", as: String.self)
             #expect(index == ["b3"])
@@ -227,7 +230,8 @@ struct PostgresConsoleStoreTests {
             try await store.appendAudit(AuditDraft(operatorName: "bob", tenant: nil, action: "tenant.create"))
             try await store.appendAudit(AuditDraft(operatorName: "bob", tenant: "alpha", action: "resetx"))
 
-            #expect(try await store.auditEntries(tenant: nil, afterSeq: 0, limit: 100).map(\.seq) == [1, 2, 3, 4, 5, 6])
+            #expect(
+                try await store.auditEntries(tenant: nil, afterSeq: 0, limit: 100).map(\.seq) == [1, 2, 3, 4, 5, 6])
             #expect(try await store.auditEntries(tenant: Self.alpha, afterSeq: 1, limit: 2).map(\.seq) == [2, 4])
             #expect(try await store.auditEntries(tenant: nil, afterSeq: 0, limit: -1).isEmpty)
             #expect(try await store.latestAuditEntries(tenant: nil, limit: 2).map(\.seq) == [5, 6])
@@ -256,10 +260,10 @@ struct PostgresConsoleStoreTests {
     @Test func theAuditChainIsTheSameAsSQLites() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pgchain-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let sqliteClock = TestClock(start: 1_780_000_000_000)
-        let sqlite = try SQLiteConsoleStore(path: dir.appendingPathComponent("console.db").path, clock: sqliteClock.now)
-        let postgresClock = TestClock(start: 1_780_000_000_000)
-        try await withStore(clock: postgresClock.now) { store in
+        // One clock both stores read, set before each pair of calls: SQLite's read audit reads it twice.
+        let clock = TestClock(start: 0, step: 0)
+        let sqlite = try SQLiteConsoleStore(path: dir.appendingPathComponent("console.db").path, clock: clock.now)
+        try await withStore(clock: clock.now) { store in
             let tenant = TenantRecord(name: Self.alpha, isSandbox: true, createdAt: 1)
             let admin = OperatorRecord(name: Self.bob, canCreateTenants: true, createdAt: 2)
             let carol = OperatorRecord(name: Self.carol, canCreateTenants: false, createdAt: 3)
@@ -274,16 +278,22 @@ struct PostgresConsoleStoreTests {
                 AuditDraft(operatorName: "bob", tenant: "alpha", action: "operator.revoke", target: "carol"),
                 AuditDraft(operatorName: "bob", tenant: "alpha", action: "tenant.delete", target: "alpha"),
             ]
+            clock.set(1_780_000_000_000 + 7)
             try sqlite.bootstrap(admin: admin, tokenHash: "h1", tenant: tenant, audit: drafts[0])
             try await store.bootstrap(admin: admin, tokenHash: "h1", tenant: tenant, audit: drafts[0])
+            clock.set(1_780_000_000_000 + 14)
             try sqlite.addOperator(carol, tokenHash: "h2", audit: drafts[1])
             try await store.addOperator(carol, tokenHash: "h2", audit: drafts[1])
+            clock.set(1_780_000_000_000 + 21)
             try sqlite.grant(grant, audit: drafts[2])
             try await store.grant(grant, audit: drafts[2])
+            clock.set(1_780_000_000_000 + 28)
             try sqlite.appendReadAudit(drafts[3])
             try await store.appendReadAudit(drafts[3])
+            clock.set(1_780_000_000_000 + 35)
             #expect(try sqlite.revoke(operator: Self.carol, tenant: Self.alpha, audit: drafts[4]))
             #expect(try await store.revoke(operator: Self.carol, tenant: Self.alpha, audit: drafts[4]))
+            clock.set(1_780_000_000_000 + 42)
             let sqliteRemoved = try sqlite.deleteTenant(Self.alpha) { count in
                 var draft = drafts[5]
                 draft.details["backups"] = "\(count)"
@@ -336,20 +346,31 @@ struct PostgresConsoleStoreTests {
     }
 }
 
-/// Audit times that advance by one millisecond per entry, the same sequence in every store given one.
+/// Audit times that advance by `step` milliseconds per reading, or stay where ``set(_:)`` put them.
 final class TestClock: Sendable {
     private let next: Mutex<Int64>
+    private let step: Int64
 
-    init(start: Int64) { next = Mutex(start) }
+    init(start: Int64, step: Int64 = 1) {
+        next = Mutex(start)
+        self.step = step
+    }
+
+    func set(_ millis: Int64) { next.withLock { $0 = millis } }
 
     var now: @Sendable () -> Int64 {
         { [self] in
             next.withLock { value in
-                defer { value += 1 }
+                defer { value += step }
                 return value
             }
         }
     }
+}
+
+/// A name the test knows is valid.
+func valid<Name>(_ make: () throws(ConsoleError) -> Name) -> Name {
+    do { return try make() } catch { preconditionFailure("a test's fixed name is valid: \(error.message)") }
 }
 
 /// Runs `body` with a store opened (migrated) on a database of its own.
