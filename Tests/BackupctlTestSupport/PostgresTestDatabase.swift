@@ -4,7 +4,8 @@ import PostgresNIO
 import PostgresStore
 
 /// A PostgreSQL database of one test's own (`t_<random>`), on the private cluster `make test`
-/// starts (scripts/pg-test-cluster.sh), whose URL it reads from `BACKUPCTL_TEST_POSTGRES`.
+/// starts (scripts/pg-test-cluster.sh), whose URL it reads from `BACKUPCTL_TEST_POSTGRES` (and
+/// the CA of its TLS certificate from `BACKUPCTL_TEST_POSTGRES_CA`).
 ///
 /// Tests that need PostgreSQL carry `.enabled(if: PostgresTestDatabase.enabled, …)`: without the
 /// variable they are skipped with a message saying how to run them, except under CI (`CI` set),
@@ -12,6 +13,8 @@ import PostgresStore
 public struct PostgresTestDatabase: Sendable {
     /// The cluster's URL (`postgres://backupctl:…@127.0.0.1:PORT/postgres`), when set.
     public static let serverURL = ProcessInfo.processInfo.environment["BACKUPCTL_TEST_POSTGRES"]
+    /// The PEM file of the CA that signed the cluster's certificate (for the name localhost only).
+    public static let caFile = ProcessInfo.processInfo.environment["BACKUPCTL_TEST_POSTGRES_CA"]
     /// Whether PostgreSQL tests run: the cluster is there, or CI requires it.
     public static let enabled = serverURL != nil || ProcessInfo.processInfo.environment["CI"] != nil
     /// Why they were skipped.

@@ -171,11 +171,14 @@ struct PostgresMigratorTests {
     }
 }
 
-/// Runs `body` with a started database on `testDatabase` (pool of 2) and shuts it down after.
+/// Runs `body` with a started database on `testDatabase` (pool of 2, then `query`'s parameters)
+/// and shuts it down after.
 func withDatabase<T: Sendable>(
-    _ testDatabase: PostgresTestDatabase, _ body: (PostgresStoreDatabase) async throws -> T
+    _ testDatabase: PostgresTestDatabase, query: String? = nil, _ body: (PostgresStoreDatabase) async throws -> T
 ) async throws -> T {
-    let database = PostgresStoreDatabase(configuration: try testDatabase.configuration(query: "pool_size=2"))
+    let parameters = ["pool_size=2"] + (query.map { [$0] } ?? [])
+    let database = PostgresStoreDatabase(
+        configuration: try testDatabase.configuration(query: parameters.joined(separator: "&")))
     try await database.start()
     do {
         let result = try await body(database)
