@@ -72,9 +72,9 @@ EOF
 # A test CA (ca.pem, exported as BACKUPCTL_TEST_POSTGRES_CA) and a server certificate for the name
 # localhost only (not 127.0.0.1), so tests can use sslmode=require and verify-full, and see a host refused.
 make_certificates() {
-    local quiet=(-nodes -days 2 -newkey ec -pkeyopt ec_paramgen_curve:P-256)
-    openssl req -x509 "${quiet[@]}" -subj /CN=backupctl-test-ca -keyout "$dir/ca.key" -out "$dir/ca.pem" 2>/dev/null
-    openssl req "${quiet[@]}" -subj /CN=localhost -keyout "$dir/server.key" -out "$dir/server.csr" 2>/dev/null
+    local new_key=(-nodes -days 2 -newkey ec -pkeyopt ec_paramgen_curve:P-256)
+    openssl req -x509 "${new_key[@]}" -subj /CN=backupctl-test-ca -keyout "$dir/ca.key" -out "$dir/ca.pem" 2>/dev/null
+    openssl req "${new_key[@]}" -subj /CN=localhost -keyout "$dir/server.key" -out "$dir/server.csr" 2>/dev/null
     openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -set_serial 1 -days 2 \
         -extfile <(printf 'subjectAltName=DNS:localhost\n') -out "$dir/server.pem" 2>/dev/null
     rm -f "$dir/ca.key" "$dir/server.csr"
@@ -100,8 +100,9 @@ run)
     dir=""
     child=""
     trap 'stop_cluster "$dir"' EXIT
-    # A signal to this script reaches the command too, then the EXIT trap removes the cluster.
-    trap '[ -z "$child" ] || kill -INT "$child" 2>/dev/null; exit 130' INT
+    # A signal to this script stops the command too (TERM: a background job ignores INT), then the
+    # EXIT trap removes the cluster.
+    trap '[ -z "$child" ] || kill -TERM "$child" 2>/dev/null; exit 130' INT
     trap '[ -z "$child" ] || kill -TERM "$child" 2>/dev/null; exit 143' TERM
     start_cluster
     # In the background (stdin kept) so that a trap runs at once rather than after the command.
