@@ -34,12 +34,15 @@ public struct PostgresTestDatabase: Sendable {
     /// Its URL on the cluster (with the cluster's generated password).
     public let url: String
 
-    /// Creates a database, runs `body` with it and drops it, whether `body` threw or not.
+    /// Creates a database (`CREATE DATABASE t_… options`, e.g. a locale), runs `body` with it and
+    /// drops it, whether `body` threw or not.
     /// - Throws: ``Failure/noCluster`` when the variable is unset (reached only under CI).
-    public static func make<T: Sendable>(_ body: (PostgresTestDatabase) async throws -> T) async throws -> T {
+    public static func make<T: Sendable>(
+        options: String = "", _ body: (PostgresTestDatabase) async throws -> T
+    ) async throws -> T {
         guard let serverURL else { throw Failure.noCluster }
         let name = "t_" + String(format: "%016llx", UInt64.random(in: .min ... .max))
-        try await admin(serverURL, "CREATE DATABASE \(name)")
+        try await admin(serverURL, "CREATE DATABASE \(name) \(options)")
         let database = PostgresTestDatabase(name: name, url: try Self.url(serverURL, database: name))
         do {
             let result = try await body(database)

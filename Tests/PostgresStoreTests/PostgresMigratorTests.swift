@@ -122,6 +122,23 @@ struct PostgresMigratorTests {
         }
     }
 
+    /// Keys sort bytewise as in SQLite ("B" before "a") even in a database whose locale sorts "a" first.
+    @Test func keysSortBytewiseWhateverTheDatabaseLocale() async throws {
+        let icu = "TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US'"
+        try await PostgresTestDatabase.make(options: icu) { testDatabase in
+            try await withDatabase(testDatabase) { database in
+                try await PostgresMigrator.migrate(database)
+                try await execute(database, Self.insertTenant("a"))
+                try await execute(database, Self.insertTenant("B"))
+                let byLocale = try await rows(
+                    database, "SELECT x FROM (VALUES ('a'), ('B')) v(x) ORDER BY x", as: String.self)
+                #expect(byLocale == ["a", "B"])
+                #expect(
+                    try await rows(database, "SELECT name FROM tenants ORDER BY name", as: String.self) == ["B", "a"])
+            }
+        }
+    }
+
     @Test func cleanupClaimsAreWholeOrAbsent() async throws {
         try await PostgresTestDatabase.make { testDatabase in
             try await withDatabase(testDatabase) { database in
