@@ -205,9 +205,9 @@ let package = Package(
         .testTarget(
             name: "PostgresStoreTests",
             dependencies: [
-                "PostgresStore", "ConsoleStore", "BackupModel", "BackupctlTestSupport",
+                "PostgresStore", "BackupModel", "BackupctlTestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]),
         .testTarget(
             name: "AccessTests",

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # A private PostgreSQL 15 cluster for the tests: a temp dir, 127.0.0.1 on a free port, a unix socket
 # in the temp dir, run by an unprivileged user (backupctl-pg when we are root), a `backupctl` role
-# with a generated password.
+# with a generated password, TLS with a certificate of a test CA made for this cluster.
 #
-#   pg-test-cluster.sh run -- CMD…   start, run CMD with BACKUPCTL_TEST_POSTGRES set, stop and remove
+#   pg-test-cluster.sh run -- CMD…   start, run CMD with BACKUPCTL_TEST_POSTGRES (the URL) and
+#                                    BACKUPCTL_TEST_POSTGRES_CA (the CA's PEM file) set, stop and remove
 #                                    the cluster whatever CMD did, exit with CMD's status
-#   pg-test-cluster.sh start         start one and print `export` lines for BACKUPCTL_TEST_POSTGRES
-#                                    and BACKUPCTL_TEST_PGDIR (use: eval "$(… start)")
+#   pg-test-cluster.sh start         start one and print `export` lines for both and for
+#                                    BACKUPCTL_TEST_PGDIR (use: eval "$(… start)")
 #   pg-test-cluster.sh stop [DIR]    stop and remove it (DIR defaults to $BACKUPCTL_TEST_PGDIR)
 set -euo pipefail
 
@@ -37,10 +38,14 @@ start_cluster() {
     as_pg "$bin/initdb" --pgdata="$dir/data" --username=backupctl --pwfile="$dir/pwfile" \
         --auth-local=trust --auth-host=scram-sha-256 --encoding=UTF8 --locale=C --no-sync >"$dir/initdb.log"
     rm -f "$dir/pwfile"
+    make_certificates
     # Throwaway data: durability off. The socket directory is private (0700) to the cluster's user.
     cat >>"$dir/data/postgresql.conf" <<EOF
 listen_addresses = '127.0.0.1'
 unix_socket_directories = '$dir'
+ssl = on
+ssl_cert_file = '$dir/server.pem'
+ssl_key_file = '$dir/server.key'
 max_connections = 300
 fsync = off
 synchronous_commit = off
@@ -64,6 +69,19 @@ EOF
     return 1
 }
 
+# A test CA (ca.pem, exported as BACKUPCTL_TEST_POSTGRES_CA) and a server certificate for the name
+# localhost only (not 127.0.0.1), so tests can use sslmode=require and verify-full, and see a host refused.
+make_certificates() {
+    local new_key=(-nodes -days 2 -newkey ec -pkeyopt ec_paramgen_curve:P-256)
+    openssl req -x509 "${new_key[@]}" -subj /CN=backupctl-test-ca -keyout "$dir/ca.key" -out "$dir/ca.pem" 2>/dev/null
+    openssl req "${new_key[@]}" -subj /CN=localhost -keyout "$dir/server.key" -out "$dir/server.csr" 2>/dev/null
+    openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -set_serial 1 -days 2 \
+        -extfile <(printf 'subjectAltName=DNS:localhost\n') -out "$dir/server.pem" 2>/dev/null
+    rm -f "$dir/ca.key" "$dir/server.csr"
+    chmod 600 "$dir/server.key"
+    if is_root; then chown "$pg_user" "$dir/server.key" "$dir/server.pem"; fi
+}
+
 stop_cluster() {
     local d="$1"
     [ -d "$d" ] || return 0
@@ -82,12 +100,13 @@ run)
     dir=""
     child=""
     trap 'stop_cluster "$dir"' EXIT
-    # A signal to this script reaches the command too, then the EXIT trap removes the cluster.
-    trap '[ -z "$child" ] || kill -INT "$child" 2>/dev/null; exit 130' INT
+    # A signal to this script stops the command too (TERM: a background job ignores INT), then the
+    # EXIT trap removes the cluster.
+    trap '[ -z "$child" ] || kill -TERM "$child" 2>/dev/null; exit 130' INT
     trap '[ -z "$child" ] || kill -TERM "$child" 2>/dev/null; exit 143' TERM
     start_cluster
     # In the background (stdin kept) so that a trap runs at once rather than after the command.
-    BACKUPCTL_TEST_POSTGRES="$url" "$@" <&0 &
+    BACKUPCTL_TEST_POSTGRES="$url" BACKUPCTL_TEST_POSTGRES_CA="$dir/ca.pem" "$@" <&0 &
     child=$!
     status=0
     wait "$child" || status=$?
@@ -98,7 +117,8 @@ start)
     trap 'stop_cluster "$dir"' EXIT
     start_cluster
     trap - EXIT
-    printf 'export BACKUPCTL_TEST_POSTGRES=%q\nexport BACKUPCTL_TEST_PGDIR=%q\n' "$url" "$dir"
+    printf 'export BACKUPCTL_TEST_POSTGRES=%q\nexport BACKUPCTL_TEST_POSTGRES_CA=%q\nexport BACKUPCTL_TEST_PGDIR=%q\n' \
+        "$url" "$dir/ca.pem" "$dir"
     ;;
 stop)
     d="${2:-${BACKUPCTL_TEST_PGDIR:-}}"

@@ -99,11 +99,12 @@ enum PostgresErrors {
         case let error as ChannelError:
             if case .connectTimeout = error { return "timed out" }
             return "\(error)"
-        case let error as NIOSSLError:
-            return "TLS failed (\(error))"
-        case let error as NIOSSLExtraError:
-            return "TLS failed (\(error))"
-        case let error as BoringSSLError:
+        case let error as NIOSSLExtraError where error == .failedToValidateHostname:
+            return "TLS failed: the server's certificate does not name this host"
+        case is NIOSSLError, is NIOSSLExtraError, is BoringSSLError:
+            if "\(error)".contains("CERTIFICATE_VERIFY_FAILED") {
+                return "TLS failed: the server's certificate does not lead to a trusted root (sslrootcert)"
+            }
             return "TLS failed (\(error))"
         default:
             return String(describing: type(of: error))

@@ -51,13 +51,21 @@ public struct PostgresStoreConfiguration: Sendable, CustomStringConvertible, Cus
         guard url.utf8.count <= Self.maxURLLength else {
             throw .usage("The database URL is longer than \(Self.maxURLLength) bytes.")
         }
-        guard !url.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+        guard !Self.hasControlCharacter(url) else {
             throw .usage("The database URL contains a control character.")
         }
         guard let parts = URLComponents(string: url), let scheme = parts.scheme?.lowercased(),
             scheme == "postgres" || scheme == "postgresql"
         else {
             throw bad("is not a postgres:// URL (percent-encode special characters in the user and password)")
+        }
+        let decoded =
+            [parts.user, parts.host, parts.path].compactMap { $0 }
+            + (parts.queryItems ?? []).flatMap {
+                [$0.name, $0.value ?? ""]
+            }
+        guard !decoded.contains(where: Self.hasControlCharacter) else {
+            throw bad("has a percent-encoded control character")
         }
         guard let user = parts.user, !user.isEmpty else { throw bad("names no user") }
         var host = parts.host ?? ""
@@ -98,7 +106,8 @@ public struct PostgresStoreConfiguration: Sendable, CustomStringConvertible, Cus
         }
     }
 
-    /// The URL without its password (and without query parameters), safe for errors and logs.
+    /// The URL without its password, and of its parameters only `sslmode` and `sslrootcert`: safe
+    /// for errors and logs.
     public var redacted: String {
         let hostPart = host.contains(":") ? "[\(host)]" : host
         var query = ["sslmode=\(sslMode.rawValue)"]
@@ -121,6 +130,10 @@ public struct PostgresStoreConfiguration: Sendable, CustomStringConvertible, Cus
 
     /// `host:port`, for messages about reaching the server.
     public var endpoint: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+    static func hasControlCharacter(_ text: String) -> Bool {
+        text.unicodeScalars.contains { $0.properties.generalCategory == .control }
+    }
 
     /// Whether `host` is this machine without asking DNS: `localhost`, 127.0.0.0/8 or `::1`.
     static func isLoopback(_ host: String) -> Bool {

@@ -35,8 +35,16 @@ struct PostgresErrorTests {
                         "INSERT INTO tenants (name, is_sandbox, policy, created_at) VALUES ('b', TRUE, '{', 1)")
                 }
                 #expect(badJSON.code == "constraint_failed")
+                try await execute(database, "UPDATE operators SET token_hash = 'same' WHERE name = 'bob'")
+                let sameToken = try await #require(throws: ConsoleError.self) {
+                    try await execute(
+                        database,
+                        "INSERT INTO operators (name, token_hash, can_create_tenants, created_at) VALUES ('c', 'same', FALSE, 1)"
+                    )
+                }
+                #expect(sameToken.kind == .conflict)
                 let password = try #require(URLComponents(string: testDatabase.url)?.password)
-                for error in [duplicate, dangling, badRole, badJSON] {
+                for error in [duplicate, dangling, badRole, badJSON, sameToken] {
                     #expect(!error.message.contains(password))
                 }
             }

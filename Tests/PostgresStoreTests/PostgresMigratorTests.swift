@@ -122,6 +122,23 @@ struct PostgresMigratorTests {
         }
     }
 
+    /// Keys sort bytewise as in SQLite ("B" before "a") even in a database whose locale sorts "a" first.
+    @Test func keysSortBytewiseWhateverTheDatabaseLocale() async throws {
+        let icu = "TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US'"
+        try await PostgresTestDatabase.make(options: icu) { testDatabase in
+            try await withDatabase(testDatabase) { database in
+                try await PostgresMigrator.migrate(database)
+                try await execute(database, Self.insertTenant("a"))
+                try await execute(database, Self.insertTenant("B"))
+                let byLocale = try await rows(
+                    database, "SELECT x FROM (VALUES ('a'), ('B')) v(x) ORDER BY x", as: String.self)
+                #expect(byLocale == ["a", "B"])
+                #expect(
+                    try await rows(database, "SELECT name FROM tenants ORDER BY name", as: String.self) == ["B", "a"])
+            }
+        }
+    }
+
     @Test func cleanupClaimsAreWholeOrAbsent() async throws {
         try await PostgresTestDatabase.make { testDatabase in
             try await withDatabase(testDatabase) { database in
@@ -171,11 +188,14 @@ struct PostgresMigratorTests {
     }
 }
 
-/// Runs `body` with a started database on `testDatabase` (pool of 2) and shuts it down after.
+/// Runs `body` with a started database on `testDatabase` (pool of 2, then `query`'s parameters)
+/// and shuts it down after.
 func withDatabase<T: Sendable>(
-    _ testDatabase: PostgresTestDatabase, _ body: (PostgresStoreDatabase) async throws -> T
+    _ testDatabase: PostgresTestDatabase, query: String? = nil, _ body: (PostgresStoreDatabase) async throws -> T
 ) async throws -> T {
-    let database = PostgresStoreDatabase(configuration: try testDatabase.configuration(query: "pool_size=2"))
+    let parameters = ["pool_size=2"] + (query.map { [$0] } ?? [])
+    let database = PostgresStoreDatabase(
+        configuration: try testDatabase.configuration(query: parameters.joined(separator: "&")))
     try await database.start()
     do {
         let result = try await body(database)

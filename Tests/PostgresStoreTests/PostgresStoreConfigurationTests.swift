@@ -80,7 +80,10 @@ import Testing
         ("postgres://app:s3cret@127.0.0.1/console?colour=blue", "unknown parameter colour"),
         ("postgres://app@127.0.0.1/console?password=s3cret", "password parameter"),
         ("postgres://app@127.0.0.1/console?password=s3cret@x", "password parameter"),
-        ("postgres://app:s3cret@127.0.0.1/console?application_name=%0A", "application_name"),
+        ("postgres://app:s3cret@127.0.0.1/console?application_name=%0A", "percent-encoded control character"),
+        ("postgres://ap%1Bp:s3cret@127.0.0.1/console", "percent-encoded control character"),
+        ("postgres://app:s3cret@127.0.0.1/con%0Asole", "percent-encoded control character"),
+        ("postgres://app:s3cret@127.0.0.1/console?application_name=%C3%A9", "application_name"),
         ("postgres://app:s3cret@127.0.0.1/console\n", "control character"),
     ]
 
