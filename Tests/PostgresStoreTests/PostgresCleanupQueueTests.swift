@@ -10,7 +10,7 @@ import Testing
 /// two machines), and the rate limit they share.
 @Suite(.enabled(if: PostgresTestDatabase.enabled, Comment(rawValue: PostgresTestDatabase.skipped)))
 struct PostgresCleanupQueueTests {
-    static let tenant = try! TenantName("prod")
+    static var tenant: TenantName { get throws { try TenantName("prod") } }
 
     @Test func workersOnTwoMachinesTakeEveryItemExactlyOnce() async throws {
         try await PostgresTestDatabase.make { testDatabase in
