@@ -205,9 +205,10 @@ let package = Package(
         .testTarget(
             name: "PostgresStoreTests",
             dependencies: [
-                "PostgresStore", "BackupModel", "BackupctlTestSupport",
+                "PostgresStore", "BackupModel", "BackupctlTestSupport", "ConsoleStore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]),
         .testTarget(
             name: "AccessTests",
