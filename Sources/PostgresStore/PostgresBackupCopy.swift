@@ -2,6 +2,7 @@ import BackupModel
 import ConsoleStore
 import Foundation
 import PostgresNIO
+import Synchronization
 
 /// Writes many backups into PostgreSQL with `COPY … FROM STDIN` instead of row-by-row inserts
 /// (an import of a million backups): the rows go into temporary staging tables, then one
@@ -19,19 +20,47 @@ public enum PostgresBackupCopy {
     public static func write(
         tenant: TenantName, _ writes: [BackupWrite], on connection: PostgresConnection, logger: Logger
     ) async throws {
-        guard !writes.isEmpty else { return }
-        let t = tenant.rawValue
+        try await write(try prepare(tenant: tenant, writes), on: connection, logger: logger)
+    }
+
+    /// The rows of one batch in COPY's text format, one stream per staged table.
+    public struct Prepared: Sendable {
+        var tables: [CopyText]
+        public var isEmpty: Bool { tables.allSatisfy(\.isEmpty) }
+    }
+
+    /// Checks `writes` and renders their rows (metadata, derived keys and summary, on every
+    /// core): the part of a write that needs no database, so an import can prepare the next
+    /// batch while the server merges this one.
+    public static func prepare(tenant: TenantName, _ writes: [BackupWrite]) throws(ConsoleError) -> Prepared {
+        for write in writes { try check(write) }
+        // The last write of a backup in the batch wins, as in consecutive writes.
+        var seen = Set<String>()
+        let last = Array(writes.reversed().filter { seen.insert($0.record.backupId).inserted }.reversed())
+        let workers = last.count < 256 ? 1 : max(1, ProcessInfo.processInfo.activeProcessorCount)
+        let parts = Mutex<[Int: [CopyText]]>([:])
+        DispatchQueue.concurrentPerform(iterations: workers) { worker in
+            let range = (last.count * worker / workers)..<(last.count * (worker + 1) / workers)
+            let rendered = render(tenant: tenant.rawValue, last[range])
+            parts.withLock { $0[worker] = rendered }
+        }
+        let rendered = parts.withLock { parts in (0..<workers).map { parts[$0] ?? [] } }
+        return Prepared(
+            tables: stagingTables.indices.map { table in
+                var joined = CopyText()
+                for part in rendered where table < part.count { joined.append(part[table]) }
+                return joined
+            })
+    }
+
+    private static func render(tenant t: String, _ writes: ArraySlice<BackupWrite>) -> [CopyText] {
         var backups = CopyText()
         var blobs = CopyText()
         var lookups = CopyText()
         var refs = CopyText()
         var factors = CopyText()
         var summaries = CopyText()
-        for write in writes { try check(write) }
-        // The last write of a backup in the batch wins, as in consecutive writes.
-        var seen = Set<String>()
-        let last = writes.reversed().filter { seen.insert($0.record.backupId).inserted }.reversed()
-        for write in last {
+        for write in writes {
             let record = write.record
             let id = record.backupId
             let metadata = record.metadata
@@ -60,16 +89,27 @@ public enum PostgresBackupCopy {
             summary.append(s.blobSize.map(String.init))
             summaries.row(summary)
         }
+        return [backups, blobs, lookups, refs, factors, summaries]
+    }
+
+    /// Stages and merges a prepared batch on `connection`, which must be in a transaction.
+    /// - Throws: ``ConsoleError`` `factor_conflict` before anything is merged.
+    public static func write(_ prepared: Prepared, on connection: PostgresConnection, logger: Logger) async throws {
+        guard !prepared.isEmpty else { return }
         for table in stagingTables {
             _ = try await connection.query(
                 "CREATE TEMP TABLE \(unescaped: table.name)_in (LIKE \(unescaped: table.name)) ON COMMIT DROP",
                 logger: logger)
         }
-        for (table, data) in zip(stagingTables, [backups, blobs, lookups, refs, factors, summaries]) where !data.isEmpty
-        {
+        for (table, data) in zip(stagingTables, prepared.tables) where !data.isEmpty {
             try await connection.copyFrom(table: "\(table.name)_in", columns: table.columns, logger: logger) { writer in
                 for chunk in data.all { try await writer.write(chunk) }
             }
+        }
+        // Temporary tables have no statistics until analysed: without them the planner scans
+        // whole target tables for every batch.
+        for table in stagingTables {
+            _ = try await connection.query("ANALYZE \(unescaped: table.name)_in", logger: logger)
         }
         try await checkConflicts(on: connection, logger: logger)
         try await merge(on: connection, logger: logger)
@@ -127,18 +167,26 @@ public enum PostgresBackupCopy {
 
     /// Replaces what the staged backups had, then inserts the staged rows.
     private static func merge(on connection: PostgresConnection, logger: Logger) async throws {
-        let statements = [
+        var replacing = false
+        for try await count in try await connection.query(
+            "SELECT count(*)::BIGINT FROM backups_in n JOIN backups b USING (tenant, backup_id)", logger: logger
+        ).decode(Int64.self) {
+            replacing = count > 0
+        }
+        let replace = [
+            "DELETE FROM sealed_blobs s USING backups_in b WHERE s.tenant = b.tenant AND s.backup_id = b.backup_id",
+            "DELETE FROM factor_lookup f USING backups_in b WHERE f.tenant = b.tenant AND f.backup_id = b.backup_id",
+            "DELETE FROM suborg_refs r USING backups_in b WHERE r.tenant = b.tenant AND r.backup_id = b.backup_id",
+            "DELETE FROM backup_factors f USING backups_in b WHERE f.tenant = b.tenant AND f.backup_id = b.backup_id",
+            "DELETE FROM backup_summary s USING backups_in b WHERE s.tenant = b.tenant AND s.backup_id = b.backup_id",
+        ]
+        let insert = [
             """
             INSERT INTO backups SELECT * FROM backups_in
             ON CONFLICT (tenant, backup_id) DO UPDATE SET metadata = excluded.metadata,
                 manifest_hash = excluded.manifest_hash, blob_size = excluded.blob_size,
                 blob_sha256 = excluded.blob_sha256, updated_at = excluded.updated_at
             """,
-            "DELETE FROM sealed_blobs s USING backups_in b WHERE s.tenant = b.tenant AND s.backup_id = b.backup_id",
-            "DELETE FROM factor_lookup f USING backups_in b WHERE f.tenant = b.tenant AND f.backup_id = b.backup_id",
-            "DELETE FROM suborg_refs r USING backups_in b WHERE r.tenant = b.tenant AND r.backup_id = b.backup_id",
-            "DELETE FROM backup_factors f USING backups_in b WHERE f.tenant = b.tenant AND f.backup_id = b.backup_id",
-            "DELETE FROM backup_summary s USING backups_in b WHERE s.tenant = b.tenant AND s.backup_id = b.backup_id",
             "INSERT INTO sealed_blobs SELECT * FROM sealed_blobs_in",
             // A backup's own duplicate rows collapse to one, as INSERT OR IGNORE does in SQLite.
             "INSERT INTO factor_lookup SELECT DISTINCT * FROM factor_lookup_in ON CONFLICT DO NOTHING",
@@ -146,7 +194,8 @@ public enum PostgresBackupCopy {
             "INSERT INTO backup_factors SELECT * FROM backup_factors_in",
             "INSERT INTO backup_summary SELECT * FROM backup_summary_in",
         ]
-        for statement in statements {
+        // A batch of new backups (an import) has nothing to replace.
+        for statement in (replacing ? replace : []) + insert {
             _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
         }
     }
@@ -178,12 +227,24 @@ public enum PostgresBackupCopy {
 
 /// Rows in COPY's text format (tab-separated, `\N` for NULL, backslash escapes), kept in
 /// chunks of about 1 MiB so a large import streams instead of building one buffer.
-struct CopyText {
+struct CopyText: Sendable {
     private(set) var chunks: [ByteBuffer] = []
     private var current = ByteBuffer()
     private static let chunkBytes = 1 << 20
 
     var isEmpty: Bool { chunks.isEmpty && current.readableBytes == 0 }
+
+    /// Appends `other`'s rows after these.
+    mutating func append(_ other: CopyText) {
+        for chunk in other.all {
+            var chunk = chunk
+            current.writeBuffer(&chunk)
+            if current.readableBytes >= Self.chunkBytes {
+                chunks.append(current)
+                current = ByteBuffer()
+            }
+        }
+    }
 
     mutating func row(_ fields: [String?]) {
         for (index, field) in fields.enumerated() {
