@@ -36,7 +36,7 @@ test: deps
 bench: deps
 	$(SWIFT) build -c release --product backupctl
 	$(SWIFT) build -c release --product backupctl-bench
-	.build/release/backupctl-bench
+	./scripts/pg-test-cluster.sh run -- .build/release/backupctl-bench
 
 format:
 	$(SWIFT) format --in-place --recursive Package.swift Sources Tests Benchmarks

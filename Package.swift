@@ -175,8 +175,9 @@ let package = Package(
             dependencies: [
                 "BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Inspect", "Recovery", "Turnkey",
                 "TurnkeySandbox", "Cleanup", "CSecp256k1", "COpenSSL", "BackupService", "BackupServiceSandbox",
-                "ConsoleService", "ConsoleClient",
+                "ConsoleService", "ConsoleClient", "PostgresStore",
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -205,9 +206,10 @@ let package = Package(
         .testTarget(
             name: "PostgresStoreTests",
             dependencies: [
-                "PostgresStore", "BackupModel", "BackupctlTestSupport",
+                "PostgresStore", "BackupModel", "BackupctlTestSupport", "ConsoleStore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]),
         .testTarget(
             name: "AccessTests",

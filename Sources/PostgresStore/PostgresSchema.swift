@@ -14,6 +14,7 @@ enum PostgresSchema {
         PostgresMigration(version: 1, name: "schema", statements: v1),
         PostgresMigration(version: 2, name: "access-version", statements: v2),
         PostgresMigration(version: 3, name: "cleanup-claims", statements: v3),
+        PostgresMigration(version: 4, name: "cleanup-rate", statements: v4),
     ]
 
     /// A text column compared and sorted bytewise.
@@ -279,5 +280,17 @@ enum PostgresSchema {
             ADD CONSTRAINT cleanup_items_claim CHECK ((claimed_by IS NULL) = (lease_expires_at IS NULL))
         """,
         "CREATE INDEX cleanup_items_by_state ON cleanup_items (tenant, state, suborg_id)",
+    ]
+
+    /// The rate limit a tenant's cleanup workers share, wherever they run: the theoretical
+    /// arrival time (unix microseconds) of the next Turnkey call of the generic cell rate
+    /// algorithm (``PostgresRateLimiter``).
+    private static let v4: [String] = [
+        """
+        CREATE TABLE cleanup_rate (
+            tenant \(key) PRIMARY KEY REFERENCES tenants(name) ON DELETE CASCADE,
+            tat_micros BIGINT NOT NULL
+        )
+        """
     ]
 }

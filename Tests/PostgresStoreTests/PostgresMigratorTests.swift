@@ -12,20 +12,20 @@ struct PostgresMigratorTests {
     static let tables: Set<String> = [
         "access_version", "audit", "audit_checkpoints", "backup_factors", "backup_summary", "backups",
         "cleanup_items", "cleanup_leases", "cleanup_stamped", "factor_lookup", "grants", "operators",
-        "reset_challenges", "sandbox_suborgs", "sandbox_used_tokens", "schema_migrations", "sealed_blobs",
-        "snapshots", "suborg_refs", "tenants",
+        "cleanup_rate", "reset_challenges", "sandbox_suborgs", "sandbox_used_tokens", "schema_migrations",
+        "sealed_blobs", "snapshots", "suborg_refs", "tenants",
     ]
 
     @Test func anEmptyDatabaseGetsEverySchemaVersionOnceAndASecondRunDoesNothing() async throws {
         try await PostgresTestDatabase.make { testDatabase in
             try await withDatabase(testDatabase) { database in
                 let all = PostgresMigrator.migrations.map(\.version)
-                #expect(all == [1, 2, 3])
+                #expect(all == [1, 2, 3, 4])
                 #expect(try await PostgresMigrator.migrate(database) == all)
                 #expect(try await tableNames(database) == Self.tables)
                 #expect(try await PostgresMigrator.migrate(database) == [])
                 let applied = try await PostgresMigrator.applied(database)
-                #expect(applied == [1: "schema", 2: "access-version", 3: "cleanup-claims"])
+                #expect(applied == [1: "schema", 2: "access-version", 3: "cleanup-claims", 4: "cleanup-rate"])
             }
         }
     }
@@ -37,12 +37,12 @@ struct PostgresMigratorTests {
                     async let byFirst = PostgresMigrator.migrate(first)
                     async let bySecond = PostgresMigrator.migrate(second)
                     let (a, b) = try await (byFirst, bySecond)
-                    #expect((a + b).sorted() == [1, 2, 3])
+                    #expect((a + b).sorted() == [1, 2, 3, 4])
                     let counts = try await rows(
                         first, "SELECT version, count(*)::BIGINT FROM schema_migrations GROUP BY version",
                         as: (Int, Int).self)
-                    #expect(counts.sorted { $0.0 < $1.0 }.map(\.1) == [1, 1, 1])
-                    #expect(counts.map(\.0).sorted() == [1, 2, 3])
+                    #expect(counts.sorted { $0.0 < $1.0 }.map(\.1) == [1, 1, 1, 1])
+                    #expect(counts.map(\.0).sorted() == [1, 2, 3, 4])
                 }
             }
         }
