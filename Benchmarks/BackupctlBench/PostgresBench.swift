@@ -27,15 +27,15 @@ struct PostgresBench: BenchSuite {
         let referenceCount = scale.pick(2_000, quick: 500)
         let writes = try Self.synthetic(count: perTenant)
         let name = "bench_" + String(format: "%016llx", UInt64.random(in: .min ... .max))
-        try await Self.admin(serverURL, "CREATE DATABASE \(name)")
+        try await PostgresAdmin.execute("CREATE DATABASE \(name)", on: serverURL)
         do {
             let figures = try await measure(
-                url: try Self.url(serverURL, database: name), writes: writes, tenants: tenants, batch: batch,
+                url: try PostgresAdmin.url(serverURL, database: name), writes: writes, tenants: tenants, batch: batch,
                 referenceCount: referenceCount)
-            try await Self.admin(serverURL, "DROP DATABASE \(name) WITH (FORCE)")
+            try await PostgresAdmin.execute("DROP DATABASE \(name) WITH (FORCE)", on: serverURL)
             return figures
         } catch {
-            try? await Self.admin(serverURL, "DROP DATABASE \(name) WITH (FORCE)")
+            try? await PostgresAdmin.execute("DROP DATABASE \(name) WITH (FORCE)", on: serverURL)
             throw error
         }
     }
@@ -192,28 +192,5 @@ struct PostgresBench: BenchSuite {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
         return Double(usage.ru_maxrss) / 1024
-    }
-
-    static func url(_ serverURL: String, database: String) throws -> String {
-        guard var parts = URLComponents(string: serverURL) else { throw ConsoleError.usage("bad cluster URL") }
-        parts.path = "/" + database
-        parts.query = nil
-        guard let url = parts.string else { throw ConsoleError.usage("bad cluster URL") }
-        return url
-    }
-
-    static func admin(_ serverURL: String, _ sql: String) async throws {
-        let database = PostgresStoreDatabase(
-            configuration: try PostgresStoreConfiguration(url: serverURL, environment: [:]))
-        try await database.start()
-        do {
-            try await database.withConnection("running \(sql)") { connection in
-                _ = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: database.logger)
-            }
-        } catch {
-            await database.shutdown()
-            throw error
-        }
-        await database.shutdown()
     }
 }

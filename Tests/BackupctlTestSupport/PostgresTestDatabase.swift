@@ -42,14 +42,14 @@ public struct PostgresTestDatabase: Sendable {
     ) async throws -> T {
         guard let serverURL else { throw Failure.noCluster }
         let name = "t_" + String(format: "%016llx", UInt64.random(in: .min ... .max))
-        try await admin(serverURL, "CREATE DATABASE \(name) \(options)")
-        let database = PostgresTestDatabase(name: name, url: try Self.url(serverURL, database: name))
+        try await PostgresAdmin.execute("CREATE DATABASE \(name) \(options)", on: serverURL)
+        let database = PostgresTestDatabase(name: name, url: try PostgresAdmin.url(serverURL, database: name))
         do {
             let result = try await body(database)
-            try await admin(serverURL, "DROP DATABASE \(name) WITH (FORCE)")
+            try await PostgresAdmin.execute("DROP DATABASE \(name) WITH (FORCE)", on: serverURL)
             return result
         } catch {
-            try? await admin(serverURL, "DROP DATABASE \(name) WITH (FORCE)")
+            try? await PostgresAdmin.execute("DROP DATABASE \(name) WITH (FORCE)", on: serverURL)
             throw error
         }
     }
@@ -57,30 +57,5 @@ public struct PostgresTestDatabase: Sendable {
     /// The store configuration of this database; `query` is appended to its URL (`pool_size=2`).
     public func configuration(query: String? = nil) throws -> PostgresStoreConfiguration {
         try PostgresStoreConfiguration(url: query.map { "\(url)?\($0)" } ?? url, environment: [:])
-    }
-
-    /// The cluster's URL with another database name.
-    private static func url(_ serverURL: String, database: String) throws -> String {
-        guard var parts = URLComponents(string: serverURL) else { throw Failure.noCluster }
-        parts.path = "/" + database
-        parts.query = nil
-        guard let url = parts.string else { throw Failure.noCluster }
-        return url
-    }
-
-    /// Runs one statement on the cluster's own database, outside a transaction (CREATE/DROP DATABASE).
-    private static func admin(_ serverURL: String, _ sql: String) async throws {
-        let database = PostgresStoreDatabase(
-            configuration: try PostgresStoreConfiguration(url: serverURL, environment: [:]))
-        try await database.start()
-        do {
-            try await database.withConnection("running \(sql)") { connection in
-                _ = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: database.logger)
-            }
-        } catch {
-            await database.shutdown()
-            throw error
-        }
-        await database.shutdown()
     }
 }
