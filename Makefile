@@ -26,16 +26,17 @@ install: deps
 uninstall:
 	rm -f "$(BINDIR)/backupctl"
 
-## Run every test (Swift Testing, one target per module).
+## Run every test (Swift Testing, one target per module), with a private PostgreSQL 15 cluster
+## (scripts/pg-test-cluster.sh: installed when missing, started on a loopback port, always removed).
 test: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	./scripts/pg-test-cluster.sh run -- $(SWIFT) test --skip-build
 
 ## Benchmarks: JSON figures on stdout, each beside a reference measured in the same run.
 bench: deps
 	$(SWIFT) build -c release --product backupctl
 	$(SWIFT) build -c release --product backupctl-bench
-	.build/release/backupctl-bench
+	./scripts/pg-test-cluster.sh run -- .build/release/backupctl-bench
 
 format:
 	$(SWIFT) format --in-place --recursive Package.swift Sources Tests Benchmarks

@@ -20,8 +20,10 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", exact: "2.13.0"),
         .package(url: "https://github.com/apple/swift-metrics", exact: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", exact: "2.37.6"),
         .package(url: "https://github.com/swift-server/swift-prometheus", exact: "2.4.1"),
+        .package(url: "https://github.com/vapor/postgres-nio", exact: "1.33.2"),
     ],
     targets: [
         // System libraries (Debian: libsecp256k1-dev, libssl-dev, libreadline-dev).
@@ -46,6 +48,19 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
+        // The PostgreSQL store: connection configuration, the client pool and its schema migrations.
+        .target(
+            name: "PostgresStore",
+            dependencies: [
+                "BackupModel", "BackupCrypto", "ConsoleStore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                // The pool's own error (its circuit breaker), which PostgresClient throws as it is.
+                .product(name: "_ConnectionPoolModule", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict),
         .target(
@@ -150,6 +165,8 @@ let package = Package(
                 "ConsoleService", "ConsoleClient", "ConsoleServer", "SandboxHTTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: strict),
 
@@ -158,18 +175,25 @@ let package = Package(
             dependencies: [
                 "BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Inspect", "Recovery", "Turnkey",
                 "TurnkeySandbox", "Cleanup", "CSecp256k1", "COpenSSL", "BackupService", "BackupServiceSandbox",
-                "ConsoleService", "ConsoleClient",
+                "ConsoleService", "ConsoleClient", "PostgresStore",
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             path: "Benchmarks/BackupctlBench",
             swiftSettings: strict),
 
         // Shared by the tests that run the real binary as a process (not a test target itself).
+        // Also the private PostgreSQL database each PostgreSQL test makes (PostgresTestDatabase),
+        // and the walkers over the store's keyset pages (StorePages).
         .target(
-            name: "BackupctlTestSupport", dependencies: ["ConsoleStore", "BackupModel"],
-            path: "Tests/BackupctlTestSupport",
-            swiftSettings: strict),
+            name: "BackupctlTestSupport",
+            dependencies: [
+                "BackupModel", "ConsoleStore", "PostgresStore", .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            path: "Tests/BackupctlTestSupport", swiftSettings: strict),
 
         .testTarget(name: "BackupModelTests", dependencies: ["BackupModel"]),
         .testTarget(
@@ -179,6 +203,14 @@ let package = Package(
             name: "ConsoleStoreTests",
             dependencies: [
                 "ConsoleStore", "BackupCrypto", "BackupModel", "BackupctlTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
+        .testTarget(
+            name: "PostgresStoreTests",
+            dependencies: [
+                "PostgresStore", "BackupModel", "BackupctlTestSupport", "ConsoleStore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]),
         .testTarget(

@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Installs the Debian packages backupctl builds against, only those missing.
 # Used by every Makefile target so a fresh Debian 12 machine needs nothing done by hand.
+# `--postgres` installs PostgreSQL 15 (server and client) and openssl for its test certificates,
+# which only the tests need (pg-test-cluster.sh).
 set -euo pipefail
 
 # less: the default pager (the pty tests drive a real one). openssl, sqlite3, curl: the server's
 # TLS tests and the running-the-server runbook make a certificate, back up the store and probe it.
 packages=(libsqlite3-dev libssl-dev libsecp256k1-dev libreadline-dev pkg-config less openssl sqlite3 curl)
+if [ "${1:-}" = "--postgres" ]; then
+    packages=(postgresql-15 postgresql-client-15 openssl)
+fi
 missing=()
 for p in "${packages[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -7,5 +7,6 @@ enum BenchRegistry {
         ConsoleBench(),
         CleanupBench(),
         ServerBench(),
+        PostgresBench(),
     ]
 }

@@ -42,29 +42,77 @@ struct ServerBench: BenchSuite {
         }
         let server = try BenchServer(binary: binary, dbPath: dbPath, directory: directory)
         defer { server.stop() }
+        // The measuring client is a process of its own, set up as `backupctl --server` sets
+        // itself up (NIO's event loops as the global executor, see EventLoopTakeover), with the
+        // in-process console beside it on the same store so both sides share its machine's drift.
+        let tokenFile = directory.appendingPathComponent("token")
+        let queriesFile = directory.appendingPathComponent("queries.json")
+        try Data(token.withUnsafeBytes { Array($0) }).write(to: tokenFile)
+        try JSONEncoder().encode(queries).write(to: queriesFile)
+        let figures = try Self.runClient(
+            bench: URL(fileURLWithPath: CommandLine.arguments[0]),
+            arguments: [
+                Self.clientCommand, server.url, dbPath, tokenFile.path, queriesFile.path,
+                scale.quick ? "quick" : "full",
+            ])
+        return figures.merging([
+            "seededBackups": .integer(backups),
+            "cores": .integer(ProcessInfo.processInfo.activeProcessorCount),
+            "serverToInProcessTargetRatio": .integer(3),
+            "serverP99TargetMicros": .integer(2000),
+        ]) { $1 }
+    }
+
+    /// The first argument that makes `backupctl-bench` the measuring client (main.swift).
+    static let clientCommand = "server-client"
+
+    private static func runClient(bench: URL, arguments: [String]) throws -> [String: BenchValue] {
+        let process = Process()
+        process.executableURL = bench
+        process.arguments = arguments
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0, let figures = try? JSONDecoder().decode([String: Double].self, from: data)
+        else {
+            return ["error": .text("the measuring client failed (exit \(process.terminationStatus))")]
+        }
+        return figures.mapValues { $0.rounded() == $0 && abs($0) < 1e15 ? .integer(Int($0)) : .number($0) }
+    }
+
+    /// The measuring client's entry: `server-client URL DB TOKEN_FILE QUERIES_FILE full|quick`;
+    /// prints its figures as one JSON object.
+    static func clientMain(_ arguments: [String]) async throws {
+        guard arguments.count == 5 else {
+            throw ConsoleError.usage("server-client URL DB TOKEN_FILE QUERIES_FILE SCALE")
+        }
+        let scale = BenchScale(quick: arguments[4] == "quick")
+        let token = try OperatorToken.parse(Array(try Data(contentsOf: URL(fileURLWithPath: arguments[2]))))
+        let queries = try JSONDecoder().decode(
+            [LookupQuery].self, from: try Data(contentsOf: URL(fileURLWithPath: arguments[3])))
         // One pooled connection per concurrent client (AsyncHTTPClient keeps 8 per host by default).
         var configuration = HTTPClient.Configuration()
         configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 16
-        let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-        let figures: [String: BenchValue]
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        let figures: [String: Double]
         do {
             figures = try await measure(
-                local: LocalConsole(storePath: dbPath), remote: try RemoteConsole(server: server.url, client: client),
+                local: LocalConsole(storePath: arguments[1]),
+                remote: try RemoteConsole(server: arguments[0], client: client),
                 caller: Caller(token: token, tenant: "sandbox"), queries: queries, scale: scale)
         } catch {
             try? await client.shutdown()
             throw error
         }
         try await client.shutdown()
-        return figures.merging([
-            "seededBackups": .integer(backups),
-            "cores": .integer(ProcessInfo.processInfo.activeProcessorCount),
-        ]) { $1 }
+        FileHandle.standardOutput.write(try JSONEncoder().encode(figures))
     }
 
-    private func measure(
+    private static func measure(
         local: LocalConsole, remote: RemoteConsole, caller: Caller, queries: [LookupQuery], scale: BenchScale
-    ) async throws -> [String: BenchValue] {
+    ) async throws -> [String: Double] {
 
         // Warm both paths (connections, statement caches), then alternate rounds so drift in
         // the machine's load falls on both sides alike.
@@ -98,17 +146,15 @@ struct ServerBench: BenchSuite {
             remote: remote, caller: caller, queries: queries, clients: 16, total: total)
 
         return [
-            "inProcessMedianMicros": .number(inProcess.medianMicros),
-            "inProcessP99Micros": .number(inProcess.p99Micros),
-            "serverMedianMicros": .number(overHTTP.medianMicros),
-            "serverP99Micros": .number(overHTTP.p99Micros),
-            "serverToInProcessMedianRatio": .number(overHTTP.percentile(0.5) / max(1, inProcess.percentile(0.5))),
-            "serverToInProcessTargetRatio": .integer(3),
-            "serverP99TargetMicros": .integer(2000),
-            "lookupsPerSecond1Client": .number(single),
-            "lookupsPerSecond16Clients": .number(sixteen),
-            "concurrencyGain16To1": .number(sixteen / max(1, single)),
-            "lookupsTimed": .integer(inProcess.values.count),
+            "inProcessMedianMicros": inProcess.medianMicros,
+            "inProcessP99Micros": inProcess.p99Micros,
+            "serverMedianMicros": overHTTP.medianMicros,
+            "serverP99Micros": overHTTP.p99Micros,
+            "serverToInProcessMedianRatio": overHTTP.percentile(0.5) / max(1, inProcess.percentile(0.5)),
+            "lookupsPerSecond1Client": single,
+            "lookupsPerSecond16Clients": sixteen,
+            "concurrencyGain16To1": sixteen / max(1, single),
+            "lookupsTimed": Double(inProcess.values.count),
         ]
     }
 

@@ -1,4 +1,19 @@
 import Foundation
+import NIOCore
+import NIOPosix
+
+// backupctl-bench server-client …: the server suite's measuring client, a process set up as
+// `backupctl --server` is (NIO's event loops run its tasks).
+if CommandLine.arguments.dropFirst().first == ServerBench.clientCommand {
+    _ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
+    do {
+        try await ServerBench.clientMain(Array(CommandLine.arguments.dropFirst(2)))
+        exit(0)
+    } catch {
+        FileHandle.standardError.write(Data("server-client: \(error)\n".utf8))
+        exit(1)
+    }
+}
 
 // backupctl-bench [--quick] [SUITE…]: runs the suites and prints one JSON document.
 let arguments = Array(CommandLine.arguments.dropFirst())

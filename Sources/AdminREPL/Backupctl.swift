@@ -145,6 +145,8 @@ struct Backupctl: AsyncParsableCommand {
             Self.report(error, arguments: Array(CommandLine.arguments.dropFirst()))
             throw ExitCode(ExitStatus.code(for: error.kind))
         }
+        let localOnly = ["init", "demo", "sandbox", "recovery", "context"]
+        if settings.server != nil, !localOnly.contains(options.words.first ?? "") { EventLoopTakeover.install() }
         let status = await Launcher(options: options, settings: settings, environment: environment).run()
         if status != 0 { throw ExitCode(status) }
     }

@@ -83,42 +83,99 @@ public final class RemoteConsole: ConsoleAPI {
     public func perform<Op: ConsoleOperation>(
         _ operation: Op, as caller: Caller, progress: ProgressSink?
     ) async throws(ConsoleError) -> Op.Output {
-        var request = HTTPClientRequest(url: baseURL + Wire.opsPrefix + Op.name)
-        request.method = .POST
-        request.headers.add(name: "Content-Type", value: "application/json")
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "application/json")
         if let token = caller.token {
             let text = token.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
-            request.headers.add(name: "Authorization", value: "Bearer " + text)
+            headers.add(name: "Authorization", value: "Bearer " + text)
         }
-        if let tenant = caller.tenant { request.headers.add(name: Wire.tenantHeader, value: tenant) }
-        if Op.streams { request.headers.add(name: "Accept", value: Wire.jsonLines) }
+        if let tenant = caller.tenant { headers.add(name: Wire.tenantHeader, value: tenant) }
+        let body: ByteBuffer
         do {
-            request.body = .bytes(ByteBuffer(data: try Wire.encoder().encode(operation)))
+            body = ByteBuffer(data: try Wire.encoder().encode(operation))
         } catch {
             throw .internalError("Could not encode \(Op.name): \(error)")
         }
+        let url = baseURL + Wire.opsPrefix + Op.name
+        guard Op.streams else {
+            return try Self.decode(
+                Op.Output.self, from: try await exchange(url: url, headers: headers, body: body), name: Op.name)
+        }
+        var request = HTTPClientRequest(url: url)
+        request.method = .POST
+        request.headers = headers
+        request.headers.add(name: "Accept", value: Wire.jsonLines)
+        request.body = .bytes(body)
         let response: HTTPClientResponse
         do {
             response = try await client.execute(request, timeout: timeout)
         } catch {
             throw Self.transportError(error, server: baseURL)
         }
-        if Op.streams, response.status == .ok {
+        if response.status == .ok {
             return try await Self.readFrames(response, as: Op.Output.self, progress: progress, server: baseURL)
         }
-        let body = try await Self.collect(response, server: baseURL)
-        guard response.status == .ok else { throw Self.error(status: response.status, body: body) }
+        let answer = try await Self.collect(response, server: baseURL)
+        throw Self.error(status: response.status, body: answer)
+    }
+
+    /// One request whose whole answer is read before it returns. It goes through the client's
+    /// future-based API: the answer is gathered on the connection's event loop and the caller
+    /// resumes once, instead of at every part of the answer (a lookup is a round trip shorter
+    /// than those hops). Cancelling the calling task cancels the request.
+    private func exchange(url: String, headers: HTTPHeaders, body: ByteBuffer) async throws(ConsoleError) -> Data {
+        let task: HTTPClient.Task<HTTPClient.Response>
         do {
-            return try JSONDecoder().decode(Op.Output.self, from: body)
+            let request = try HTTPClient.Request(
+                url: try parsedURL(url), method: .POST, headers: headers, body: .byteBuffer(body))
+            task = client.execute(
+                request: request, delegate: ResponseAccumulator(request: request, maxBodySize: Self.maxAnswer),
+                deadline: .now() + timeout)
+        } catch {
+            throw Self.transportError(error, server: baseURL)
+        }
+        let response: HTTPClient.Response
+        do {
+            response = try await withTaskCancellationHandler {
+                try await task.futureResult.get()
+            } onCancel: {
+                task.cancel()
+            }
+        } catch {
+            throw Self.transportError(error, server: baseURL)
+        }
+        let data = response.body.map { Data($0.readableBytesView) } ?? Data()
+        guard response.status == .ok else { throw Self.error(status: response.status, body: data) }
+        return data
+    }
+
+    /// Each operation's URL, parsed once (Foundation's parser costs more than a loopback lookup's JSON).
+    private let urls = Mutex<[String: URL]>([:])
+
+    private func parsedURL(_ text: String) throws -> URL {
+        if let url = urls.withLock({ $0[text] }) { return url }
+        guard let url = URL(string: text) else { throw HTTPClientError.invalidURL }
+        urls.withLock { $0[text] = url }
+        return url
+    }
+
+    /// The largest answer read (a `backups list` or `audit export` page is far smaller).
+    static let maxAnswer = 64 << 20
+
+    static func decode<Output: Decodable>(_ type: Output.Type, from body: Data, name: String) throws(ConsoleError)
+        -> Output
+    {
+        do {
+            return try JSONDecoder().decode(Output.self, from: body)
         } catch {
             throw ConsoleError(
-                .remote, code: "bad_server_answer", "The server's answer to \(Op.name) could not be read: \(error).")
+                .remote, code: "bad_server_answer", "The server's answer to \(name) could not be read: \(error).")
         }
     }
 
     static func collect(_ response: HTTPClientResponse, server: String) async throws(ConsoleError) -> Data {
         do {
-            var buffer = try await response.body.collect(upTo: 64 << 20)
+            var buffer = try await response.body.collect(upTo: maxAnswer)
             return Data(buffer.readBytes(length: buffer.readableBytes) ?? [])
         } catch {
             throw transportError(error, server: server)
@@ -193,7 +250,7 @@ public final class RemoteConsole: ConsoleAPI {
     }
 
     static func transportError(_ error: any Error, server: String) -> ConsoleError {
-        if error is CancellationError {
+        if error is CancellationError || error as? HTTPClientError == .cancelled {
             return ConsoleError(
                 .conflict, code: "interrupted", "Interrupted; the server stops the job after its current call.")
         }

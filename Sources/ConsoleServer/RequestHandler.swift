@@ -184,10 +184,21 @@ final class RequestHandler: Sendable {
             return record(Op.name, started, Self.error(Self.unreadable(Op.name)))
         }
         do {
-            let output = try await console.perform(operation, as: caller, progress: nil)
+            let output = try await Self.perform(operation, on: console, as: caller)
             return record(Op.name, started, Self.json(200, try Self.encode(output)))
         } catch {
             return await record(Op.name, started, refusedCredentials(error, address: caller.address ?? "-"))
+        }
+    }
+
+    /// Runs a quick operation where the request is (with ``ConsoleServer/runTasksOnEventLoops()``,
+    /// its connection's event loop), and any other on ``ConsoleServer/blockingExecutor``.
+    static func perform<Op: ConsoleOperation>(
+        _ operation: Op, on console: LocalConsole, as caller: Caller
+    ) async throws(ConsoleError) -> Op.Output {
+        if Op.isQuick { return try await console.perform(operation, as: caller, progress: nil) }
+        return try await withTaskExecutorPreference(ConsoleServer.blockingExecutor) { () async throws(ConsoleError) in
+            try await console.perform(operation, as: caller, progress: nil)
         }
     }
 
@@ -223,7 +234,7 @@ final class RequestHandler: Sendable {
                         }
                         let (frames, continuation) = AsyncStream<Wire.Frame<Op.Output>>.makeStream()
                         try await withThrowingTaskGroup(of: Void.self) { group in
-                            group.addTask {
+                            group.addTask(executorPreference: ConsoleServer.blockingExecutor) {
                                 do throws(ConsoleError) {
                                     let output = try await console.perform(operation, as: caller) { event in
                                         if isCleanupRun {

@@ -15,6 +15,9 @@ final class ServerMetrics: @unchecked Sendable {
     private let lock = NSLock()
     // Guarded by `lock`: the audit sequence number counted up to.
     private var auditSeqSeen: Int64?
+    // Guarded by `lock`: the request counter and timer of each operation and status, made once
+    // (operation names are the registry's or a fixed route name, so this stays small).
+    private var requestHandles: [RequestKey: (CoreMetrics.Counter, CoreMetrics.Timer)] = [:]
 
     /// Whether `name` is the cleanup run, whose streamed progress feeds the cleanup gauges
     /// (`cleanup.run`, however its words are joined).
@@ -40,10 +43,26 @@ final class ServerMetrics: @unchecked Sendable {
 
     /// One answered request: `op` is the operation's name or the route (`healthz`, `unknown`).
     func request(op: String, status: Int, nanoseconds: Int64) {
-        let dimensions = [("op", op), ("status", String(status))]
-        CoreMetrics.Counter(label: "backupctl_requests_total", dimensions: dimensions, factory: factory).increment()
-        CoreMetrics.Timer(label: "backupctl_request_duration_seconds", dimensions: dimensions, factory: factory)
-            .recordNanoseconds(nanoseconds)
+        let key = RequestKey(op: op, status: status)
+        let handles =
+            lock.withLock { requestHandles[key] }
+            ?? {
+                let dimensions = [("op", op), ("status", String(status))]
+                let made = (
+                    CoreMetrics.Counter(label: "backupctl_requests_total", dimensions: dimensions, factory: factory),
+                    CoreMetrics.Timer(
+                        label: "backupctl_request_duration_seconds", dimensions: dimensions, factory: factory)
+                )
+                lock.withLock { requestHandles[key] = made }
+                return made
+            }()
+        handles.0.increment()
+        handles.1.recordNanoseconds(nanoseconds)
+    }
+
+    private struct RequestKey: Hashable {
+        var op: String
+        var status: Int
     }
 
     func failedAuthentication(reason: String) {

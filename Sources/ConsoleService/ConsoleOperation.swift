@@ -12,6 +12,11 @@ public protocol ConsoleOperation: Codable, Sendable {
     /// Whether the operation is a long job: over HTTP its progress is streamed as it runs.
     static var streams: Bool { get }
 
+    /// Whether the operation answers from a few indexed reads and one audit append, never
+    /// holding its thread for long: `backupctl serve` runs it on the connection's event loop
+    /// (no thread hop); every other operation runs on a pool beside the loops.
+    static var isQuick: Bool { get }
+
     /// Runs the operation in-process. Checks the caller's role, audits, and returns only
     /// what the caller may see.
     func run(_ context: OperationContext) async throws(ConsoleError) -> Output
@@ -19,6 +24,7 @@ public protocol ConsoleOperation: Codable, Sendable {
 
 extension ConsoleOperation {
     public static var streams: Bool { false }
+    public static var isQuick: Bool { false }
 }
 
 /// An operation's output when it has nothing to say.

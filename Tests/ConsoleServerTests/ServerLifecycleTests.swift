@@ -56,6 +56,28 @@ import Testing
             Gates.open(gate)
         }
     }
+
+    /// A plain operation's whole answer is awaited in one piece (not streamed); cancelling the
+    /// caller still ends the call at once, without waiting for the server's answer.
+    @Test func cancellingAPlainOperationEndsTheCallAtOnce() async throws {
+        let gate = UUID().uuidString
+        try await ServerFixture.with(operations: SlowPlainOperation.operations) { fixture in
+            let remote = try fixture.remote()
+            let caller = Caller(token: fixture.rootToken, tenant: nil)
+            let call = Task { try await remote.perform(SlowPlainOperation(gate: gate), as: caller) }
+            #expect(await eventually { Gates.hasStarted(gate) })
+            call.cancel()
+            do {
+                _ = try await call.value
+                Issue.record("the cancelled call returned an answer")
+            } catch let error as ConsoleError {
+                #expect(error.code == "interrupted")
+            }
+            // The gate was never opened: the call ended because it was cancelled.
+            #expect(!Gates.isOpen(gate))
+            Gates.open(gate)
+        }
+    }
 }
 
 /// Whether a new TCP connection to 127.0.0.1:`port` is accepted (a pooled HTTP client would

@@ -32,6 +32,26 @@ struct SlowOperation: ConsoleOperation {
     }
 }
 
+/// A plain (not streamed) operation for the tests only: it notes that it started, then waits
+/// for its gate to open.
+struct SlowPlainOperation: ConsoleOperation {
+    static let name = "test.slowPlain"
+    var gate: String
+
+    func run(_ context: OperationContext) async throws(ConsoleError) -> Done {
+        _ = try context.operatorRecord()
+        Gates.noteStarted(gate)
+        for _ in 0..<3000 where !Gates.isOpen(gate) {
+            try? await Task.sleep(nanoseconds: 10_000_000)
+        }
+        return Done()
+    }
+
+    static var operations: [String: any ConsoleOperation.Type] {
+        ConsoleOperations.byName.merging([name: SlowPlainOperation.self]) { $1 }
+    }
+}
+
 /// Stands in for the cleanup run in a test's server: two progress events, then done.
 struct CleanupRunProbe: ConsoleOperation {
     static let name = "cleanup.run"
@@ -49,11 +69,14 @@ struct CleanupRunProbe: ConsoleOperation {
 enum Gates {
     private static let opened = Mutex<Set<String>>([])
     private static let cancelled = Mutex<Set<String>>([])
+    private static let started = Mutex<Set<String>>([])
 
     static func open(_ gate: String) { _ = opened.withLock { $0.insert(gate) } }
     static func isOpen(_ gate: String) -> Bool { opened.withLock { $0.contains(gate) } }
     static func noteCancelled(_ gate: String) { _ = cancelled.withLock { $0.insert(gate) } }
     static func wasCancelled(_ gate: String) -> Bool { cancelled.withLock { $0.contains(gate) } }
+    static func noteStarted(_ gate: String) { _ = started.withLock { $0.insert(gate) } }
+    static func hasStarted(_ gate: String) -> Bool { started.withLock { $0.contains(gate) } }
 }
 
 /// Set once from any thread.

@@ -57,10 +57,11 @@ struct ServeCommand: ConsoleCommand {
         console.trustRetiredAuditKeys(retired)
         // Fails now, not on the first request, when there is no store.
         _ = try console.store()
-        var logger = Logger(label: "backupctl.serve", factory: { StreamLogHandler.standardError(label: $0) })
+        var logger = Logger(label: "backupctl.serve", factory: { ServerLogHandler.standardError(label: $0) })
         logger.logLevel =
             ctx.environment["BACKUPCTL_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .notice
         let server = ConsoleServer(console: console, configuration: configuration, logger: logger)
+        EventLoopTakeover.install()
         do {
             let store = ctx.settings.dbPath
             try await server.run { [logger] url in

@@ -7,6 +7,7 @@ import Inspect
 /// so; that probe neither shows nor audits the backup.
 public struct LookupOperation: ConsoleOperation {
     public static let name = "lookup"
+    public static let isQuick = true
     public var query: LookupQuery
 
     public init(_ query: LookupQuery) { self.query = query }
@@ -32,6 +33,7 @@ public struct LookupOperation: ConsoleOperation {
 /// `show BACKUP_ID`: one backup's factors, keys, blob and health.
 public struct ShowOperation: ConsoleOperation {
     public static let name = "show"
+    public static let isQuick = true
     public var backupId: String
 
     public init(backupId: String) { self.backupId = backupId }
@@ -97,6 +99,7 @@ public struct BackupsListOperation: ConsoleOperation {
 /// `whoami`: the operator, the chosen tenant and every grant.
 public struct WhoamiOperation: ConsoleOperation {
     public static let name = "whoami"
+    public static let isQuick = true
 
     public struct Output: Codable, Sendable, Equatable {
         public var `operator`: String
@@ -124,6 +127,7 @@ public struct WhoamiOperation: ConsoleOperation {
 /// `use TENANT`: checks the caller holds a role there (the choice itself is the client's).
 public struct UseOperation: ConsoleOperation {
     public static let name = "use"
+    public static let isQuick = true
     public var tenant: String
 
     public struct Output: Codable, Sendable, Equatable {
@@ -146,6 +150,7 @@ public struct UseOperation: ConsoleOperation {
 /// resolver that turns a prefix into one id before `show` audits the read.
 public struct BackupIdsOperation: ConsoleOperation {
     public static let name = "backups.ids"
+    public static let isQuick = true
     public var prefix: String
     public var limit: Int
 
