@@ -39,7 +39,7 @@ struct SlowPlainOperation: ConsoleOperation {
     var gate: String
 
     func run(_ context: OperationContext) async throws(ConsoleError) -> Done {
-        _ = try context.operatorRecord()
+        _ = try await context.operatorRecord()
         Gates.noteStarted(gate)
         for _ in 0..<3000 where !Gates.isOpen(gate) {
             try? await Task.sleep(nanoseconds: 10_000_000)
