@@ -186,11 +186,12 @@ let package = Package(
             swiftSettings: strict),
 
         // Shared by the tests that run the real binary as a process (not a test target itself).
-        // Also the private PostgreSQL database each PostgreSQL test makes (PostgresTestDatabase).
+        // Also the private PostgreSQL database each PostgreSQL test makes (PostgresTestDatabase),
+        // and the walkers over the store's keyset pages (StorePages).
         .target(
             name: "BackupctlTestSupport",
             dependencies: [
-                "BackupModel", "PostgresStore", .product(name: "PostgresNIO", package: "postgres-nio"),
+                "BackupModel", "ConsoleStore", "PostgresStore", .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             path: "Tests/BackupctlTestSupport", swiftSettings: strict),
 
@@ -201,7 +202,8 @@ let package = Package(
         .testTarget(
             name: "ConsoleStoreTests",
             dependencies: [
-                "ConsoleStore", "BackupCrypto", "BackupModel", .product(name: "GRDB", package: "GRDB.swift"),
+                "ConsoleStore", "BackupCrypto", "BackupModel", "BackupctlTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]),
         .testTarget(
             name: "PostgresStoreTests",
@@ -237,7 +239,7 @@ let package = Package(
             ]),
         .testTarget(
             name: "InspectTests",
-            dependencies: ["Inspect", "Access", "ConsoleStore", "BackupCrypto", "BackupModel"]),
+            dependencies: ["Inspect", "Access", "ConsoleStore", "BackupCrypto", "BackupModel", "BackupctlTestSupport"]),
         .testTarget(
             name: "RecoveryTests",
             dependencies: [

@@ -150,7 +150,7 @@ struct CleanupBench: BenchSuite {
         // complete snapshot taken no earlier says they are still unreferenced (untimed).
         _ = try await service.scan(session: setup.session, graceSeconds: 0)
         let taken = Int64(Date().timeIntervalSince1970)
-        try setup.store.recordSnapshot(
+        try await setup.store.recordSnapshot(
             tenant: setup.session.tenantName,
             SnapshotRecord(snapshotAt: taken, complete: true, importedAt: taken, backups: 0), audit: nil)
         await sandbox.resetRecording()
@@ -189,13 +189,13 @@ struct CleanupBenchSetup {
     init(path: String, rps: Int) async throws {
         store = try SQLiteConsoleStore(path: path)
         let access = AccessService(store: store)
-        let op = try access.authenticate(token: try access.bootstrap(admin: try OperatorName("bench")))
+        let op = try await access.authenticate(token: try await access.bootstrap(admin: try OperatorName("bench")))
         let name = try TenantName("bench")
-        try access.createTenant(
+        try await access.createTenant(
             TenantRecord(
                 name: name, isSandbox: false, policy: TenantPolicy(turnkeyRPS: rps),
                 createdAt: Int64(Date().timeIntervalSince1970)), by: op)
-        session = try access.session(operator: op, tenant: name)
+        session = try await access.session(operator: op, tenant: name)
         let rng = SeededRandom(seed: 5)
         apiKey = P256.generatePrivateKey(using: rng)
         cleanupKey = P256.generatePrivateKey(using: rng)

@@ -15,15 +15,15 @@ struct FoundationBench: BenchSuite {
         let store = try SQLiteConsoleStore(path: directory.appendingPathComponent("c.db").path)
         let appends = scale.pick(20_000, quick: 500)
         let draft = AuditDraft(operatorName: "bench", tenant: "sandbox", action: "backup.show", target: "backup_x")
-        let appendSeconds = try timeSeconds {
-            for _ in 0..<appends { try store.appendAudit(draft) }
+        let appendSeconds = try await timeSeconds {
+            for _ in 0..<appends { try await store.appendAudit(draft) }
         }
-        let verifySeconds = try timeSeconds {
-            let result = try AuditLog.verify(store: store)
+        let verifySeconds = try await timeSeconds {
+            let result = try await AuditLog.verify(store: store)
             precondition(result.ok, "bench chain must verify")
         }
         // Reference: the chain hashing alone, no storage.
-        let entries = try store.auditEntries(tenant: nil, afterSeq: 0, limit: appends)
+        let entries = try await store.auditEntries(tenant: nil, afterSeq: 0, limit: appends)
         let hashSeconds = timeSeconds {
             var prev = AuditEntry.genesisHash
             for entry in entries { prev = SHA256.hex(Array(prev.utf8) + Array(entry.canonicalBytes)) }

@@ -41,6 +41,13 @@ func timeSeconds(_ body: () throws -> Void) rethrows -> Double {
     return Double(nowNanos() - start) / 1e9
 }
 
+/// Times `body` once, awaiting it; seconds.
+func timeSeconds(_ body: () async throws -> Void) async rethrows -> Double {
+    let start = nowNanos()
+    try await body()
+    return Double(nowNanos() - start) / 1e9
+}
+
 /// Latency samples in nanoseconds, summarised.
 struct Samples {
     var values: [UInt64] = []

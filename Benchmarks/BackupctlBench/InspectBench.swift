@@ -44,7 +44,7 @@ struct InspectBench: BenchSuite {
             ?? scale.pick(1_000_000, quick: 5_000)
         var out: [String: BenchValue] = ["backups": .integer(n)]
         let data = InspectBenchData(count: n, samples: scale.pick(2_000, quick: 500))
-        let session = try build(
+        let session = try await build(
             path: path, count: n, data: data, tokenFile: keep?.appendingPathComponent("token"), into: &out)
         // Measured on a freshly opened store, as an operator's console opens it: the build's
         // writer cache and heap are gone (returned to the OS), so the check's peak is its own.
@@ -76,26 +76,26 @@ struct InspectBench: BenchSuite {
                     if case .hit(let result) = outcome { return result.backupId == sample.backupId }
                     return false
                 }
-                var runs: [(Int, () throws -> Bool)] = []
+                var runs: [(Int, () async throws -> Bool)] = []
                 if kind == "account" {
                     runs = [
                         (0, { raw.backupExists(tenant: t, id: pk) }),
-                        (1, { try store.backupExists(tenant: tenant, id: pk) }),
-                        (2, { hit(try service.resolve(query, tenant: tenant)) }),
+                        (1, { try await store.backupExists(tenant: tenant, id: pk) }),
+                        (2, { await hit(try service.resolve(query, tenant: tenant)) }),
                     ]
                 } else {
                     runs = [
                         (0, { raw.lookup(tenant: t, pk: pk) }),
-                        (1, { try store.lookup(tenant: tenant, pk: pk) != nil }),
-                        (2, { hit(try service.resolve(query, tenant: tenant)) }),
+                        (1, { try await store.lookup(tenant: tenant, pk: pk) != nil }),
+                        (2, { await hit(try service.resolve(query, tenant: tenant)) }),
                         (3, { raw.resolve(tenant: t, pk: pk) }),
-                        (4, { try store.resolveLookup(tenant: tenant, pk: pk)?.factorId != nil }),
+                        (4, { try await store.resolveLookup(tenant: tenant, pk: pk)?.factorId != nil }),
                     ]
                 }
                 let first = index % runs.count
                 for (offset, (path, run)) in (runs[first...] + runs[..<first]).enumerated() {
                     let start = nowNanos()
-                    let found = try run()
+                    let found = try await run()
                     let elapsed = nowNanos() - start
                     guard found else {
                         throw ConsoleError.internalError("inspect bench: \(kind) lookup of sample \(index) missed")
@@ -115,7 +115,7 @@ struct InspectBench: BenchSuite {
             // write would disturb whichever path is timed right after it.
             for (_, query) in queries.enumerated().filter({ $0.offset % 10 == 0 }).map(\.element) {
                 let start = nowNanos()
-                _ = try service.lookup(query, session: session)
+                _ = try await service.lookup(query, session: session)
                 serviceSamples.add(nowNanos() - start)
             }
             out["\(kind).samples"] = .integer(queries.count)
@@ -146,7 +146,7 @@ struct InspectBench: BenchSuite {
         resetPeakRSS()
         out["rssBeforeCheckMiB"] = .number(peakRSSMiB())
         var report: CheckReport?
-        let checkSeconds = try timeSeconds { report = try HealthScan(store: store).scan(tenant: tenant) }
+        let checkSeconds = try await timeSeconds { report = try await HealthScan(store: store).scan(tenant: tenant) }
         out["checkSeconds"] = .number(checkSeconds)
         out["checkBackupsPerSecond"] = .number(Double(n) / checkSeconds)
         out["checkPeakRSSMiB"] = .number(peakRSSMiB())
@@ -154,9 +154,13 @@ struct InspectBench: BenchSuite {
         out["checkFindings"] = .integer(report?.findingsTotal ?? 0)
         // The floor under any check: the store streaming the derived summaries alone.
         var streamed = 0
-        let streamSeconds = try timeSeconds {
-            try store.forEachBackupSummary(tenant: tenant, batchSize: 1000) { (page: [BackupSummary]) in
+        let streamSeconds = try await timeSeconds {
+            var after: String?
+            while true {
+                let page = try await store.backupSummaries(tenant: tenant, after: after, limit: 1000)
                 streamed += page.count
+                guard page.count == 1000, let last = page.last else { break }
+                after = last.backupId
             }
         }
         out["streamOnlyBackupsPerSecond"] = .number(Double(streamed) / streamSeconds)
@@ -167,10 +171,10 @@ struct InspectBench: BenchSuite {
     /// batch generated on another thread while the store writes this one.
     func build(
         path: String, count n: Int, data: InspectBenchData, tokenFile: URL?, into out: inout [String: BenchValue]
-    ) throws -> Session {
+    ) async throws -> Session {
         let store = try SQLiteConsoleStore(path: path)
         let access = AccessService(store: store)
-        let token = try access.bootstrap(admin: try OperatorName("bench"))
+        let token = try await access.bootstrap(admin: try OperatorName("bench"))
         if let tokenFile,
             !FileManager.default.createFile(
                 atPath: tokenFile.path, contents: token.withUnsafeBytes { Data($0) },
@@ -178,20 +182,20 @@ struct InspectBench: BenchSuite {
         {
             throw POSIXError(.EACCES)
         }
-        let op = try access.authenticate(token: token)
-        let session = try access.session(operator: op, tenant: try TenantName(AccessService.defaultTenant))
+        let op = try await access.authenticate(token: token)
+        let session = try await access.session(operator: op, tenant: try TenantName(AccessService.defaultTenant))
         let batch = 20_000
         let next = PendingBatch()
         next.generate(data, 0..<min(n, batch))
         var makeWaitSeconds = 0.0
-        let buildSeconds = try timeSeconds {
+        let buildSeconds = try await timeSeconds {
             var start = 0
             while start < n {
                 let end = min(n, start + batch)
                 var writes: [BackupWrite] = []
                 makeWaitSeconds += try timeSeconds { writes = try next.take() }
                 if end < n { next.generate(data, end..<min(n, end + batch)) }
-                try store.writeBackups(tenant: session.tenantName, writes, audit: session.audit("bench.build"))
+                try await store.writeBackups(tenant: session.tenantName, writes, audit: session.audit("bench.build"))
                 start = end
                 if end % 100_000 == 0 { FileHandle.standardError.write(Data("  built \(end) backups\n".utf8)) }
             }

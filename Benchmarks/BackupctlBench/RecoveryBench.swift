@@ -85,8 +85,8 @@ struct RecoveryBench: BenchSuite {
         defer { try? FileManager.default.removeItem(at: directory) }
         let store = try SQLiteConsoleStore(path: directory.appendingPathComponent("c.db").path)
         let access = AccessService(store: store)
-        let op = try access.authenticate(token: try access.bootstrap(admin: try OperatorName("bench")))
-        let session = try access.session(operator: op, tenant: try TenantName("sandbox"))
+        let op = try await access.authenticate(token: try await access.bootstrap(admin: try OperatorName("bench")))
+        let session = try await access.session(operator: op, tenant: try TenantName("sandbox"))
         let server = try await BackupServiceSandboxServer.start(
             BackupServiceEmulator.sandbox(store: store, tenant: session.tenantName))
         defer { Task { await server.stop() } }
@@ -114,7 +114,7 @@ struct RecoveryBench: BenchSuite {
                             turnkeyPrivateKeyId: rng.uuid()))
                 ])
             let blob = Data(rng.bytes(1024))
-            try store.writeBackup(
+            try await store.writeBackup(
                 tenant: session.tenantName,
                 BackupWrite(
                     record: BackupRecord(

@@ -25,16 +25,20 @@ struct ServerBench: BenchSuite {
         let dbPath = directory.appendingPathComponent("console.db").path
         let store = try SQLiteConsoleStore(path: dbPath)
         let access = AccessService(store: store)
-        let token = try access.bootstrap(admin: try OperatorName("bench"))
-        let op = try access.authenticate(token: token)
-        let session = try access.session(operator: op, tenant: try TenantName("sandbox"))
+        let token = try await access.bootstrap(admin: try OperatorName("bench"))
+        let op = try await access.authenticate(token: token)
+        let session = try await access.session(operator: op, tenant: try TenantName("sandbox"))
         let backups = scale.pick(5_000, quick: 300)
-        _ = try DataAdminService(store: store).seed(backups: backups, orphans: 0, seed: 9, session: session)
+        _ = try await DataAdminService(store: store).seed(backups: backups, orphans: 0, seed: 9, session: session)
         var queries: [LookupQuery] = []
-        try store.forEachLookupRow(tenant: try TenantName("sandbox"), batchSize: 5000) { rows in
+        var after: String?
+        while true {
+            let rows = try await store.lookupRows(tenant: try TenantName("sandbox"), after: after, limit: 5000)
             for row in rows where row.pk.hasPrefix("MAIN#PK|") {
                 queries.append(.passkey(credentialId: String(row.pk.dropFirst(8))))
             }
+            guard rows.count == 5000, let last = rows.last else { break }
+            after = last.pk
         }
         let server = try BenchServer(binary: binary, dbPath: dbPath, directory: directory)
         defer { server.stop() }

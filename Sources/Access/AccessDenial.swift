@@ -11,14 +11,12 @@ enum AccessDenial {
     static func record(
         _ error: ConsoleError, operatorName: String, tenant: String?, command: String, details: [String: String] = [:],
         store: any ConsoleStore
-    ) {
+    ) async {
         var all = details
         all["code"] = error.code
         all["command"] = command
         all["outcome"] = "failure"
-        // Held read audits of earlier commands go first, so the log keeps the order of events.
-        try? store.flushAudit()
-        _ = try? store.appendAudit(
+        _ = try? await store.appendAudit(
             AuditDraft(operatorName: operatorName, tenant: tenant, action: action, target: command, details: all))
     }
 }

@@ -8,11 +8,11 @@ extension AccessService {
     /// transaction. Anyone may rotate their own token; another operator's needs the admin role
     /// in every tenant where that operator has a role (and at least one of them: this one).
     /// Returns the new token, shown once.
-    public func rotateToken(_ name: OperatorName, session: Session) throws(ConsoleError) -> SecretBytes {
-        if name != session.operatorName { try requireAdminOver(name, session: session) }
+    public func rotateToken(_ name: OperatorName, session: Session) async throws(ConsoleError) -> SecretBytes {
+        if name != session.operatorName { try await requireAdminOver(name, session: session) }
         let token = OperatorToken.generate(using: random)
         guard
-            try store.replaceOperatorToken(
+            try await store.replaceOperatorToken(
                 name, tokenHash: OperatorToken.hash(token),
                 audit: session.audit("operator.token_rotate", target: name.rawValue))
         else { throw ConsoleError.notFound("Operator \(name) does not exist.") }
@@ -21,32 +21,34 @@ extension AccessService {
 
     /// `operator remove NAME`: the operator and all its grants; its token stops working.
     /// Needs the admin role in every tenant where NAME has a role; never yourself.
-    public func removeOperator(_ name: OperatorName, session: Session) throws(ConsoleError) {
+    public func removeOperator(_ name: OperatorName, session: Session) async throws(ConsoleError) {
         guard name != session.operatorName else {
             throw ConsoleError.invalid(
                 "cannot_remove_self", "You cannot remove yourself; another admin can, or rotate your token instead.")
         }
-        let target = try requireAdminOver(name, session: session)
+        let target = try await requireAdminOver(name, session: session)
         if target.canCreateTenants,
-            try store.operators().filter({ $0.canCreateTenants && $0.name != name }).isEmpty
+            try await store.operators().filter({ $0.canCreateTenants && $0.name != name }).isEmpty
         {
             throw ConsoleError(
                 .conflict, code: "last_tenant_creator",
                 "Operator \(name) is the only one who may create tenants; it cannot be removed.")
         }
-        guard try store.removeOperator(name, audit: session.audit("operator.remove", target: name.rawValue)) else {
+        guard try await store.removeOperator(name, audit: session.audit("operator.remove", target: name.rawValue))
+        else {
             throw ConsoleError.notFound("Operator \(name) does not exist.")
         }
     }
 
     /// `tenant delete NAME`: the tenant and everything the console holds for it, in one
     /// transaction. Needs the admin role in that tenant. Returns how many backups went.
-    public func deleteTenant(session: Session) throws(ConsoleError) -> Int {
-        try session.require(.manageOperators)
+    public func deleteTenant(session: Session) async throws(ConsoleError) -> Int {
+        try await session.require(.manageOperators)
         let name = session.tenantName
         guard
-            let removed = try store.deleteTenant(
-                name, audit: { session.audit("tenant.delete", target: name.rawValue, details: ["backups": "\($0)"]) })
+            let removed = try await store.deleteTenant(
+                name,
+                audit: CountedAuditDraft(session.audit("tenant.delete", target: name.rawValue), countKey: "backups"))
         else { throw ConsoleError.notFound("Tenant \(name) does not exist.") }
         return removed
     }
@@ -54,16 +56,16 @@ extension AccessService {
     /// The target operator, after checking the session may manage it: admin here, the target
     /// has a role here, and the session's operator is admin wherever the target has a role.
     @discardableResult
-    private func requireAdminOver(_ name: OperatorName, session: Session) throws(ConsoleError) -> OperatorRecord {
-        try session.require(.manageOperators)
-        guard let target = try store.operatorRecord(named: name) else {
+    private func requireAdminOver(_ name: OperatorName, session: Session) async throws(ConsoleError) -> OperatorRecord {
+        try await session.require(.manageOperators)
+        guard let target = try await store.operatorRecord(named: name) else {
             throw ConsoleError.notFound("Operator \(name) does not exist.")
         }
-        let theirs = try store.grants(operator: name)
+        let theirs = try await store.grants(operator: name)
         guard theirs.contains(where: { $0.tenant == session.tenantName }) else {
             throw ConsoleError.notFound("Operator \(name) has no role in tenant \(session.tenantName).")
         }
-        let mine = Dictionary(
+        let mine = await Dictionary(
             try store.grants(operator: session.operatorName).map { ($0.tenant, $0.role) }, uniquingKeysWith: max)
         if let outside = theirs.first(where: { mine[$0.tenant] != .admin }) {
             throw ConsoleError(

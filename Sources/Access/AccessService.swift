@@ -21,8 +21,8 @@ public struct AccessService: Sendable {
 
     /// `backupctl init --admin NAME`: the first operator, who may create tenants, admin of a
     /// fresh sandbox tenant. Refuses when any operator exists. Returns the token, shown once.
-    public func bootstrap(admin name: OperatorName) throws(ConsoleError) -> SecretBytes {
-        guard try store.operatorCount() == 0 else {
+    public func bootstrap(admin name: OperatorName) async throws(ConsoleError) -> SecretBytes {
+        guard try await store.operatorCount() == 0 else {
             throw ConsoleError(
                 .conflict, code: "already_initialized",
                 "This store already has operators; ask an admin for a token (operator add).")
@@ -31,7 +31,7 @@ public struct AccessService: Sendable {
         let now = clock.seconds
         let tenant = TenantRecord(
             name: try TenantName(Self.defaultTenant), isSandbox: true, createdAt: now)
-        try store.bootstrap(
+        try await store.bootstrap(
             admin: OperatorRecord(name: name, canCreateTenants: true, createdAt: now),
             tokenHash: OperatorToken.hash(token), tenant: tenant,
             audit: AuditDraft(
@@ -42,8 +42,8 @@ public struct AccessService: Sendable {
 
     /// The operator a token belongs to.
     /// - Throws: `invalid_token` (exit 77) for an unknown token; the token is never echoed.
-    public func authenticate(token: SecretBytes) throws(ConsoleError) -> OperatorRecord {
-        guard let op = try store.operatorRecord(tokenHash: OperatorToken.hash(token)) else {
+    public func authenticate(token: SecretBytes) async throws(ConsoleError) -> OperatorRecord {
+        guard let op = try await store.operatorRecord(tokenHash: OperatorToken.hash(token)) else {
             throw ConsoleError(
                 .permissionDenied, code: "invalid_token", "The operator token is not known to this store.")
         }
@@ -53,31 +53,31 @@ public struct AccessService: Sendable {
     /// A session for `op` in `tenant`, with the role of its grant there.
     /// - Throws: `not_found` for an unknown tenant, `permission_denied` without a grant. The two
     ///   are told apart only for tenants the operator can see, so names do not leak.
-    public func session(operator op: OperatorRecord, tenant name: TenantName) throws(ConsoleError) -> Session {
-        let grant = try store.grants(operator: op.name).first { $0.tenant == name }
+    public func session(operator op: OperatorRecord, tenant name: TenantName) async throws(ConsoleError) -> Session {
+        let grant = try await store.grants(operator: op.name).first { $0.tenant == name }
         guard let grant else {
             let error = ConsoleError(
                 .permissionDenied, code: "permission_denied",
                 "Operator \(op.name) has no role in tenant \(name).")
             // Recorded under the tenant when it exists, so its admins see the attempt.
-            let exists = try store.tenant(name) != nil
-            AccessDenial.record(
+            let exists = try await store.tenant(name) != nil
+            await AccessDenial.record(
                 error, operatorName: op.name.rawValue, tenant: exists ? name.rawValue : nil, command: "use tenant",
                 details: ["tenant": name.rawValue], store: store)
             throw error
         }
-        guard let tenant = try store.tenant(name) else {
+        guard let tenant = try await store.tenant(name) else {
             throw ConsoleError.notFound("Tenant \(name) does not exist.")
         }
         return Session(operatorName: op.name, tenant: tenant, role: grant.role, auditStore: store)
     }
 
     /// The tenants `op` holds a role in, with that role.
-    public func tenants(visibleTo op: OperatorRecord) throws(ConsoleError) -> [(TenantRecord, Role)] {
-        let grants = try store.grants(operator: op.name)
+    public func tenants(visibleTo op: OperatorRecord) async throws(ConsoleError) -> [(TenantRecord, Role)] {
+        let grants = try await store.grants(operator: op.name)
         var out: [(TenantRecord, Role)] = []
         for grant in grants.sorted(by: { $0.tenant < $1.tenant }) {
-            if let tenant = try store.tenant(grant.tenant) { out.append((tenant, grant.role)) }
+            if let tenant = try await store.tenant(grant.tenant) { out.append((tenant, grant.role)) }
         }
         return out
     }
@@ -91,19 +91,19 @@ public struct AccessService: Sendable {
         _ tenant: TenantRecord, by op: OperatorRecord,
         preflight: @Sendable (TenantRecord) async throws(ConsoleError) -> Void
     ) async throws(ConsoleError) {
-        try checkCreate(tenant, by: op)
+        try await checkCreate(tenant, by: op)
         try await preflight(tenant)
-        try createTenant(tenant, by: op)
+        try await createTenant(tenant, by: op)
     }
 
     /// `tenant create` without a remote check (sandbox tenants, tests).
-    public func createTenant(_ tenant: TenantRecord, by op: OperatorRecord) throws(ConsoleError) {
-        try checkCreate(tenant, by: op)
+    public func createTenant(_ tenant: TenantRecord, by op: OperatorRecord) async throws(ConsoleError) {
+        try await checkCreate(tenant, by: op)
         let draft = AuditDraft(
             operatorName: op.name.rawValue, tenant: tenant.name.rawValue, action: "tenant.create",
             target: tenant.name.rawValue, details: ["sandbox": String(tenant.isSandbox)])
-        try store.createTenant(tenant, audit: draft)
-        try store.grant(
+        try await store.createTenant(tenant, audit: draft)
+        try await store.grant(
             GrantRecord(operatorName: op.name, tenant: tenant.name, role: .admin),
             audit: AuditDraft(
                 operatorName: op.name.rawValue, tenant: tenant.name.rawValue, action: "operator.grant",
@@ -117,7 +117,7 @@ public struct AccessService: Sendable {
     public func setBackupServiceURL(
         _ url: String?, session: Session, preflight: @Sendable (String) async throws(ConsoleError) -> Void
     ) async throws(ConsoleError) {
-        try session.require(.updateTenant)
+        try await session.require(.updateTenant)
         guard !session.tenant.isSandbox else {
             throw .invalid(
                 "invalid_tenant_kind",
@@ -127,61 +127,63 @@ public struct AccessService: Sendable {
             throw .internalError("This store does not support live tenants.")
         }
         if let url { try await preflight(url) }
-        try store.setBackupServiceURL(
+        try await store.setBackupServiceURL(
             tenant: session.tenantName, url: url,
             audit: session.audit(
                 "tenant.update", target: session.tenantName.rawValue, details: ["backupServiceURL": url ?? "none"]))
     }
 
-    private func checkCreate(_ tenant: TenantRecord, by op: OperatorRecord) throws(ConsoleError) {
+    private func checkCreate(_ tenant: TenantRecord, by op: OperatorRecord) async throws(ConsoleError) {
         guard op.canCreateTenants else {
             let error = ConsoleError(
                 .permissionDenied, code: "permission_denied",
                 "Operator \(op.name) may not create tenants; the operator made by init can.")
-            AccessDenial.record(
+            await AccessDenial.record(
                 error, operatorName: op.name.rawValue, tenant: nil, command: "tenant create",
                 details: ["tenant": tenant.name.rawValue], store: store)
             throw error
         }
-        if try store.tenant(tenant.name) != nil {
+        if try await store.tenant(tenant.name) != nil {
             throw ConsoleError(.conflict, code: "tenant_exists", "Tenant \(tenant.name) already exists.")
         }
     }
 
     /// `operator add NAME --tenant T --role R`: a new operator with a role in the session's
     /// tenant. Returns its token, shown once.
-    public func addOperator(_ name: OperatorName, role: Role, session: Session) throws(ConsoleError) -> SecretBytes {
-        try session.require(.manageOperators)
-        if try store.operatorRecord(named: name) != nil {
+    public func addOperator(_ name: OperatorName, role: Role, session: Session) async throws(ConsoleError)
+        -> SecretBytes
+    {
+        try await session.require(.manageOperators)
+        if try await store.operatorRecord(named: name) != nil {
             throw ConsoleError(
                 .conflict, code: "operator_exists",
                 "Operator \(name) already exists; use operator grant to give it a role here.")
         }
         let token = OperatorToken.generate(using: random)
-        try store.addOperator(
+        try await store.addOperator(
             OperatorRecord(name: name, canCreateTenants: false, createdAt: clock.seconds),
             tokenHash: OperatorToken.hash(token),
             audit: session.audit("operator.add", target: name.rawValue))
-        try store.grant(
+        try await store.grant(
             GrantRecord(operatorName: name, tenant: session.tenantName, role: role),
             audit: session.audit("operator.grant", target: name.rawValue, details: ["role": role.name]))
         return token
     }
 
-    public func grant(_ name: OperatorName, role: Role, session: Session) throws(ConsoleError) {
-        try session.require(.manageOperators)
-        guard try store.operatorRecord(named: name) != nil else {
+    public func grant(_ name: OperatorName, role: Role, session: Session) async throws(ConsoleError) {
+        try await session.require(.manageOperators)
+        guard try await store.operatorRecord(named: name) != nil else {
             throw ConsoleError.notFound("Operator \(name) does not exist.")
         }
-        try store.grant(
+        try await store.grant(
             GrantRecord(operatorName: name, tenant: session.tenantName, role: role),
             audit: session.audit("operator.grant", target: name.rawValue, details: ["role": role.name]))
     }
 
-    public func revoke(_ name: OperatorName, session: Session) throws(ConsoleError) {
-        try session.require(.manageOperators)
+    public func revoke(_ name: OperatorName, session: Session) async throws(ConsoleError) {
+        try await session.require(.manageOperators)
         guard
-            try store.revoke(
+            try await store.revoke(
                 operator: name, tenant: session.tenantName,
                 audit: session.audit("operator.revoke", target: name.rawValue))
         else {
@@ -190,8 +192,8 @@ public struct AccessService: Sendable {
     }
 
     /// Operators with a role in the session's tenant.
-    public func operators(session: Session) throws(ConsoleError) -> [GrantRecord] {
-        try session.require(.manageOperators)
-        return try store.grants(tenant: session.tenantName).sorted { $0.operatorName < $1.operatorName }
+    public func operators(session: Session) async throws(ConsoleError) -> [GrantRecord] {
+        try await session.require(.manageOperators)
+        return try await store.grants(tenant: session.tenantName).sorted { $0.operatorName < $1.operatorName }
     }
 }

@@ -61,22 +61,22 @@ extension AuditLog {
     /// forged checkpoint (its predecessor's hash or its signature does not match).
     public static func verifyCheckpoints(
         store: any ConsoleStore, checkpoints: [AuditCheckpoint], publicKey: [UInt8], pageSize: Int = 1000
-    ) throws(ConsoleError) -> CheckpointVerification {
-        try verifyCheckpoints(store: store, checkpoints: checkpoints, publicKeys: [publicKey], pageSize: pageSize)
+    ) async throws(ConsoleError) -> CheckpointVerification {
+        try await verifyCheckpoints(store: store, checkpoints: checkpoints, publicKeys: [publicKey], pageSize: pageSize)
     }
 
     /// As ``verifyCheckpoints(store:checkpoints:publicKey:pageSize:)`` across a key rotation: each
     /// checkpoint must be signed by one of `publicKeys` (the retired keys and the current one).
     public static func verifyCheckpoints(
         store: any ConsoleStore, checkpoints: [AuditCheckpoint], publicKeys: [[UInt8]], pageSize: Int = 1000
-    ) throws(ConsoleError) -> CheckpointVerification {
+    ) async throws(ConsoleError) -> CheckpointVerification {
         // Only the hashes at signed seqs are kept: the walk is over the whole chain.
         let signed = Set(checkpoints.map(\.seq))
         var hashes: [Int64: String] = [:]
         var head: Int64 = 0
         var afterSeq: Int64 = 0
         while true {
-            let page = try store.auditEntries(tenant: nil, afterSeq: afterSeq, limit: pageSize)
+            let page = try await store.auditEntries(tenant: nil, afterSeq: afterSeq, limit: pageSize)
             guard let last = page.last else { break }
             for entry in page where signed.contains(entry.seq) { hashes[entry.seq] = entry.hash }
             head = last.seq
@@ -135,13 +135,13 @@ extension AuditLog {
     /// Signs and stores a checkpoint of the current head when one is due: every `every` entries,
     /// or when the last checkpoint is older than `maxAgeMillis` and entries followed it, or
     /// when there is none yet, or always when `force`. Returns the new checkpoint, or `nil` if
-    /// none was due. The decision, the signature and the append share one write transaction,
-    /// so concurrent signers never chain two checkpoints to the same predecessor.
+    /// none was due. The append is a compare-and-set on the newest checkpoint, so concurrent
+    /// signers never chain two checkpoints to the same predecessor (the loser returns `nil`).
     @discardableResult
     public static func checkpointIfDue(
         store: any AuditCheckpointStore, privateKey: SecretBytes, nowMillis: Int64, every: Int64 = 100,
         maxAgeMillis: Int64 = 300_000, force: Bool = false
-    ) throws(ConsoleError) -> AuditCheckpoint? {
+    ) async throws(ConsoleError) -> AuditCheckpoint? {
         func due(headSeq: Int64, last: AuditCheckpoint?) -> Bool {
             let lastSeq = last?.seq ?? 0
             guard headSeq > lastSeq || (force && headSeq > 0) else { return false }
@@ -151,12 +151,12 @@ extension AuditLog {
             return force || headSeq - lastSeq >= every || age.overflow || age.partialValue >= maxAgeMillis
         }
         // A read first: most calls find nothing due and need no write transaction.
-        let lag = try store.auditCheckpointLag()
+        let lag = try await store.auditCheckpointLag()
         guard due(headSeq: lag.headSeq, last: lag.latest) else { return nil }
-        return try store.appendAuditCheckpoint { head, last throws(ConsoleError) in
-            guard due(headSeq: head.seq, last: last) else { return nil }
-            return try AuditCheckpoint.sign(
-                seq: head.seq, headHash: head.hash, atMillis: nowMillis, previous: last, privateKey: privateKey)
-        }
+        let (head, last) = try await store.auditHead()
+        guard let head, due(headSeq: head.seq, last: last) else { return nil }
+        let checkpoint = try AuditCheckpoint.sign(
+            seq: head.seq, headHash: head.hash, atMillis: nowMillis, previous: last, privateKey: privateKey)
+        return try await store.appendAuditCheckpoint(checkpoint, ifLatestIs: last) ? checkpoint : nil
     }
 }

@@ -85,10 +85,10 @@ public struct AuditLog: Sendable {
     public init(store: any ConsoleStore) { self.store = store }
 
     /// The latest `limit` entries of the session's tenant, oldest first.
-    public func list(session: Session, limit: Int) throws(ConsoleError) -> [AuditEntry] {
-        try session.require(.auditList)
+    public func list(session: Session, limit: Int) async throws(ConsoleError) -> [AuditEntry] {
+        try await session.require(.auditList)
         guard limit > 0 else { throw .invalid("invalid_limit", "--limit must be a positive number.") }
-        return try store.latestAuditEntries(tenant: session.tenantName, limit: limit)
+        return try await store.latestAuditEntries(tenant: session.tenantName, limit: limit)
     }
 
     /// The latest `limit` entries of the session's tenant narrowed by operator, action (exact,
@@ -97,8 +97,8 @@ public struct AuditLog: Sendable {
     public func list(
         session: Session, operatorName: String?, action: String?, sinceMillis: Int64?, afterSeq: Int64 = 0,
         limit: Int
-    ) throws(ConsoleError) -> [AuditEntry] {
-        try session.require(.auditList)
+    ) async throws(ConsoleError) -> [AuditEntry] {
+        try await session.require(.auditList)
         guard limit > 0 else { throw .invalid("invalid_limit", "--limit must be a positive number.") }
         if let operatorName { _ = try OperatorName(operatorName) }
         if let action,
@@ -109,7 +109,7 @@ public struct AuditLog: Sendable {
                 "invalid_action",
                 "--action must be an action like backup.show or a family like reset., got \(action.prefix(64)).")
         }
-        return try store.auditEntries(
+        return try await store.auditEntries(
             AuditQuery(
                 tenant: session.tenantName, operatorName: operatorName, action: action, sinceMillis: sinceMillis,
                 afterSeq: afterSeq),
@@ -122,16 +122,16 @@ public struct AuditLog: Sendable {
     /// head hash and first bad entry. A tenant admin gets the same walk scoped to the tenant:
     /// the count and head hash of that tenant's entries, and a break located only when it is at
     /// one of them; a break elsewhere still makes the answer `ok: false`, without saying where.
-    public func verify(session: Session) throws(ConsoleError) -> AuditVerification {
-        try session.require(.auditVerify)
-        let global = try store.operatorRecord(named: session.operatorName)?.canCreateTenants == true
-        return try Self.verify(store: store, scope: global ? nil : session.tenantName)
+    public func verify(session: Session) async throws(ConsoleError) -> AuditVerification {
+        try await session.require(.auditVerify)
+        let global = try await store.operatorRecord(named: session.operatorName)?.canCreateTenants == true
+        return try await Self.verify(store: store, scope: global ? nil : session.tenantName)
     }
 
     /// The chain check itself, for callers that are not an operator (tests, benchmarks).
     /// - Parameter scope: report counts, head and bad entry of this tenant only (`nil`: all).
     public static func verify(store: any ConsoleStore, scope: TenantName? = nil, pageSize: Int = 1000)
-        throws(ConsoleError) -> AuditVerification
+        async throws(ConsoleError) -> AuditVerification
     {
         var expectedSeq: Int64 = 1
         var prevHash = AuditEntry.genesisHash
@@ -141,7 +141,7 @@ public struct AuditLog: Sendable {
         let label = scope?.rawValue ?? "all"
         func visible(_ entry: AuditEntry) -> Bool { scope == nil || entry.tenant == scope?.rawValue }
         while true {
-            let page = try store.auditEntries(tenant: nil, afterSeq: afterSeq, limit: pageSize)
+            let page = try await store.auditEntries(tenant: nil, afterSeq: afterSeq, limit: pageSize)
             if page.isEmpty { break }
             for entry in page {
                 if visible(entry) { count += 1 }

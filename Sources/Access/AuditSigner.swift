@@ -37,13 +37,11 @@ public final class AuditSigner: Sendable {
     public var lastError: ConsoleError? { failure.withLock { $0 } }
 
     /// After a request appended entries: signs when ``everyEntries`` follow the newest
-    /// checkpoint (or there is none yet). Held read audits are not in the chain yet, so
-    /// nothing is signed while any wait.
+    /// checkpoint (or there is none yet).
     @discardableResult
-    public func checkpointAfterAppends(store: any AuditCheckpointStore) -> AuditCheckpoint? {
-        guard store.heldAuditCount == 0 else { return nil }
-        return attempt { () throws(ConsoleError) in
-            try AuditLog.checkpointIfDue(
+    public func checkpointAfterAppends(store: any AuditCheckpointStore) async -> AuditCheckpoint? {
+        await attempt { () async throws(ConsoleError) in
+            try await AuditLog.checkpointIfDue(
                 store: store, privateKey: privateKey, nowMillis: clock.millis(), every: everyEntries,
                 maxAgeMillis: .max)
         }
@@ -51,10 +49,9 @@ public final class AuditSigner: Sendable {
 
     /// One tick of the periodic signer: signs when any entry follows the newest checkpoint.
     @discardableResult
-    public func checkpointIfBehind(store: any AuditCheckpointStore) -> AuditCheckpoint? {
-        guard store.heldAuditCount == 0 else { return nil }
-        return attempt { () throws(ConsoleError) in
-            try AuditLog.checkpointIfDue(
+    public func checkpointIfBehind(store: any AuditCheckpointStore) async -> AuditCheckpoint? {
+        await attempt { () async throws(ConsoleError) in
+            try await AuditLog.checkpointIfDue(
                 store: store, privateKey: privateKey, nowMillis: clock.millis(), every: 1, maxAgeMillis: 0)
         }
     }
@@ -76,22 +73,22 @@ public final class AuditSigner: Sendable {
             } catch {
                 break
             }
-            tick(store)
+            await tick(store)
         }
-        tick(store)
+        await tick(store)
     }
 
-    private func tick(_ store: () throws(ConsoleError) -> any AuditCheckpointStore) {
+    private func tick(_ store: () throws(ConsoleError) -> any AuditCheckpointStore) async {
         do {
-            checkpointIfBehind(store: try store())
+            await checkpointIfBehind(store: try store())
         } catch {
             failure.withLock { $0 = error }
         }
     }
 
-    private func attempt(_ body: () throws(ConsoleError) -> AuditCheckpoint?) -> AuditCheckpoint? {
+    private func attempt(_ body: () async throws(ConsoleError) -> AuditCheckpoint?) async -> AuditCheckpoint? {
         do {
-            let checkpoint = try body()
+            let checkpoint = try await body()
             failure.withLock { $0 = nil }
             return checkpoint
         } catch {

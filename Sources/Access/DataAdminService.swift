@@ -26,8 +26,8 @@ public struct DataAdminService: Sendable {
     public func importExport(
         directory: String, dryRun: Bool, session: Session, snapshotAt: String? = nil, complete: Bool = false,
         progress: ((Int) throws(ConsoleError) -> Void)? = nil
-    ) throws(ConsoleError) -> ImportReport {
-        try session.require(.importBackups)
+    ) async throws(ConsoleError) -> ImportReport {
+        try await session.require(.importBackups)
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw .invalid("invalid_directory", "Import needs an export directory; \(directory) is not one.")
@@ -51,10 +51,9 @@ public struct DataAdminService: Sendable {
             )
         }
         let clock = self.clock
-        let importer = BackupImporter(store: store, clock: { clock.seconds })
-        var report = try importer.run(
+        var report = try await store.importExport(
             directory: root, tenant: session.tenantName, dryRun: dryRun,
-            operatorName: session.operatorName.rawValue, progress: progress)
+            operatorName: session.operatorName.rawValue, clock: { clock.seconds }, progress: progress)
         report.snapshotAt = snapshotTime.map(Timestamp.format)
         // A backup (or index row) the import refused is not in the console: a "complete"
         // snapshot without it would prove its sub-orgs orphaned. Such a snapshot counts as partial.
@@ -65,11 +64,11 @@ public struct DataAdminService: Sendable {
             (report.failed == 0 && report.problems.isEmpty) || report.imported + report.unchanged > 0
         if let live = store as? any LiveTenantStore, recordsSnapshot {
             if trusted {
-                report.retired = try live.backupIds(tenant: session.tenantName).filter { !held.contains($0) }
+                report.retired = try await live.backupIds(tenant: session.tenantName).filter { !held.contains($0) }
             }
             if !dryRun {
                 if !report.retired.isEmpty {
-                    _ = try live.retireBackups(
+                    _ = try await live.retireBackups(
                         tenant: session.tenantName, ids: report.retired, now: now,
                         audit: session.audit(
                             "import.retire",
@@ -77,7 +76,7 @@ public struct DataAdminService: Sendable {
                                 "retired": "\(report.retired.count)", "snapshotAt": report.snapshotAt ?? "unknown",
                             ]))
                 }
-                try live.recordSnapshot(
+                try await live.recordSnapshot(
                     tenant: session.tenantName,
                     SnapshotRecord(
                         snapshotAt: snapshotTime, complete: trusted, importedAt: now, backups: report.backupsSeen,
@@ -93,8 +92,15 @@ public struct DataAdminService: Sendable {
         if session.tenant.isSandbox, !dryRun {
             // The sandbox Turnkey lists what its parent org holds: give it the sub-orgs that the
             // imported backups reference, so resets and cleanup can be rehearsed on this data.
-            try store.forEachReferencedSubOrg(tenant: session.tenantName, batchSize: 1000) { ids throws(ConsoleError) in
-                _ = try store.addSandboxSubOrgs(tenant: session.tenantName, ids, createdAt: clock.seconds, audit: nil)
+            var after: String?
+            while true {
+                let ids = try await store.referencedSubOrgs(tenant: session.tenantName, after: after, limit: 1000)
+                if !ids.isEmpty {
+                    _ = try await store.addSandboxSubOrgs(
+                        tenant: session.tenantName, ids, createdAt: clock.seconds, audit: nil)
+                }
+                guard ids.count == 1000, let last = ids.last else { break }
+                after = last
             }
         }
         return report
@@ -104,12 +110,11 @@ public struct DataAdminService: Sendable {
     public func seed(
         backups: Int, orphans: Int, seed: UInt64, session: Session,
         progress: ((Int) throws(ConsoleError) -> Void)? = nil
-    ) throws(ConsoleError) -> SeedReport {
-        try session.require(.seed)
+    ) async throws(ConsoleError) -> SeedReport {
+        try await session.require(.seed)
         let clock = self.clock
-        let seeder = SandboxSeeder(store: store, clock: { clock.seconds })
-        return try seeder.run(
+        return try await store.seedSandbox(
             tenant: session.tenant, backups: backups, orphans: orphans, seed: seed,
-            operatorName: session.operatorName.rawValue, progress: progress)
+            operatorName: session.operatorName.rawValue, clock: { clock.seconds }, progress: progress)
     }
 }

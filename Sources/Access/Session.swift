@@ -27,14 +27,14 @@ public struct Session: Sendable, Equatable {
 
     /// Throws `permission_denied` (exit 77) unless the role allows `permission`; the refusal is
     /// audited first, as a failure (``AccessDenial``), never as the action.
-    public func require(_ permission: Permission) throws(ConsoleError) {
+    public func require(_ permission: Permission) async throws(ConsoleError) {
         guard role >= permission.minimumRole else {
             let error = ConsoleError(
                 .permissionDenied, code: "permission_denied",
                 "Operator \(operatorName) has role \(role) in tenant \(tenant.name); `\(permission.commandName)` needs \(permission.minimumRole) or above."
             )
             if let auditStore {
-                AccessDenial.record(
+                await AccessDenial.record(
                     error, operatorName: operatorName.rawValue, tenant: tenant.name.rawValue,
                     command: permission.commandName, details: ["role": role.name], store: auditStore)
             }

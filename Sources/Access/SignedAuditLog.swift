@@ -16,19 +16,19 @@ public struct SignedAuditLog: Sendable {
     ///
     /// A tenant admin learns what was found but not where when it lies outside their tenant,
     /// and not the whole chain's counts (as with the chain itself).
-    public func verify(session: Session, publicKey: AuditPublicKey?) throws(ConsoleError) -> AuditVerification {
-        try verify(session: session, publicKeys: publicKey.map { [$0] } ?? [])
+    public func verify(session: Session, publicKey: AuditPublicKey?) async throws(ConsoleError) -> AuditVerification {
+        try await verify(session: session, publicKeys: publicKey.map { [$0] } ?? [])
     }
 
     /// As ``verify(session:publicKey:)`` with every key that signed checkpoints across rotations.
-    public func verify(session: Session, publicKeys: [AuditPublicKey]) throws(ConsoleError) -> AuditVerification {
-        try session.require(.auditVerify)
-        let global = try store.operatorRecord(named: session.operatorName)?.canCreateTenants == true
-        var result = try AuditLog.verify(store: store, scope: global ? nil : session.tenantName)
-        let stored = try store.auditCheckpoints()
+    public func verify(session: Session, publicKeys: [AuditPublicKey]) async throws(ConsoleError) -> AuditVerification {
+        try await session.require(.auditVerify)
+        let global = try await store.operatorRecord(named: session.operatorName)?.canCreateTenants == true
+        var result = try await AuditLog.verify(store: store, scope: global ? nil : session.tenantName)
+        let stored = try await store.auditCheckpoints()
         if !stored.isEmpty || !publicKeys.isEmpty { result.checkpoints = stored.count }
         guard !publicKeys.isEmpty else { return result }
-        let check = try AuditLog.verifyCheckpoints(
+        let check = try await AuditLog.verifyCheckpoints(
             store: store, checkpoints: stored, publicKeys: publicKeys.map(\.bytes))
         result.keyFingerprint = publicKeys.map(\.fingerprint).joined(separator: ",")
         result.checkpointsVerified = check.checkpoints
@@ -65,16 +65,16 @@ public struct SignedAuditLog: Sendable {
     /// `afterSeq`, oldest first. An operator who may create tenants exports the whole chain
     /// and, on the last page, the newest checkpoint (read before the entries, so it never
     /// covers an entry the export lacks); a tenant admin exports their tenant's entries.
-    public func export(session: Session, sinceMillis: Int64, afterSeq: Int64, limit: Int) throws(ConsoleError)
+    public func export(session: Session, sinceMillis: Int64, afterSeq: Int64, limit: Int) async throws(ConsoleError)
         -> AuditExportPage
     {
-        try session.require(.auditList)
+        try await session.require(.auditList)
         guard (1...10_000).contains(limit) else {
             throw .invalid("invalid_limit", "The export page size must be between 1 and 10000, got \(limit).")
         }
-        let global = try store.operatorRecord(named: session.operatorName)?.canCreateTenants == true
-        let checkpoint = global ? try store.latestAuditCheckpoint() : nil
-        var entries = try store.auditEntries(
+        let global = try await store.operatorRecord(named: session.operatorName)?.canCreateTenants == true
+        let checkpoint = await global ? try store.latestAuditCheckpoint() : nil
+        var entries = try await store.auditEntries(
             tenant: global ? nil : session.tenantName, sinceMillis: sinceMillis, afterSeq: max(0, afterSeq),
             limit: limit + 1)
         let more = entries.count > limit

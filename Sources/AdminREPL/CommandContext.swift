@@ -38,17 +38,8 @@ final class CommandContext {
     /// Output settings a `set` command changed, applied by the executor once the line is done
     /// (its per-line options are undone first).
     var sessionSettings: GlobalSettings?
-    /// Batch lines whose output is held for a grouped audit (``Executor/releaseHeld()``).
-    var heldBatchLines: [Int] = []
     /// The script and line of the running batch command (`-f`, `-c`, piped stdin); errors name it.
     var batchLine: (file: String, line: Int)?
-    /// Batch from a file or `-c`: the audit entries of consecutive lookups and `show`s share
-    /// one transaction, and their output waits for it (see ``Executor``).
-    var groupsReadAudits = false
-    /// Whether the running command's read audits are held (applied to the store when it opens).
-    var holdingReadAudits = false {
-        didSet { openedConsole?.holdReadAudits(holdingReadAudits) }
-    }
 
     init(
         settings: GlobalSettings, environment: [String: String], interactive: Bool,
@@ -66,22 +57,6 @@ final class CommandContext {
         RenderStyle(
             color: settings.useColor(isTerminal: Terminal.stdoutIsTerminal, environment: environment),
             width: Terminal.width)
-    }
-
-    /// Writes the held read audits, then the output that waited for them. When the audit
-    /// cannot be written, that output is dropped (no one may see a read the log does not
-    /// record) and the error says so.
-    func releaseHeld() throws(ConsoleError) {
-        do {
-            try openedConsole?.flushReadAudits()
-        } catch {
-            Terminal.discardHeld()
-            throw ConsoleError(
-                error.kind, code: error.code,
-                "\(error.message) The output of the lookups and shows since the last one printed was withheld: "
-                    + "they could not be audited.")
-        }
-        Terminal.releaseHeld()
     }
 
     /// Points this context at another store file (closing nothing: SQLite handles close on release).
@@ -104,7 +79,6 @@ final class CommandContext {
             } else {
                 made = LocalConsole(storePath: settings.dbPath, clock: clock, random: random, environment: environment)
             }
-            made.holdReadAudits(holdingReadAudits)
             openedConsole = made
             return made
         }
@@ -142,8 +116,8 @@ final class CommandContext {
     }
 
     /// The operator behind `--token-file` or `$BACKUPCTL_TOKEN` (in-process commands only).
-    func currentOperator() throws(ConsoleError) -> OperatorRecord {
-        try local.authenticate(try caller)
+    func currentOperator() async throws(ConsoleError) -> OperatorRecord {
+        try await local.authenticate(try caller)
     }
 
     private func readToken() throws(ConsoleError) -> SecretBytes {
@@ -164,8 +138,8 @@ final class CommandContext {
     }
 
     /// The session for the selected tenant (or the operator's only tenant), in-process.
-    func session() throws(ConsoleError) -> Session {
-        try local.session(try caller)
+    func session() async throws(ConsoleError) -> Session {
+        try await local.session(try caller)
     }
 
     /// Asks the operator to type the tenant name before a destructive action; in batch mode

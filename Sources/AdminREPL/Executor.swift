@@ -11,11 +11,8 @@ import Foundation
 struct Executor {
     let ctx: CommandContext
 
-    /// Returns the exit status of the command.
-    ///
-    /// In a batch that groups read audits (``CommandContext/groupsReadAudits``), a lookup or
-    /// `show` holds its audit entry and its output; they are released together — audit first —
-    /// by ``releaseHeld()``, which runs before any other command and when the batch says so.
+    /// Returns the exit status of the command. A read's output is rendered only after its
+    /// audit entry is committed (``ConsoleAPI/perform(_:as:progress:)`` returns after it).
     func run(words given: [String]) async -> Int32 {
         var words = given
         if words.first == "--help" || words.first == "-h" { words[0] = "help" }
@@ -36,10 +33,6 @@ struct Executor {
                 words = kept
             }
         } catch {
-            if let failed = releaseHeld() {
-                notRun()
-                return failed
-            }
             report(error)
             return ExitStatus.usage
         }
@@ -47,13 +40,6 @@ struct Executor {
         _ = ArgumentFailure.take()
         let top = first == "help" ? nil : Completion.resolve([first])
         let parse = top.map { top in Result { () throws -> any ParsableCommand in try Self.parse(words, top: top) } }
-        let grouped = ctx.groupsReadAudits && (try? parse?.get()) is any GroupsReadAudit
-        if !grouped, let failed = releaseHeld() {
-            // This command did not run: it still gets its line (JSON batch).
-            notRun()
-            return failed
-        }
-        if grouped, let location = ctx.batchLine { ctx.heldBatchLines.append(location.line) }
         if first == "help" { return help(Array(words.dropFirst())) }
         guard let top, let parse else {
             report(
@@ -77,12 +63,6 @@ struct Executor {
             )
             return ExitStatus.usage
         }
-        ctx.holdingReadAudits = grouped
-        Terminal.holding = grouped
-        defer {
-            Terminal.holding = false
-            ctx.holdingReadAudits = false
-        }
         do {
             let output = try await command.execute(ctx)
             render(output)
@@ -98,34 +78,6 @@ struct Executor {
         } catch {
             return reportParseError(error, root: top, words: words)
         }
-    }
-
-    /// Writes held read audits and then the output that waited for them; returns the exit
-    /// status when the audit could not be written (the output is dropped and the error shown).
-    func releaseHeld() -> Int32? {
-        let held = ctx.heldBatchLines
-        ctx.heldBatchLines = []
-        do {
-            try ctx.releaseHeld()
-            return nil
-        } catch {
-            if ctx.settings.format == .json, ctx.batchLine != nil {
-                // Each withheld command keeps its stdout line: the error, in its place.
-                let body = BatchError.Body(code: error.code, message: SecretShape.redact(error.message))
-                for line in held { Terminal.writeOut(JSONLine.encode(BatchError(error: body, line: line))) }
-            }
-            report(error, onStdout: false)
-            return ExitStatus.code(for: error.kind)
-        }
-    }
-
-    /// In a JSON batch, the stdout line of a command that was not run because the audit of the
-    /// reads before it failed.
-    private func notRun() {
-        guard ctx.settings.format == .json, let location = ctx.batchLine else { return }
-        let body = BatchError.Body(
-            code: "not_run", message: "Not run: the audit entries of the reads before it could not be written.")
-        Terminal.writeOut(JSONLine.encode(BatchError(error: body, line: location.line)))
     }
 
     /// Parses with the same command types as the whole tree, but from the deepest command the
@@ -182,8 +134,7 @@ struct Executor {
         } else {
             let style = ctx.style
             let text = SafeText.output(output.text(style), keepStyle: style.color)
-            // Held output waits for its audit: a pager would show it at once.
-            if !text.isEmpty { Terminal.holding ? Terminal.writeOut(text) : Pager.show(text, ctx: ctx) }
+            if !text.isEmpty { Pager.show(text, ctx: ctx) }
         }
     }
 
@@ -290,8 +241,6 @@ struct Executor {
     private func showHelp(_ text: String) {
         if ctx.settings.format == .json {
             Terminal.writeOut(JSONLine.encode(["help": text]))
-        } else if Terminal.holding {
-            Terminal.writeOut(text)
         } else {
             Pager.show(text, ctx: ctx)
         }

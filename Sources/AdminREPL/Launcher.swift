@@ -92,45 +92,20 @@ struct BatchRunner {
     let executor: Executor
     let continueOnError: Bool
 
-    /// Held output is released after at most this many grouped commands…
-    static let groupLines = 256
-    /// …or this long after the group's first command (monotonic nanoseconds).
-    static let groupNanos: UInt64 = 50_000_000
-
-    /// Runs a whole script (`-f`, `-c`): every line is known, so the audit entries of
-    /// consecutive lookups and `show`s are written together (``CommandContext/groupsReadAudits``).
+    /// Runs a whole script (`-f`, `-c`), line by line.
     func run(_ lines: [BatchLine]) async -> Int32 {
-        executor.ctx.groupsReadAudits = true
-        defer {
-            executor.ctx.groupsReadAudits = false
-            executor.ctx.batchLine = nil
-        }
+        defer { executor.ctx.batchLine = nil }
         var firstFailure: Int32 = 0
-        var grouped = 0
-        var groupStart: UInt64 = 0
         for line in lines {
             guard let text = LineSplitter.scriptLine(line.text) else { continue }
             executor.ctx.batchLine = (line.file, line.line)
-            var status = await executor.run(line: text)
-            if Terminal.hasHeld {
-                let now = DispatchTime.now().uptimeNanoseconds
-                if grouped == 0 { groupStart = now }
-                grouped += 1
-                // A failure stops the script (or may): what it printed must show now.
-                if status != 0 || grouped >= Self.groupLines || now - groupStart >= Self.groupNanos {
-                    if let failed = executor.releaseHeld(), status == 0 { status = failed }
-                    grouped = 0
-                }
-            } else {
-                grouped = 0
-            }
+            let status = await executor.run(line: text)
             if status != 0 {
                 if firstFailure == 0 { firstFailure = status }
                 if !continueOnError { return status }
             }
             if executor.ctx.quitRequested { break }
         }
-        if let failed = executor.releaseHeld(), firstFailure == 0 { firstFailure = failed }
         return firstFailure
     }
 

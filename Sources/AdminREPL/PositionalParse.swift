@@ -50,16 +50,6 @@ extension PositionalParse {
     }
 }
 
-/// A read whose audit entry may share a transaction with the reads after it in a batch; its
-/// output waits until that transaction commits (``Executor``).
-protocol GroupsReadAudit {}
-
-extension LookupCommand.Passkey: GroupsReadAudit {}
-extension LookupCommand.Oidc: GroupsReadAudit {}
-extension LookupCommand.Keypair: GroupsReadAudit {}
-extension LookupCommand.Account: GroupsReadAudit {}
-extension ShowCommand: GroupsReadAudit {}
-
 extension LookupCommand.Passkey: PositionalParse {
     static func parsePositional(_ words: [String]) -> Self? { single(words) { $0.credentialId = $1 } }
 }

@@ -29,34 +29,10 @@ enum Terminal {
         emit(text, fd: STDERR_FILENO)
     }
 
-    /// While set, output lines wait in `held`, in order, until ``releaseHeld()`` writes them or
-    /// ``discardHeld()`` drops them: a batch's lookups print only once their audit committed.
-    nonisolated(unsafe) static var holding = false
-    nonisolated(unsafe) private static var held: [(fd: Int32, bytes: [UInt8])] = []
-
     private static func emit(_ text: String, fd: Int32) {
         var bytes = Array(text.utf8)
         bytes.append(0x0A)
-        if holding {
-            held.append((fd, bytes))
-        } else {
-            writeAll(bytes, fd: fd)
-        }
-    }
-
-    /// Whether lines are waiting.
-    static var hasHeld: Bool { !held.isEmpty }
-
-    /// Writes the waiting lines, in order, to the streams they were meant for.
-    static func releaseHeld() {
-        let lines = held
-        held = []
-        for line in lines { writeAll(line.bytes, fd: line.fd) }
-    }
-
-    /// Forgets the waiting lines (their audit entries could not be written).
-    static func discardHeld() {
-        held = []
+        writeAll(bytes, fd: fd)
     }
 
     private static func writeAll(_ bytes: [UInt8], fd: Int32) {

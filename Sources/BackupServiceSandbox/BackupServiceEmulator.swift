@@ -67,21 +67,23 @@ public final class BackupServiceEmulator: Sendable {
         case ("GET", "/health"):
             return .json(200, BackupServiceWire.Health(status: "ok", semver: Self.semver, rev: nil))
         case ("POST", "/v1/backup/status"):
-            return parse(BackupServiceWire.StatusRequest.self, contentType, body) { request in status(request) }
+            return await parse(BackupServiceWire.StatusRequest.self, contentType, body) { request in
+                await status(request)
+            }
         case ("POST", "/v1/reset/challenge/keypair"):
-            return parse(BackupServiceWire.ChallengeRequest.self, contentType, body) { request in
+            return await parse(BackupServiceWire.ChallengeRequest.self, contentType, body) { request in
                 guard BackupServiceWire.isBackupAccountIdShape(request.backupAccountId) else {
                     return .plain(422, "Failed to deserialize the JSON body into the target type")
                 }
                 return challenge(request)
             }
         case ("POST", "/v1/reset"):
-            return parse(BackupServiceWire.ResetRequest.self, contentType, body) { request in
+            return await parse(BackupServiceWire.ResetRequest.self, contentType, body) { request in
                 guard BackupServiceWire.isBackupAccountIdShape(request.backupAccountId) else {
                     return .plain(422, "Failed to deserialize the JSON body into the target type")
                 }
                 if faults.takeDropBefore() { return Answer(status: 0, contentType: nil, body: [], drop: true) }
-                var answer = reset(request)
+                var answer = await reset(request)
                 if answer.status == 204 && faults.takeDrop() { answer.drop = true }
                 return answer
             }
@@ -93,8 +95,8 @@ public final class BackupServiceEmulator: Sendable {
     /// The framework's extraction: 415 without a JSON content type, 400 for a body that is not
     /// JSON, 422 for JSON that does not fit the type.
     private func parse<T: Decodable>(
-        _ type: T.Type, _ contentType: String?, _ body: [UInt8], _ then: (T) -> Answer
-    ) -> Answer {
+        _ type: T.Type, _ contentType: String?, _ body: [UInt8], _ then: (T) async -> Answer
+    ) async -> Answer {
         guard let contentType, contentType.lowercased().hasPrefix("application/json") else {
             return .plain(415, "Expected request with `Content-Type: application/json`")
         }
@@ -104,14 +106,14 @@ public final class BackupServiceEmulator: Sendable {
         guard let request = try? JSONDecoder().decode(type, from: Data(body)) else {
             return .plain(422, "Failed to deserialize the JSON body into the target type")
         }
-        return then(request)
+        return await then(request)
     }
 
     // MARK: - Routes
 
-    func status(_ request: BackupServiceWire.StatusRequest) -> Answer {
+    func status(_ request: BackupServiceWire.StatusRequest) async -> Answer {
         do {
-            guard let metadata = try backend.metadata(backupId: request.backupId) else {
+            guard let metadata = try await backend.metadata(backupId: request.backupId) else {
                 return .error(404, "not_found", "Backup not found")
             }
             let factors = metadata.factors.map { factor -> BackupServiceWire.StatusFactor in
@@ -139,7 +141,7 @@ public final class BackupServiceEmulator: Sendable {
     }
 
     /// `/v1/reset`, steps 2–8 of the service's order (step 1 was the framework's parse).
-    func reset(_ request: BackupServiceWire.ResetRequest) -> Answer {
+    func reset(_ request: BackupServiceWire.ResetRequest) async -> Answer {
         // 2. The token: authentic, of the keypair type, not expired.
         guard let payload = open(request.challengeToken), payload.exp >= clock.seconds else {
             return .error(400, "jwt_error", "Invalid or expired challenge token")
@@ -168,12 +170,12 @@ public final class BackupServiceEmulator: Sendable {
         }
         do {
             // 5. The backup exists (HEAD of its blob).
-            guard try backend.blobExists(backupId: request.backupAccountId) else {
+            guard try await backend.blobExists(backupId: request.backupAccountId) else {
                 return .error(404, "not_found", "Backup not found")
             }
             // 6. Single use; 7. blob, metadata, lookup rows.
             guard
-                try backend.consume(
+                try await backend.consume(
                     tokenHash: SHA256.hex(Array(request.challengeToken.utf8)), backupId: request.backupAccountId,
                     now: clock.seconds)
             else {

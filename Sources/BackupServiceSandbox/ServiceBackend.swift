@@ -6,13 +6,13 @@ import Foundation
 /// Where the sandbox Backup Service keeps what the real one keeps in S3, DynamoDB and Redis.
 public protocol ServiceBackend: Sendable {
     /// The stored metadata (`{id}/metadata`), `nil` when there is none.
-    func metadata(backupId: String) throws(ConsoleError) -> BackupMetadata?
+    func metadata(backupId: String) async throws(ConsoleError) -> BackupMetadata?
     /// Whether the sealed blob (`{id}/backup`) exists: the service's HEAD before a reset.
-    func blobExists(backupId: String) throws(ConsoleError) -> Bool
+    func blobExists(backupId: String) async throws(ConsoleError) -> Bool
     /// `/v1/reset` steps 6–7: mark the token used (the service's Redis set) and delete the blob,
     /// the metadata, then every FactorLookup row of the backup. `false` when the token was
     /// already used, and then nothing is deleted.
-    func consume(tokenHash: String, backupId: String, now: Int64) throws(ConsoleError) -> Bool
+    func consume(tokenHash: String, backupId: String, now: Int64) async throws(ConsoleError) -> Bool
 }
 
 /// A sandbox tenant's backups in the console's own store: the store is the service.
@@ -25,17 +25,17 @@ public struct StoreBackend: ServiceBackend {
         self.tenant = tenant
     }
 
-    public func metadata(backupId: String) throws(ConsoleError) -> BackupMetadata? {
-        try store.backup(tenant: tenant, id: backupId)?.metadata
+    public func metadata(backupId: String) async throws(ConsoleError) -> BackupMetadata? {
+        try await store.backup(tenant: tenant, id: backupId)?.metadata
     }
 
-    public func blobExists(backupId: String) throws(ConsoleError) -> Bool {
-        try store.backup(tenant: tenant, id: backupId)?.blobSize != nil
+    public func blobExists(backupId: String) async throws(ConsoleError) -> Bool {
+        try await store.backup(tenant: tenant, id: backupId)?.blobSize != nil
     }
 
     /// One store transaction, so a killed process never leaves a burned token on an intact backup.
-    public func consume(tokenHash: String, backupId: String, now: Int64) throws(ConsoleError) -> Bool {
-        try store.sandboxServiceReset(tenant: tenant, tokenHash: tokenHash, backupId: backupId, now: now)
+    public func consume(tokenHash: String, backupId: String, now: Int64) async throws(ConsoleError) -> Bool {
+        try await store.sandboxServiceReset(tenant: tenant, tokenHash: tokenHash, backupId: backupId, now: now)
     }
 }
 
@@ -63,20 +63,20 @@ public final class ExportBackend: ServiceBackend, @unchecked Sendable {
         return root.appendingPathComponent(backupId, isDirectory: true)
     }
 
-    public func metadata(backupId: String) throws(ConsoleError) -> BackupMetadata? {
+    public func metadata(backupId: String) async throws(ConsoleError) -> BackupMetadata? {
         guard let file = folder(backupId)?.appendingPathComponent("metadata"),
             let data = FileManager.default.contents(atPath: file.path)
         else { return nil }
         return try BackupMetadata.decode(data)
     }
 
-    public func blobExists(backupId: String) throws(ConsoleError) -> Bool {
+    public func blobExists(backupId: String) async throws(ConsoleError) -> Bool {
         guard let file = folder(backupId)?.appendingPathComponent("backup") else { return false }
         var isDirectory: ObjCBool = false
         return FileManager.default.fileExists(atPath: file.path, isDirectory: &isDirectory) && !isDirectory.boolValue
     }
 
-    public func consume(tokenHash: String, backupId: String, now: Int64) throws(ConsoleError) -> Bool {
+    public func consume(tokenHash: String, backupId: String, now: Int64) async throws(ConsoleError) -> Bool {
         guard lock.withLock({ used.insert(tokenHash).inserted }) else { return false }
         try deleteBackup(backupId: backupId)
         return true

@@ -9,8 +9,8 @@ extension CleanupService {
     ///
     /// The body is journaled (or the one already journaled is returned), so the stamp the user
     /// makes with `backupctl recovery stamp` matches what the run sends, byte for byte.
-    public func teardownRequest(session: Session, subOrgId: String) throws(ConsoleError) -> String {
-        try session.require(.cleanupTeardown)
+    public func teardownRequest(session: Session, subOrgId: String) async throws(ConsoleError) -> String {
+        try await session.require(.cleanupTeardown)
         let id = subOrgId.lowercased()
         guard Self.isUUID(id) else {
             throw .invalid(
@@ -19,26 +19,27 @@ extension CleanupService {
         let tenant = session.tenantName
         let now = nowSeconds
         // A stamped delete of a sub-org a backup still uses would destroy that user's keys.
-        if let backup = try store.subOrgReference(tenant: tenant, subOrgId: id) {
+        if let backup = try await store.subOrgReference(tenant: tenant, subOrgId: id) {
             throw ConsoleError(
                 .conflict, code: "suborg_referenced",
                 "Sub-org \(id) is referenced by backup \(backup) in tenant \(tenant); deleting it would break that backup. Nothing was journaled."
             )
         }
-        if try store.cleanupItem(tenant: tenant, subOrgId: id) == nil {
-            _ = try store.enqueueCleanup(
+        if try await store.cleanupItem(tenant: tenant, subOrgId: id) == nil {
+            _ = try await store.enqueueCleanup(
                 tenant: tenant,
                 [CleanupItemRecord(subOrgId: id, reason: "break_glass", firstSeenAt: now, updatedAt: now)],
                 audit: nil)
         }
-        guard var item = try store.cleanupItem(tenant: tenant, subOrgId: id) else {
+        guard var item = try await store.cleanupItem(tenant: tenant, subOrgId: id) else {
             throw .internalError("Sub-org \(id) did not reach the cleanup journal.")
         }
         if let body = item.body { return body }
         let body = try TurnkeyActivityBody.deleteSubOrganization(subOrgId: id, timestampMs: timing.clock.millis()).text
         item.body = body
         item.updatedAt = now
-        try store.updateCleanupItem(tenant: tenant, item, audit: session.audit("cleanup.teardown_request", target: id))
+        try await store.updateCleanupItem(
+            tenant: tenant, item, audit: session.audit("cleanup.teardown_request", target: id))
         return body
     }
 
@@ -50,7 +51,7 @@ extension CleanupService {
     /// - Throws: ``ConsoleError`` `invalid_stamp`/`invalid_body` (exit 1) or store errors; Turnkey
     ///   failures are recorded in the item's outcome.
     public func submit(session: Session, body: [UInt8], stamp: String) async throws(ConsoleError) -> RunReport.Item {
-        try session.require(.cleanupTeardown)
+        try await session.require(.cleanupTeardown)
         let parsed = try TurnkeyStamp(headerValue: stamp)
         guard parsed.verify(body: body) == .valid else {
             throw ConsoleError(
@@ -72,16 +73,16 @@ extension CleanupService {
         let now = nowSeconds
         let text = String(decoding: body, as: UTF8.self)
         // One sub-org, one body: a second body (another timestampMs) would be a second activity.
-        if let journaled = try store.cleanupItem(tenant: tenant, subOrgId: id)?.body, journaled != text {
+        if let journaled = try await store.cleanupItem(tenant: tenant, subOrgId: id)?.body, journaled != text {
             throw ConsoleError(
                 .conflict, code: "body_mismatch",
                 "The body file is not the journaled deletion body of sub-org \(id); write it again with `cleanup teardown-request \(id) --out FILE` and have the user stamp that file with `recovery stamp --body-file FILE`."
             )
         }
-        _ = try store.enqueueCleanup(
+        _ = try await store.enqueueCleanup(
             tenant: tenant, [CleanupItemRecord(subOrgId: id, reason: "break_glass", firstSeenAt: now, updatedAt: now)],
             audit: nil)
-        try store.saveStampedTeardown(
+        try await store.saveStampedTeardown(
             tenant: tenant,
             StampedTeardown(subOrgId: id, body: text, stamp: stamp, submittedAt: now),
             audit: session.audit(

@@ -20,16 +20,16 @@ extension CleanupService {
         session: Session, options: CleanupRunOptions, progress: (@Sendable (RunReport, Int) -> Void)? = nil,
         shouldStop: @escaping @Sendable () -> Bool = { false }
     ) async throws(ConsoleError) -> RunReport {
-        try session.require(.cleanupRun)
+        try await session.require(.cleanupRun)
         // One executing run per tenant: the journal has one writer. A killed run's lease expires.
-        let lease = options.execute ? try RunLease.acquire(self, session) : nil
+        let lease = await options.execute ? try RunLease.acquire(self, session) : nil
         do {
             let report = try await runLeased(
                 session: session, options: options, lease: lease, progress: progress, shouldStop: shouldStop)
-            try lease?.release()
+            try await lease?.release()
             return report
         } catch {
-            try? lease?.release()
+            try? await lease?.release()
             throw error
         }
     }
@@ -93,7 +93,7 @@ extension CleanupService {
                         } else {
                             // The budget is spent: this item is done for this run, as failed.
                             do throws(ConsoleError) {
-                                outcomes[item.subOrgId] = try worker.giveUp(item.subOrgId, error: item.error)
+                                outcomes[item.subOrgId] = try await worker.giveUp(item.subOrgId, error: item.error)
                             } catch {
                                 if failure == nil { failure = error }
                             }
@@ -109,7 +109,7 @@ extension CleanupService {
                 partial.items = Array(outcomes.values)
                 progress?(partial, candidates.count)
                 if let lease, failure == nil {
-                    do throws(ConsoleError) { try lease.renewIfDue() } catch { failure = error }
+                    do throws(ConsoleError) { try await lease.renewIfDue() } catch { failure = error }
                 }
                 _ = startNext()
             }
@@ -146,16 +146,16 @@ final class RunLease: @unchecked Sendable {
     }
 
     /// - Throws: `cleanup_run_in_progress` while another run holds an unexpired lease.
-    static func acquire(_ service: CleanupService, _ session: Session) throws(ConsoleError) -> RunLease {
+    static func acquire(_ service: CleanupService, _ session: Session) async throws(ConsoleError) -> RunLease {
         let now = service.nowSeconds
         let host = ProcessInfo.processInfo.hostName
         let holder = "\(session.operatorName)@\(host):\(getpid()):\(UUID().uuidString.prefix(8).lowercased())"
-        var held = try service.store.acquireCleanupLease(
+        var held = try await service.store.acquireCleanupLease(
             tenant: session.tenantName, holder: holder, now: now, expiresAt: now + ttlSeconds, takeOver: nil)
         // A run on this host whose process is gone (killed) is taken over at once; elsewhere
         // its lease expires.
         if let current = held, let pid = Self.deadLocalPid(current.holder, host: host) {
-            held = try service.store.acquireCleanupLease(
+            held = try await service.store.acquireCleanupLease(
                 tenant: session.tenantName, holder: holder, now: now, expiresAt: now + ttlSeconds,
                 takeOver: current.holder)
             service.logger.notice("took over the cleanup lease of a killed run (pid \(pid))")
@@ -180,10 +180,11 @@ final class RunLease: @unchecked Sendable {
 
     /// Extends the lease once a third of its life has passed.
     /// - Throws: `cleanup_lease_lost` when another run took it over (this one must stop).
-    func renewIfDue() throws(ConsoleError) {
+    func renewIfDue() async throws(ConsoleError) {
         let now = service.nowSeconds
         guard now - renewedAt >= Self.ttlSeconds / 3 else { return }
-        guard try service.store.renewCleanupLease(tenant: tenant, holder: holder, expiresAt: now + Self.ttlSeconds)
+        guard
+            try await service.store.renewCleanupLease(tenant: tenant, holder: holder, expiresAt: now + Self.ttlSeconds)
         else {
             throw ConsoleError(
                 .conflict, code: "cleanup_lease_lost",
@@ -192,7 +193,7 @@ final class RunLease: @unchecked Sendable {
         renewedAt = now
     }
 
-    func release() throws(ConsoleError) {
-        try service.store.releaseCleanupLease(tenant: tenant, holder: holder)
+    func release() async throws(ConsoleError) {
+        try await service.store.releaseCleanupLease(tenant: tenant, holder: holder)
     }
 }

@@ -12,9 +12,9 @@ extension CleanupService {
     /// - Parameter graceSeconds: overrides the tenant's grace period (`--grace`).
     /// - Throws: ``ConsoleError``: permission, store, or `.remote` when listing fails.
     public func scan(session: Session, graceSeconds: Int? = nil) async throws(ConsoleError) -> ScanReport {
-        try session.require(.cleanupScan)
+        try await session.require(.cleanupScan)
         let report = try await scanCore(session: session, client: client(session), graceSeconds: graceSeconds)
-        try store.appendAudit(
+        try await store.appendAudit(
             session.audit(
                 "cleanup.scan",
                 details: [
@@ -31,12 +31,12 @@ extension CleanupService {
         let grace = Int64(max(0, graceSeconds ?? session.tenant.policy.cleanupGraceSeconds))
         let now = nowSeconds
         var open: [String: CleanupItemRecord] = [:]
-        for item in try store.cleanupItems(tenant: tenant, states: [.pending, .failed, .needsUser, .skipped]) {
+        for item in try await store.cleanupItems(tenant: tenant, states: [.pending, .failed, .needsUser, .skipped]) {
             open[item.subOrgId] = item
         }
         var seen: Set<String> = []
         var report = ScanReport()
-        let proof = try SnapshotProof(service: self, session: session, now: now, grace: grace)
+        let proof = try await SnapshotProof(service: self, session: session, now: now, grace: grace)
         report.snapshotAt = proof.snapshot.flatMap(\.snapshotAt).map(Timestamp.format)
         report.snapshotAgeSeconds = proof.snapshot.flatMap(\.snapshotAt).map { now - $0 }
         func orphan(_ id: String, _ item: CleanupItemRecord) async -> ScanReport.Orphan {
@@ -50,7 +50,7 @@ extension CleanupService {
                 of: connection.parentOrgId, signer: .apiKey(connection.apiKey))
             {
                 report.listed += page.count
-                let referenced = try store.referencedSubOrgs(tenant: tenant, among: page)
+                let referenced = try await store.referencedSubOrgs(tenant: tenant, among: page)
                 report.referenced += referenced.count
                 var new: [CleanupItemRecord] = []
                 for id in page {
@@ -64,7 +64,7 @@ extension CleanupService {
                             item.firstSeenAt = now
                             item.lastError = nil
                             item.updatedAt = now
-                            item = try store.updateCleanupItem(tenant: tenant, item, audit: nil)
+                            item = try await store.updateCleanupItem(tenant: tenant, item, audit: nil)
                         }
                         report.orphans.append(await orphan(id, item))
                     } else {
@@ -74,7 +74,7 @@ extension CleanupService {
                         report.orphans.append(await orphan(id, item))
                     }
                 }
-                if !new.isEmpty { _ = try store.enqueueCleanup(tenant: tenant, new, audit: nil) }
+                if !new.isEmpty { _ = try await store.enqueueCleanup(tenant: tenant, new, audit: nil) }
             }
         } catch let error as TurnkeyError {
             throw error.consoleError("Listing the sub-orgs of \(connection.parentOrgId) for tenant \(tenant) failed")
@@ -88,7 +88,7 @@ extension CleanupService {
             item.state = .alreadyGone
             item.lastError = "not listed by list_suborgs"
             item.updatedAt = now
-            try store.updateCleanupItem(
+            try await store.updateCleanupItem(
                 tenant: tenant, item, audit: session.audit("cleanup.already_gone", target: id, details: ["via": "scan"])
             )
             report.vanished += 1

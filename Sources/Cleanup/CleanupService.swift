@@ -59,14 +59,16 @@ public struct CleanupService: Sendable {
     ///   - limit: at most this many items, oldest first-seen first.
     public func status(
         session: Session, states: Set<CleanupItemRecord.State>? = nil, reason: String? = nil, limit: Int = 50
-    ) throws(ConsoleError) -> StatusReport {
-        try session.require(.cleanupStatus)
-        let counts = try store.cleanupCounts(tenant: session.tenantName)
-        let all = try store.cleanupItems(tenant: session.tenantName, states: nil)
+    ) async throws(ConsoleError) -> StatusReport {
+        try await session.require(.cleanupStatus)
+        let counts = try await store.cleanupCounts(tenant: session.tenantName)
+        let all = try await store.cleanupItems(tenant: session.tenantName, states: nil)
         var stamped = 0
         let open: Set<CleanupItemRecord.State> = [.pending, .needsUser, .failed]
         for item in all where open.contains(item.state) {
-            if try store.stampedTeardown(tenant: session.tenantName, subOrgId: item.subOrgId) != nil { stamped += 1 }
+            if try await store.stampedTeardown(tenant: session.tenantName, subOrgId: item.subOrgId) != nil {
+                stamped += 1
+            }
         }
         let matching = all.filter { item in
             (states?.contains(item.state) ?? true) && (reason.map { item.reason == $0 } ?? true)
@@ -87,8 +89,8 @@ public struct CleanupService: Sendable {
     /// `cleanup ingest-log FILE`: queues every `remove_factor.turnkey_suborg_orphaned suborg_id=<uuid>`.
     ///
     /// Re-ingesting the same log is harmless: known ids keep their earliest first-seen time.
-    public func ingestLog(session: Session, text: String) throws(ConsoleError) -> IngestReport {
-        try session.require(.cleanupIngestLog)
+    public func ingestLog(session: Session, text: String) async throws(ConsoleError) -> IngestReport {
+        try await session.require(.cleanupIngestLog)
         var ids: [String] = []
         var lines = 0
         for line in text.split(whereSeparator: \.isNewline) {
@@ -100,7 +102,7 @@ public struct CleanupService: Sendable {
         }
         let now = nowSeconds
         let unique = Array(Set(ids)).sorted()
-        let new = try store.enqueueCleanup(
+        let new = try await store.enqueueCleanup(
             tenant: session.tenantName,
             unique.map { CleanupItemRecord(subOrgId: $0, reason: "service_log", firstSeenAt: now, updatedAt: now) },
             audit: session.audit("cleanup.ingest_log", details: ["found": "\(unique.count)"]))

@@ -22,28 +22,28 @@ struct CleanupWorker: Sendable {
     ///   item stays pending and the outcome is ``retryLater`` (the run re-queues it).
     func process(_ subOrgId: String, finalPass: Bool = true) async throws(ConsoleError) -> RunReport.Item {
         let now = service.nowSeconds
-        guard var item = try store.cleanupItem(tenant: tenant, subOrgId: subOrgId) else {
+        guard var item = try await store.cleanupItem(tenant: tenant, subOrgId: subOrgId) else {
             throw .notFound("Sub-org \(subOrgId) vanished from the cleanup journal of \(tenant) during the run.")
         }
         if item.state == .deleted || item.state == .alreadyGone {
             return RunReport.Item(subOrgId: subOrgId, outcome: item.state.rawValue, attempts: item.attempts, error: nil)
         }
         // Re-read right before the call: a backup imported since the scan wins.
-        if let backup = try store.subOrgReference(tenant: tenant, subOrgId: subOrgId) {
-            return try record(&item, .skipped, error: "referenced by \(backup)", audit: nil)
+        if let backup = try await store.subOrgReference(tenant: tenant, subOrgId: subOrgId) {
+            return try await record(&item, .skipped, error: "referenced by \(backup)", audit: nil)
         }
         if item.body == nil {
             item.body = try TurnkeyActivityBody.deleteSubOrganization(
                 subOrgId: subOrgId, timestampMs: service.timing.clock.millis()
             ).text
             item.updatedAt = now
-            item = try store.updateCleanupItem(tenant: tenant, item, audit: nil)  // journaled before it is sent
+            item = try await store.updateCleanupItem(tenant: tenant, item, audit: nil)  // journaled before it is sent
         }
         var signers: [(name: String, body: String, signer: TurnkeySigner)] = []
         if let key = service.connection.cleanupKey, let body = item.body {
             signers.append(("cleanup_key", body, .apiKey(key)))
         }
-        if let stamped = try store.stampedTeardown(tenant: tenant, subOrgId: subOrgId) {
+        if let stamped = try await store.stampedTeardown(tenant: tenant, subOrgId: subOrgId) {
             signers.append(("break_glass", stamped.body, .prestamped(stamped.stamp)))
         }
         var lastError = "no signer: the tenant has no cleanup key and no break-glass request was submitted"
@@ -60,7 +60,7 @@ struct CleanupWorker: Sendable {
             switch result {
             case .success(let (outcome, attempts)):
                 item.attempts += attempts
-                return try record(&item, outcome: outcome, signer: name)
+                return try await record(&item, outcome: outcome, signer: name)
             case .failure(let error):
                 item.attempts += error.attempts
                 switch error.kind {
@@ -69,66 +69,68 @@ struct CleanupWorker: Sendable {
                     continue
                 case .retryBudgetExhausted:
                     flags.markOutage(error.description)
-                    return try record(&item, .pending, error: error.description, audit: nil)
+                    return try await record(&item, .pending, error: error.description, audit: nil)
                 case .cancelled:
-                    return try record(&item, .pending, error: error.description, audit: nil)
+                    return try await record(&item, .pending, error: error.description, audit: nil)
                 default:
                     if error.isTransient && !finalPass {
-                        var pending = try record(&item, .pending, error: error.description, audit: nil)
+                        var pending = try await record(&item, .pending, error: error.description, audit: nil)
                         pending.outcome = Self.retryLater
                         return pending
                     }
-                    return try record(&item, .failed, error: error.description, audit: nil)
+                    return try await record(&item, .failed, error: error.description, audit: nil)
                 }
             }
         }
-        return try record(
+        return try await record(
             &item, .needsUser,
             error: lastError + "; ask the user to stamp `cleanup teardown-request \(subOrgId)` and `cleanup submit` it",
             audit: nil)
     }
 
     /// Marks a re-queued item `failed` when the run's retry budget cannot pay for another pass.
-    func giveUp(_ subOrgId: String, error: String?) throws(ConsoleError) -> RunReport.Item {
-        guard var item = try store.cleanupItem(tenant: tenant, subOrgId: subOrgId) else {
+    func giveUp(_ subOrgId: String, error: String?) async throws(ConsoleError) -> RunReport.Item {
+        guard var item = try await store.cleanupItem(tenant: tenant, subOrgId: subOrgId) else {
             throw .notFound("Sub-org \(subOrgId) vanished from the cleanup journal of \(tenant) during the run.")
         }
-        return try record(&item, .failed, error: (error ?? "failed") + "; the run's retry budget is spent", audit: nil)
+        return try await record(
+            &item, .failed, error: (error ?? "failed") + "; the run's retry budget is spent", audit: nil)
     }
 
-    func record(_ item: inout CleanupItemRecord, outcome: TurnkeyDeleteOutcome, signer: String) throws(ConsoleError)
+    func record(_ item: inout CleanupItemRecord, outcome: TurnkeyDeleteOutcome, signer: String)
+        async throws(ConsoleError)
         -> RunReport.Item
     {
         switch outcome {
         case .deleted(let activity):
-            return try record(
+            return try await record(
                 &item, .deleted, error: nil,
                 audit: session.audit(
                     "cleanup.delete", target: item.subOrgId,
                     details: ["activityId": activity, "signer": signer, "attempts": "\(item.attempts)"]))
         case .alreadyGone:
-            return try record(
+            return try await record(
                 &item, .alreadyGone, error: nil,
                 audit: session.audit("cleanup.already_gone", target: item.subOrgId, details: ["signer": signer]))
         case .pending(let activity):
-            return try record(
+            return try await record(
                 &item, .pending, error: "activity \(activity) still pending; the next run re-sends the same body",
                 audit: nil)
         case .consensusNeeded(let activity):
-            return try record(
+            return try await record(
                 &item, .needsUser, error: "activity \(activity) needs consensus approval in Turnkey", audit: nil)
         case .refused(let activity, let status, let message):
-            return try record(&item, .failed, error: "activity \(activity) \(status): \(message)", audit: nil)
+            return try await record(&item, .failed, error: "activity \(activity) \(status): \(message)", audit: nil)
         }
     }
 
     func record(_ item: inout CleanupItemRecord, _ state: CleanupItemRecord.State, error: String?, audit: AuditDraft?)
-        throws(ConsoleError) -> RunReport.Item
+        async throws(ConsoleError) -> RunReport.Item
     {
         item.state = state
         item.lastError = error
         item.updatedAt = service.nowSeconds
-        item = try store.updateCleanupItem(tenant: tenant, item, audit: audit)
+        item = try await store.updateCleanupItem(tenant: tenant, item, audit: audit)
         return RunReport.Item(subOrgId: item.subOrgId, outcome: state.rawValue, attempts: item.attempts, error: error)
     }
 }

@@ -24,9 +24,9 @@ struct SnapshotProof: Sendable {
     let maxAge: Int64
     let statusCache: StatusCache?
 
-    init(service: CleanupService, session: Session, now: Int64, grace: Int64) throws(ConsoleError) {
+    init(service: CleanupService, session: Session, now: Int64, grace: Int64) async throws(ConsoleError) {
         sandbox = session.tenant.isSandbox
-        snapshot = sandbox ? nil : try service.store.newestCompleteSnapshot(tenant: session.tenantName)
+        snapshot = await sandbox ? nil : try service.store.newestCompleteSnapshot(tenant: session.tenantName)
         self.now = now
         self.grace = grace
         maxAge = Int64(max(0, session.tenant.policy.maxSnapshotAgeSeconds))

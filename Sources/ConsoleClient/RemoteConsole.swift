@@ -173,10 +173,6 @@ public final class RemoteConsole: ConsoleAPI {
         }
     }
 
-    /// A server commits each request's audit before it answers: nothing is ever held here.
-    public func holdReadAudits(_ hold: Bool) {}
-    public func flushReadAudits() throws(ConsoleError) {}
-
     static func collect(_ response: HTTPClientResponse, server: String) async throws(ConsoleError) -> Data {
         do {
             var buffer = try await response.body.collect(upTo: maxAnswer)

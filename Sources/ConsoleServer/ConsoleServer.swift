@@ -80,14 +80,14 @@ public struct ConsoleServer: Sendable {
     /// (at most ``Configuration/drainSeconds``) and returns.
     /// - Parameter onListening: called once with the base URL when the socket is bound.
     public func run(onListening: @escaping @Sendable (String) -> Void) async throws {
-        let group = try serviceGroup(signals: [.sigterm, .sigint], onListening: onListening)
+        let group = try await serviceGroup(signals: [.sigterm, .sigint], onListening: onListening)
         try await group.run()
     }
 
     /// Starts serving without signal handling (tests); `stop()` on the result shuts it down.
     public func start() async throws -> Running {
         let (bound, continuation) = AsyncStream<String>.makeStream()
-        let group = try serviceGroup(signals: []) { url in
+        let group = try await serviceGroup(signals: []) { url in
             continuation.yield(url)
             continuation.finish()
         }
@@ -119,14 +119,14 @@ public struct ConsoleServer: Sendable {
         }
     }
 
-    func serviceGroup(signals: [UnixSignal], onListening: @escaping @Sendable (String) -> Void) throws
+    func serviceGroup(signals: [UnixSignal], onListening: @escaping @Sendable (String) -> Void) async throws
         -> ServiceGroup
     {
         try configuration.validate()
         let scheme = configuration.usesTLS ? "https" : "http"
         let host = configuration.listen.urlHost
         let handler = handler
-        handler.primeMetrics()
+        await handler.primeMetrics()
         let responder = CallbackResponder<ServerRequestContext> { request, context in
             await handler.respond(request, context: context)
         }

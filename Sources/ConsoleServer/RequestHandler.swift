@@ -49,7 +49,7 @@ final class RequestHandler: Sendable {
             guard request.method == .post else {
                 return record(name, started, Self.error(.usage("\(Wire.opsPrefix)\(name) takes POST."), status: 405))
             }
-            switch authenticate(request, context: context, verify: type.streams) {
+            switch await authenticate(request, context: context, verify: type.streams) {
             case .refused(let response):
                 return record(name, started, response)
             case .caller(let caller):
@@ -63,9 +63,9 @@ final class RequestHandler: Sendable {
         case "/healthz":
             return record("healthz", started, Self.json(200, Data(#"{"status":"ok"}"#.utf8)))
         case "/readyz":
-            return record("readyz", started, readiness())
+            return await record("readyz", started, readiness())
         case "/metrics":
-            _ = readiness()
+            _ = await readiness()
             var headers = HTTPFields()
             headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
             return Response(
@@ -78,13 +78,13 @@ final class RequestHandler: Sendable {
     }
 
     /// Takes the audit head as the baseline of the audit-appends counter (at start).
-    func primeMetrics() { _ = readiness() }
+    func primeMetrics() async { _ = await readiness() }
 
     /// Ready when the store opens and answers a query (the newest audit entry, which also
     /// feeds the audit-appends counter).
-    private func readiness() -> Response {
+    private func readiness() async -> Response {
         do {
-            let head = try console.store().latestAuditEntries(tenant: nil, limit: 1).last?.seq ?? 0
+            let head = try await console.store().latestAuditEntries(tenant: nil, limit: 1).last?.seq ?? 0
             metrics.auditHead(head)
             return Self.json(200, Data(#"{"status":"ready"}"#.utf8))
         } catch {
@@ -114,12 +114,14 @@ final class RequestHandler: Sendable {
     /// With `verify` (long jobs, whose status line goes out before they run) the token is checked
     /// against the store here; other operations check it as their first step
     /// (``refusedCredentials(_:address:)`` then does the bookkeeping), saving a read per request.
-    func authenticate(_ request: Request, context: ServerRequestContext, verify: Bool) -> Authentication {
+    func authenticate(_ request: Request, context: ServerRequestContext, verify: Bool) async -> Authentication {
         let address = context.clientAddress
         let now = console.clock.millis()
         if limiter.isLimited(address, now: now) {
             metrics.failedAuthentication(reason: "rate_limited")
-            if limiter.shouldAuditRefusal(address, now: now) { auditFailure(address: address, code: "rate_limited") }
+            if limiter.shouldAuditRefusal(address, now: now) {
+                await auditFailure(address: address, code: "rate_limited")
+            }
             return .refused(
                 Self.error(
                     ConsoleError(
@@ -137,31 +139,31 @@ final class RequestHandler: Sendable {
                 token = try OperatorToken.parse(Array(header.utf8.dropFirst(7)))
             }
             let caller = Caller(token: token, tenant: tenant, address: address)
-            if verify { _ = try console.authenticate(caller) }
+            if verify { _ = try await console.authenticate(caller) }
             return .caller(caller)
         } catch {
-            return .refused(refusedCredentials(error, address: address))
+            return await .refused(refusedCredentials(error, address: address))
         }
     }
 
     /// The answer to a request whose credentials failed; a missing or unknown token counts
     /// against the address and is audited.
-    func refusedCredentials(_ error: ConsoleError, address: String) -> Response {
+    func refusedCredentials(_ error: ConsoleError, address: String) async -> Response {
         guard error.code == "missing_token" || error.code == "invalid_token" else { return Self.error(error) }
         limiter.recordFailure(address, now: console.clock.millis())
         metrics.failedAuthentication(reason: error.code)
-        auditFailure(address: address, code: error.code)
+        await auditFailure(address: address, code: error.code)
         logger.notice("refused a request without a valid operator token", metadata: ["address": "\(address)"])
         return Self.error(error)
     }
 
     /// An `auth.failed` entry: the address and why, never what was presented.
-    private func auditFailure(address: String, code: String) {
+    private func auditFailure(address: String, code: String) async {
         let draft = AuditDraft(
             operatorName: "-", tenant: nil, action: "auth.failed", target: address,
             details: ["address": address, "code": code, "outcome": "failure"])
         do {
-            try console.store().appendAudit(draft)
+            try await console.store().appendAudit(draft)
         } catch {
             logger.error(
                 "could not audit a failed sign-in", metadata: ["address": "\(address)", "code": "\(error.code)"])
@@ -185,7 +187,7 @@ final class RequestHandler: Sendable {
             let output = try await Self.perform(operation, on: console, as: caller)
             return record(Op.name, started, Self.json(200, try Self.encode(output)))
         } catch {
-            return record(Op.name, started, refusedCredentials(error, address: caller.address ?? "-"))
+            return await record(Op.name, started, refusedCredentials(error, address: caller.address ?? "-"))
         }
     }
 

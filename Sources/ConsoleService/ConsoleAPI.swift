@@ -8,17 +8,11 @@ import BackupModel
 /// over HTTP. Commands hold an `any ConsoleAPI` and cannot tell which one they have.
 public protocol ConsoleAPI: Sendable {
     /// Runs one operation as `caller`. Long operations report through `progress`; cancelling
-    /// the calling task stops them after the call they are in.
+    /// the calling task stops them after the call they are in. A read returns only after its
+    /// audit entry is committed, so its output may be shown at once.
     func perform<Op: ConsoleOperation>(
         _ operation: Op, as caller: Caller, progress: ProgressSink?
     ) async throws(ConsoleError) -> Op.Output
-
-    /// Scripted reads may share one audit transaction (in-process only: a server commits each
-    /// request's audit before it answers, so there is nothing to hold).
-    func holdReadAudits(_ hold: Bool)
-
-    /// Writes the held read audits; their output may be shown only after this returns.
-    func flushReadAudits() throws(ConsoleError)
 }
 
 extension ConsoleAPI {

@@ -27,7 +27,6 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
     private let lock = NSLock()
     // Guarded by `lock`.
     private var opened: (any LiveTenantStore)?
-    private var holding = false
     private var retired: [AuditPublicKey] = []
     /// Operators by token hash and sessions by operator and tenant, each with the store's
     /// access version it was read at (``ConsoleStore/accessVersion()``). A cached one is used only
@@ -79,25 +78,28 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
         let cancelled = CancelFlag()
         let context = OperationContext(console: self, caller: caller, progress: progress, cancelled: cancelled)
         // Refusals are audited too, so the checkpoint check follows failures as well.
-        defer { checkpointAfterAppends() }
+        let result: Result<Op.Output, ConsoleError>
         do {
-            return try await withTaskCancellationHandler {
-                try await operation.run(context)
-            } onCancel: {
-                cancelled.raise()
-            }
+            result = .success(
+                try await withTaskCancellationHandler {
+                    try await operation.run(context)
+                } onCancel: {
+                    cancelled.raise()
+                })
         } catch let error as ConsoleError {
-            throw error
+            result = .failure(error)
         } catch {
-            throw .internalError("\(Op.name) failed: \(error)")
+            result = .failure(.internalError("\(Op.name) failed: \(error)"))
         }
+        await checkpointAfterAppends()
+        return try result.get()
     }
 
     /// With a signer, signs a checkpoint once ``AuditSigner/everyEntries`` entries follow the
-    /// newest one (a cheap read when none is due; nothing while read audits are held).
-    private func checkpointAfterAppends() {
+    /// newest one (a cheap read when none is due).
+    private func checkpointAfterAppends() async {
         guard let auditSigner, let store = lock.withLock({ opened }) else { return }
-        auditSigner.checkpointAfterAppends(store: store)
+        await auditSigner.checkpointAfterAppends(store: store)
     }
 
     /// Signs a checkpoint every `seconds` while entries arrive, and once more when cancelled,
@@ -123,19 +125,6 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
     /// Trusts the public keys of retired audit keys (`serve --audit-retired-key`).
     public func trustRetiredAuditKeys(_ keys: [AuditPublicKey]) { lock.withLock { retired = keys } }
 
-    public func holdReadAudits(_ hold: Bool) {
-        let store = lock.withLock { () -> (any LiveTenantStore)? in
-            holding = hold
-            return opened
-        }
-        store?.holdReadAudits(hold)
-    }
-
-    public func flushReadAudits() throws(ConsoleError) {
-        try lock.withLock { opened }?.flushAudit()
-        checkpointAfterAppends()
-    }
-
     /// The store, opened on first use; `create` allows making a new file (`init`, `demo`).
     public func store(create: Bool = false) throws(ConsoleError) -> any LiveTenantStore {
         if let store = lock.withLock({ opened }) { return store }
@@ -144,10 +133,10 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
                 .notFound, code: "no_store",
                 "No console store at \(storePath); run `backupctl init --admin NAME` first (or pass --db).")
         }
-        let store = try SQLiteConsoleStore(path: storePath, clock: clock.millis)
+        let store = try SQLiteConsoleStore(
+            path: storePath, clock: clock.millis, crashPoint: environment["BACKUPCTL_CRASH_AT"])
         return lock.withLock {
             if let opened { return opened }
-            store.holdReadAudits(holding)
             opened = store
             return store
         }
@@ -158,11 +147,11 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
     }
 
     /// The operator a token names.
-    public func authenticate(_ caller: Caller) throws(ConsoleError) -> OperatorRecord {
-        try authenticate(caller, version: try store().accessVersion())
+    public func authenticate(_ caller: Caller) async throws(ConsoleError) -> OperatorRecord {
+        try await authenticate(caller, version: try await store().accessVersion())
     }
 
-    private func authenticate(_ caller: Caller, version: Int64) throws(ConsoleError) -> OperatorRecord {
+    private func authenticate(_ caller: Caller, version: Int64) async throws(ConsoleError) -> OperatorRecord {
         guard let token = caller.token else {
             throw ConsoleError(
                 .permissionDenied, code: "missing_token",
@@ -170,18 +159,18 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
         }
         let hash = OperatorToken.hash(token)
         if let cached = lock.withLock({ operators[hash] }), cached.version == version { return cached.record }
-        let record = try access.authenticate(token: token)
+        let record = try await access.authenticate(token: token)
         lock.withLock { operators[hash] = (record, version) }
         return record
     }
 
     /// The caller's session in their chosen tenant, or in their only one.
-    public func session(_ caller: Caller) throws(ConsoleError) -> Session {
-        let version = try store().accessVersion()
-        let op = try authenticate(caller, version: version)
+    public func session(_ caller: Caller) async throws(ConsoleError) -> Session {
+        let version = try await store().accessVersion()
+        let op = try await authenticate(caller, version: version)
         let key = SessionKey(operatorName: op.name.rawValue, tenant: caller.tenant)
         if let cached = lock.withLock({ sessions[key] }), cached.version == version { return cached.session }
-        let session = try readSession(op, tenant: caller.tenant)
+        let session = try await readSession(op, tenant: caller.tenant)
         lock.withLock { sessions[key] = (session, version) }
         return session
     }
@@ -195,13 +184,13 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
         }
     }
 
-    private func readSession(_ op: OperatorRecord, tenant chosen: String?) throws(ConsoleError) -> Session {
+    private func readSession(_ op: OperatorRecord, tenant chosen: String?) async throws(ConsoleError) -> Session {
         let access = try access
         let name: TenantName
         if let chosen {
             name = try TenantName(chosen)
         } else {
-            let visible = try access.tenants(visibleTo: op)
+            let visible = try await access.tenants(visibleTo: op)
             guard visible.count == 1, let only = visible.first else {
                 throw ConsoleError.usage(
                     visible.isEmpty
@@ -211,10 +200,10 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
             name = only.0.name
         }
         do {
-            return try access.session(operator: op, tenant: name)
+            return try await access.session(operator: op, tenant: name)
         } catch {
             guard error.kind == .permissionDenied || error.kind == .notFound else { throw error }
-            let visible = ((try? access.tenants(visibleTo: op)) ?? []).map(\.0.name.rawValue)
+            let visible = await ((try? access.tenants(visibleTo: op)) ?? []).map(\.0.name.rawValue)
             let hint = Suggest.didYouMean(name.rawValue, among: visible)
             guard !hint.isEmpty else { throw error }
             throw ConsoleError(error.kind, code: error.code, error.message + hint)
@@ -251,10 +240,10 @@ public struct OperationContext: Sendable {
     }
 
     /// The authenticated operator (operations outside any tenant: `tenant list`, `whoami`).
-    public func operatorRecord() throws(ConsoleError) -> OperatorRecord { try console.authenticate(caller) }
+    public func operatorRecord() async throws(ConsoleError) -> OperatorRecord { try await console.authenticate(caller) }
 
     /// The caller's session in the chosen tenant (or their only one).
-    public func session() throws(ConsoleError) -> Session { try console.session(caller) }
+    public func session() async throws(ConsoleError) -> Session { try await console.session(caller) }
 
     /// Reports progress from any thread, and stops the operation with `interrupted` once its
     /// caller has gone (Ctrl-C in the console, a dropped connection to the server).

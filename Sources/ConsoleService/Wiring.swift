@@ -95,9 +95,9 @@ public struct LookupFinder: BackupFinder {
 
     public init(store: any ConsoleStore) { self.store = store }
 
-    public func find(_ query: String, session: Session) throws(ConsoleError) -> BackupRecord {
-        let result = try LookupService(store: store).lookup(try LookupQuery(text: query), session: session)
-        guard let record = try store.backup(tenant: session.tenantName, id: result.backupId) else {
+    public func find(_ query: String, session: Session) async throws(ConsoleError) -> BackupRecord {
+        let result = try await LookupService(store: store).lookup(try LookupQuery(text: query), session: session)
+        guard let record = try await store.backup(tenant: session.tenantName, id: result.backupId) else {
             throw .notFound("Backup \(result.backupId) does not exist in tenant \(session.tenantName).")
         }
         return record

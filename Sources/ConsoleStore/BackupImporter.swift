@@ -31,8 +31,8 @@ public struct BackupImporter: Sendable {
     public func run(
         directory: URL, tenant: TenantName, dryRun: Bool, operatorName: String,
         progress: ((Int) throws(ConsoleError) -> Void)? = nil
-    ) throws(ConsoleError) -> ImportReport {
-        guard try store.tenant(tenant) != nil else { throw .notFound("Tenant \(tenant) does not exist.") }
+    ) async throws(ConsoleError) -> ImportReport {
+        guard try await store.tenant(tenant) != nil else { throw .notFound("Tenant \(tenant) does not exist.") }
         let export = ExportDirectory(root: directory)
         let names = try export.backupDirectories()
         var run = ImportRun(importer: self, tenant: tenant, dryRun: dryRun, operatorName: operatorName)
@@ -41,17 +41,17 @@ public struct BackupImporter: Sendable {
         for (done, name) in names.enumerated() {
             run.report.backupsSeen += 1
             if let entry = export.readBackup(name, problems: &run.report.problems) {
-                try run.consider(entry)
+                try await run.consider(entry)
             } else {
                 run.report.failed += 1
             }
             try progress?(done + 1)
         }
-        try run.flush()
-        try run.importOrphanRows()
+        try await run.flush()
+        try await run.importOrphanRows()
         if !dryRun {
             let r = run.report
-            try store.appendAudit(
+            try await store.appendAudit(
                 AuditDraft(
                     operatorName: operatorName, tenant: tenant.rawValue, action: "import", target: directory.path,
                     details: [

@@ -8,90 +8,107 @@ import Foundation
 /// transaction, so the log and the data cannot disagree. The SQLite implementation is
 /// ``SQLiteConsoleStore``; a PostgreSQL one can implement the same protocol.
 ///
+/// Every requirement is `async` and takes values only: no caller code runs inside a store
+/// transaction, so a store whose transactions live on a server (PostgreSQL) implements it as
+/// well as SQLite. Long scans are keyset pages (`after:`/`limit:`, one read each): the caller
+/// asks for the next page after the last key it saw until a page comes back short.
+///
 /// All methods throw ``ConsoleError``: `not_found`, `conflict`, or `internal_error` for I/O.
 public protocol ConsoleStore: Sendable {
     // MARK: Tenants, operators, grants
 
-    func createTenant(_ tenant: TenantRecord, audit: AuditDraft) throws(ConsoleError)
-    func tenant(_ name: TenantName) throws(ConsoleError) -> TenantRecord?
-    func tenants() throws(ConsoleError) -> [TenantRecord]
+    func createTenant(_ tenant: TenantRecord, audit: AuditDraft) async throws(ConsoleError)
+    func tenant(_ name: TenantName) async throws(ConsoleError) -> TenantRecord?
+    func tenants() async throws(ConsoleError) -> [TenantRecord]
 
-    func operatorCount() throws(ConsoleError) -> Int
+    func operatorCount() async throws(ConsoleError) -> Int
     /// Adds an operator with the hash of its token. Fails with `conflict` if the name exists.
-    func addOperator(_ op: OperatorRecord, tokenHash: String, audit: AuditDraft) throws(ConsoleError)
+    func addOperator(_ op: OperatorRecord, tokenHash: String, audit: AuditDraft) async throws(ConsoleError)
     /// Runs `init` atomically: fails with `conflict` if any operator exists.
     func bootstrap(
         admin: OperatorRecord, tokenHash: String, tenant: TenantRecord, audit: AuditDraft
-    ) throws(ConsoleError)
-    func operatorRecord(tokenHash: String) throws(ConsoleError) -> OperatorRecord?
-    func operatorRecord(named: OperatorName) throws(ConsoleError) -> OperatorRecord?
-    func operators() throws(ConsoleError) -> [OperatorRecord]
+    ) async throws(ConsoleError)
+    func operatorRecord(tokenHash: String) async throws(ConsoleError) -> OperatorRecord?
+    func operatorRecord(named: OperatorName) async throws(ConsoleError) -> OperatorRecord?
+    func operators() async throws(ConsoleError) -> [OperatorRecord]
     /// Sets the role (insert or replace).
-    func grant(_ grant: GrantRecord, audit: AuditDraft) throws(ConsoleError)
+    func grant(_ grant: GrantRecord, audit: AuditDraft) async throws(ConsoleError)
     /// Removes the grant; returns whether there was one. The audit entry is written only then.
-    func revoke(operator: OperatorName, tenant: TenantName, audit: AuditDraft) throws(ConsoleError) -> Bool
-    func grants(operator: OperatorName) throws(ConsoleError) -> [GrantRecord]
-    func grants(tenant: TenantName) throws(ConsoleError) -> [GrantRecord]
+    func revoke(operator: OperatorName, tenant: TenantName, audit: AuditDraft) async throws(ConsoleError) -> Bool
+    func grants(operator: OperatorName) async throws(ConsoleError) -> [GrantRecord]
+    func grants(tenant: TenantName) async throws(ConsoleError) -> [GrantRecord]
     /// Replaces the operator's token hash (the old token stops working at once); `false` if
     /// there is no such operator.
-    func replaceOperatorToken(_ name: OperatorName, tokenHash: String, audit: AuditDraft) throws(ConsoleError) -> Bool
+    func replaceOperatorToken(_ name: OperatorName, tokenHash: String, audit: AuditDraft) async throws(ConsoleError)
+        -> Bool
     /// Removes the operator and its grants; `false` if there is no such operator.
-    func removeOperator(_ name: OperatorName, audit: AuditDraft) throws(ConsoleError) -> Bool
+    func removeOperator(_ name: OperatorName, audit: AuditDraft) async throws(ConsoleError) -> Bool
     /// Deletes the tenant and everything in it (backups, index, grants, journal, challenges) in
     /// one transaction; the audit keeps its entries. Returns how many backups went, `nil` when
-    /// there is no such tenant. `audit` gets that count.
-    func deleteTenant(_ name: TenantName, audit: (Int) -> AuditDraft) throws(ConsoleError) -> Int?
+    /// there is no such tenant. The audit entry is `audit` with that count in its details
+    /// under ``CountedAuditDraft/countKey``.
+    func deleteTenant(_ name: TenantName, audit: CountedAuditDraft) async throws(ConsoleError) -> Int?
 
     // MARK: Backups and the FactorLookup index
 
-    func backup(tenant: TenantName, id: String) throws(ConsoleError) -> BackupRecord?
-    func backupExists(tenant: TenantName, id: String) throws(ConsoleError) -> Bool
-    func backupCount(tenant: TenantName) throws(ConsoleError) -> Int
+    func backup(tenant: TenantName, id: String) async throws(ConsoleError) -> BackupRecord?
+    func backupExists(tenant: TenantName, id: String) async throws(ConsoleError) -> Bool
+    func backupCount(tenant: TenantName) async throws(ConsoleError) -> Int
     /// Backup ids starting with `prefix`, in id order, at most `limit` (id prefixes, completion).
-    func backupIds(tenant: TenantName, prefix: String, limit: Int) throws(ConsoleError) -> [String]
-    /// Streams backups in id order, `batchSize` at a time, without loading them all.
-    func forEachBackup(
-        tenant: TenantName, batchSize: Int, _ body: ([BackupRecord]) throws(ConsoleError) -> Void
-    ) throws(ConsoleError)
+    func backupIds(tenant: TenantName, prefix: String, limit: Int) async throws(ConsoleError) -> [String]
+    /// Up to `limit` backups with ids greater than `after` (`nil`: from the first), in id order.
+    func backups(tenant: TenantName, after: String?, limit: Int) async throws(ConsoleError) -> [BackupRecord]
     /// The backup a lookup key points at, if any.
-    func lookup(tenant: TenantName, pk: String) throws(ConsoleError) -> LookupRow?
-    func lookupRows(tenant: TenantName, backupId: String) throws(ConsoleError) -> [LookupRow]
-    /// Streams the whole index in pk order.
-    func forEachLookupRow(
-        tenant: TenantName, batchSize: Int, _ body: ([LookupRow]) throws(ConsoleError) -> Void
-    ) throws(ConsoleError)
+    func lookup(tenant: TenantName, pk: String) async throws(ConsoleError) -> LookupRow?
+    func lookupRows(tenant: TenantName, backupId: String) async throws(ConsoleError) -> [LookupRow]
+    /// Up to `limit` index rows with keys greater than `after` (`nil`: from the first), in pk order.
+    func lookupRows(tenant: TenantName, after: String?, limit: Int) async throws(ConsoleError) -> [LookupRow]
     /// What the index answers for `pk`, checked in the same statement against the keys the
     /// named backup's metadata implies (derived at write time): `nil` on a miss; otherwise the
     /// backup, whether it exists, and the factor implying the key (`nil`: unauthorized).
-    func resolveLookup(tenant: TenantName, pk: String) throws(ConsoleError) -> LookupResolution?
-    /// Streams the derived per-backup summaries in id order, no metadata decoded.
-    func forEachBackupSummary(
-        tenant: TenantName, batchSize: Int, _ body: ([BackupSummary]) throws(ConsoleError) -> Void
-    ) throws(ConsoleError)
-    /// Streams every backup's summary with its index drift (rows its metadata does not imply,
-    /// implied keys the index does not give it), in id order, a page per read transaction.
-    func forEachBackupHealth(
-        tenant: TenantName, batchSize: Int, _ body: ([BackupHealthRow]) throws(ConsoleError) -> Void
-    ) throws(ConsoleError)
+    func resolveLookup(tenant: TenantName, pk: String) async throws(ConsoleError) -> LookupResolution?
+    /// Up to `limit` derived per-backup summaries after backup id `after`, in id order, no
+    /// metadata decoded.
+    func backupSummaries(tenant: TenantName, after: String?, limit: Int) async throws(ConsoleError) -> [BackupSummary]
+    /// Up to `limit` backups after id `after`, each summary with its index drift (rows its
+    /// metadata does not imply, implied keys the index does not give it), in id order; one read.
+    func backupHealth(tenant: TenantName, after: String?, limit: Int) async throws(ConsoleError) -> [BackupHealthRow]
     /// Writes one backup (metadata, blob, suborg refs from its TURNKEY keys, its lookup rows,
     /// and what reads derive from its metadata: implied keys and summary) in one transaction.
     /// A lookup row owned by another backup is a `conflict` and nothing is written.
-    func writeBackup(tenant: TenantName, _ write: BackupWrite, audit: AuditDraft) throws(ConsoleError)
+    func writeBackup(tenant: TenantName, _ write: BackupWrite, audit: AuditDraft) async throws(ConsoleError)
     /// Writes many backups in one transaction (seeding); same rules as ``writeBackup``.
-    func writeBackups(tenant: TenantName, _ writes: [BackupWrite], audit: AuditDraft) throws(ConsoleError)
-    func sealedBlob(tenant: TenantName, backupId: String) throws(ConsoleError) -> Data?
+    func writeBackups(tenant: TenantName, _ writes: [BackupWrite], audit: AuditDraft) async throws(ConsoleError)
+    func sealedBlob(tenant: TenantName, backupId: String) async throws(ConsoleError) -> Data?
     /// Upserts FactorLookup rows exactly as given, whether or not their backups exist: the
     /// import of the service's real index, drift included. Returns how many rows changed.
     @discardableResult
-    func writeLookupRows(tenant: TenantName, _ rows: [LookupRow], audit: AuditDraft) throws(ConsoleError) -> Int
+    func writeLookupRows(tenant: TenantName, _ rows: [LookupRow], audit: AuditDraft) async throws(ConsoleError) -> Int
+
+    // MARK: Bulk loads
+
+    /// Loads a Backup Service export into `tenant` by ``BackupImporter``'s rules (each backup
+    /// checked on its own, batched writes, one `import` entry per run); a dry run writes nothing.
+    /// A store may load it its own way (PostgreSQL: `COPY`) as long as the report is the same.
+    /// - Parameters:
+    ///   - clock: Unix seconds for the records' `importedAt` / `updatedAt`.
+    ///   - progress: called after each backup directory with the number done so far.
+    func importExport(
+        directory: URL, tenant: TenantName, dryRun: Bool, operatorName: String,
+        clock: @escaping @Sendable () -> Int64, progress: ((Int) throws(ConsoleError) -> Void)?
+    ) async throws(ConsoleError) -> ImportReport
+    /// Writes synthetic backups and orphan sub-orgs into a sandbox tenant by ``SandboxSeeder``'s rules.
+    func seedSandbox(
+        tenant: TenantRecord, backups: Int, orphans: Int, seed: UInt64, operatorName: String,
+        clock: @escaping @Sendable () -> Int64, progress: ((Int) throws(ConsoleError) -> Void)?
+    ) async throws(ConsoleError) -> SeedReport
 
     // MARK: Turnkey sub-organization references
 
     /// The backup that references a sub-org, if any.
-    func subOrgReference(tenant: TenantName, subOrgId: String) throws(ConsoleError) -> String?
-    func forEachReferencedSubOrg(
-        tenant: TenantName, batchSize: Int, _ body: ([String]) throws(ConsoleError) -> Void
-    ) throws(ConsoleError)
+    func subOrgReference(tenant: TenantName, subOrgId: String) async throws(ConsoleError) -> String?
+    /// Up to `limit` distinct referenced sub-org ids greater than `after`, in id order.
+    func referencedSubOrgs(tenant: TenantName, after: String?, limit: Int) async throws(ConsoleError) -> [String]
 
     // MARK: Sandbox Turnkey sub-organizations (sandbox tenants only)
 
@@ -99,57 +116,44 @@ public protocol ConsoleStore: Sendable {
     /// keep their first `createdAt`. Returns how many were new.
     @discardableResult
     func addSandboxSubOrgs(tenant: TenantName, _ subOrgIds: [String], createdAt: Int64, audit: AuditDraft?)
-        throws(ConsoleError) -> Int
+        async throws(ConsoleError) -> Int
     /// Removes one (the sandbox's `delete_sub_organization`); returns whether it was there.
-    func removeSandboxSubOrg(tenant: TenantName, subOrgId: String, audit: AuditDraft?) throws(ConsoleError) -> Bool
-    /// Streams the sandbox sub-org ids in id order.
-    func forEachSandboxSubOrg(
-        tenant: TenantName, batchSize: Int, _ body: ([String]) throws(ConsoleError) -> Void
-    ) throws(ConsoleError)
+    func removeSandboxSubOrg(tenant: TenantName, subOrgId: String, audit: AuditDraft?) async throws(ConsoleError)
+        -> Bool
 
     // MARK: Reset
 
-    func insertResetChallenge(_ challenge: ResetChallengeRecord, audit: AuditDraft) throws(ConsoleError)
-    func resetChallenge(tokenHash: String) throws(ConsoleError) -> ResetChallengeRecord?
+    func insertResetChallenge(_ challenge: ResetChallengeRecord, audit: AuditDraft) async throws(ConsoleError)
+    func resetChallenge(tokenHash: String) async throws(ConsoleError) -> ResetChallengeRecord?
     // The wipe of a reset the Backup Service confirmed is ``LiveTenantStore/recordServiceReset``:
     // the console never wipes a backup on its own word.
 
     // MARK: Cleanup journal
 
-    func cleanupItem(tenant: TenantName, subOrgId: String) throws(ConsoleError) -> CleanupItemRecord?
+    func cleanupItem(tenant: TenantName, subOrgId: String) async throws(ConsoleError) -> CleanupItemRecord?
     /// Inserts the items not yet in the journal (first seen keeps its earliest time); returns how many were new.
-    func enqueueCleanup(tenant: TenantName, _ items: [CleanupItemRecord], audit: AuditDraft?) throws(ConsoleError)
+    func enqueueCleanup(tenant: TenantName, _ items: [CleanupItemRecord], audit: AuditDraft?) async throws(ConsoleError)
         -> Int
     /// Compare-and-set on `item.version`; returns the item as written (its new version).
     @discardableResult
-    func updateCleanupItem(tenant: TenantName, _ item: CleanupItemRecord, audit: AuditDraft?) throws(ConsoleError)
+    func updateCleanupItem(tenant: TenantName, _ item: CleanupItemRecord, audit: AuditDraft?) async throws(ConsoleError)
         -> CleanupItemRecord
-    func cleanupItems(tenant: TenantName, states: Set<CleanupItemRecord.State>?) throws(ConsoleError)
+    func cleanupItems(tenant: TenantName, states: Set<CleanupItemRecord.State>?) async throws(ConsoleError)
         -> [CleanupItemRecord]
 
     // MARK: Audit
 
-    /// Appends an entry for an action that changed nothing else (a read of a backup).
+    /// Appends an entry for an action that changed nothing else (a read of a backup, a lookup,
+    /// `show`, `check`, `stats`), committed before it returns: a read's output is shown only
+    /// after this succeeds.
     @discardableResult
-    func appendAudit(_ draft: AuditDraft) throws(ConsoleError) -> AuditEntry
-    /// Appends the entry of a read (a lookup, `show`, `check`, `stats`): at once, or — while
-    /// ``holdReadAudits(_:)`` is on — held for one transaction shared with the reads after it.
-    func appendReadAudit(_ draft: AuditDraft) throws(ConsoleError)
-    /// Turns holding read audits on or off. Whoever turns it on must call ``flushAudit()``
-    /// and see it succeed before showing anything those reads returned.
-    func holdReadAudits(_ hold: Bool)
-
+    func appendAudit(_ draft: AuditDraft) async throws(ConsoleError) -> AuditEntry
     /// A number that changes whenever tenants, operators or grants change, by any process.
-    func accessVersion() throws(ConsoleError) -> Int64
-    /// How many read audits are held.
-    var heldAuditCount: Int { get }
-    /// Writes the held read audits, in order, in one transaction (any write transaction does
-    /// it first, too); a no-op when none are held.
-    func flushAudit() throws(ConsoleError)
-    /// Entries in sequence order; `tenant` filters, `nil` returns all (held ones written first).
-    func auditEntries(tenant: TenantName?, afterSeq: Int64, limit: Int) throws(ConsoleError) -> [AuditEntry]
+    func accessVersion() async throws(ConsoleError) -> Int64
+    /// Entries in sequence order; `tenant` filters, `nil` returns all.
+    func auditEntries(tenant: TenantName?, afterSeq: Int64, limit: Int) async throws(ConsoleError) -> [AuditEntry]
     /// The most recent entries (for `audit list --limit N`), oldest first.
-    func latestAuditEntries(tenant: TenantName?, limit: Int) throws(ConsoleError) -> [AuditEntry]
+    func latestAuditEntries(tenant: TenantName?, limit: Int) async throws(ConsoleError) -> [AuditEntry]
     /// The latest `limit` entries matching `query` (`audit list --operator --action --since`), oldest first.
-    func auditEntries(_ query: AuditQuery, limit: Int) throws(ConsoleError) -> [AuditEntry]
+    func auditEntries(_ query: AuditQuery, limit: Int) async throws(ConsoleError) -> [AuditEntry]
 }

@@ -27,7 +27,7 @@ struct ImportRun {
     private var store: any ConsoleStore { importer.store }
 
     /// Decides what one readable backup needs: drift findings, conflict, unchanged, or a write.
-    mutating func consider(_ entry: ExportDirectory.Entry) throws(ConsoleError) {
+    mutating func consider(_ entry: ExportDirectory.Entry) async throws(ConsoleError) {
         let metadata = entry.metadata
         let id = metadata.id
         let metadataKeys = Self.unique(metadata.lookupKeys.map(\.rawValue))
@@ -50,7 +50,7 @@ struct ImportRun {
             rows = metadataKeys
         }
         for pk in rows {
-            if let other = try owner(of: pk), other != id {
+            if let other = try await owner(of: pk), other != id {
                 report.conflicts.append(ImportConflict(pk: pk, backupIds: [other, id]))
                 report.failed += 1
                 return
@@ -59,8 +59,8 @@ struct ImportRun {
         for pk in rows { claims[pk] = id }
         accepted.insert(id)
         let lookupRows = rows.map { LookupRow(pk: $0, backupId: id) }
-        let existing = try store.backup(tenant: tenant, id: id)
-        if let existing, try isUnchanged(entry, existing: existing, rows: lookupRows) {
+        let existing = try await store.backup(tenant: tenant, id: id)
+        if let existing, try await isUnchanged(entry, existing: existing, rows: lookupRows) {
             report.unchanged += 1
             return
         }
@@ -72,28 +72,28 @@ struct ImportRun {
         report.lookupRowsImported += lookupRows.count
         batch.append(BackupWrite(record: record, blob: entry.blob, lookupRows: lookupRows))
         batchBytes += entry.blob?.count ?? 0
-        if batch.count >= importer.batchSize || batchBytes >= importer.batchBytes { try flush() }
+        if batch.count >= importer.batchSize || batchBytes >= importer.batchBytes { try await flush() }
     }
 
     /// The backup owning `pk` once this run's accepted backups have replaced their stored rows.
-    private func owner(of pk: String) throws(ConsoleError) -> String? {
+    private func owner(of pk: String) async throws(ConsoleError) -> String? {
         if let claimed = claims[pk] { return claimed }
-        guard let stored = try store.lookup(tenant: tenant, pk: pk)?.backupId else { return nil }
+        guard let stored = try await store.lookup(tenant: tenant, pk: pk)?.backupId else { return nil }
         return accepted.contains(stored) ? nil : stored
     }
 
     private func isUnchanged(_ entry: ExportDirectory.Entry, existing: BackupRecord, rows: [LookupRow])
-        throws(ConsoleError) -> Bool
+        async throws(ConsoleError) -> Bool
     {
         guard existing.blobSHA256 == entry.blobSHA256,
             existing.metadata.encoded(.stored) == entry.metadata.encoded(.stored)
         else { return false }
-        return Set(try store.lookupRows(tenant: tenant, backupId: entry.metadata.id)) == Set(rows)
+        return Set(try await store.lookupRows(tenant: tenant, backupId: entry.metadata.id)) == Set(rows)
     }
 
     /// Writes the pending batch in one transaction; on a conflict (a concurrent writer) the
     /// batch is retried backup by backup so only the conflicting ones fail.
-    mutating func flush() throws(ConsoleError) {
+    mutating func flush() async throws(ConsoleError) {
         defer {
             batch = []
             batchBytes = 0
@@ -105,12 +105,12 @@ struct ImportRun {
             target: ids.count == 1 ? ids[0] : nil,
             details: ["count": "\(ids.count)", "first": ids.first ?? "", "last": ids.last ?? ""])
         do {
-            try store.writeBackups(tenant: tenant, batch, audit: draft)
+            try await store.writeBackups(tenant: tenant, batch, audit: draft)
         } catch  where error.kind == .conflict || error.kind == .invalidInput || error.kind == .notFound {
             for write in batch {
                 let id = write.record.backupId
                 do {
-                    try store.writeBackup(
+                    try await store.writeBackup(
                         tenant: tenant, write,
                         audit: AuditDraft(
                             operatorName: operatorName, tenant: tenant.rawValue, action: "backup.import", target: id))
@@ -125,18 +125,18 @@ struct ImportRun {
     }
 
     /// Imports the index rows whose backup is not in the export, as they are, and reports them.
-    mutating func importOrphanRows() throws(ConsoleError) {
+    mutating func importOrphanRows() async throws(ConsoleError) {
         guard let index else { return }
         let orphans = index.rows.filter { !exportIds.contains($0.backupId) }
         guard !orphans.isEmpty else { return }
         var changed: [LookupRow] = []
         for row in orphans {
             report.drift.append(DriftFinding(backupId: row.backupId, pk: row.pk, kind: .orphanRow))
-            if try store.lookup(tenant: tenant, pk: row.pk) != row { changed.append(row) }
+            if try await store.lookup(tenant: tenant, pk: row.pk) != row { changed.append(row) }
         }
         report.lookupRowsImported += changed.count
         guard !dryRun, !changed.isEmpty else { return }
-        try store.writeLookupRows(
+        try await store.writeLookupRows(
             tenant: tenant, changed,
             audit: AuditDraft(
                 operatorName: operatorName, tenant: tenant.rawValue, action: "lookup.import",

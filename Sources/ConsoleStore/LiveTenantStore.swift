@@ -6,37 +6,38 @@ import Foundation
 /// and the one-run-per-tenant cleanup lease.
 public protocol LiveTenantStore: CleanupJournalStore, AuditCheckpointStore {
     /// Sets (or clears, with `nil`) the tenant's Backup Service URL.
-    func setBackupServiceURL(tenant: TenantName, url: String?, audit: AuditDraft) throws(ConsoleError)
+    func setBackupServiceURL(tenant: TenantName, url: String?, audit: AuditDraft) async throws(ConsoleError)
 
     // MARK: Snapshots
 
     /// Records one import as a snapshot of the service; returns it with its sequence number.
     @discardableResult
-    func recordSnapshot(tenant: TenantName, _ snapshot: SnapshotRecord, audit: AuditDraft?) throws(ConsoleError)
+    func recordSnapshot(tenant: TenantName, _ snapshot: SnapshotRecord, audit: AuditDraft?) async throws(ConsoleError)
         -> SnapshotRecord
     /// The snapshot with the newest known `snapshotAt` (complete or not), if any has a known time.
-    func newestSnapshot(tenant: TenantName) throws(ConsoleError) -> SnapshotRecord?
+    func newestSnapshot(tenant: TenantName) async throws(ConsoleError) -> SnapshotRecord?
     /// The newest complete snapshot with a known time: the only kind whose silence about a
     /// sub-org proves anything.
-    func newestCompleteSnapshot(tenant: TenantName) throws(ConsoleError) -> SnapshotRecord?
+    func newestCompleteSnapshot(tenant: TenantName) async throws(ConsoleError) -> SnapshotRecord?
     /// Every backup id of the tenant, in id order.
-    func backupIds(tenant: TenantName) throws(ConsoleError) -> [String]
+    func backupIds(tenant: TenantName) async throws(ConsoleError) -> [String]
     /// Deletes backups a complete snapshot no longer holds (metadata, blob, lookup rows, sub-org
     /// refs) and queues their sub-orgs with reason `retired`, naming the backup; one transaction.
-    func retireBackups(tenant: TenantName, ids: [String], now: Int64, audit: AuditDraft) throws(ConsoleError)
+    func retireBackups(tenant: TenantName, ids: [String], now: Int64, audit: AuditDraft) async throws(ConsoleError)
         -> [ResetWipe]
 
     // MARK: Resets through the Backup Service
 
     /// Marks a ledger entry as sent to the service, with the sub-orgs its backup referenced.
-    func markResetSent(tokenHash: String, subOrgIds: [String], now: Int64) throws(ConsoleError)
+    func markResetSent(tokenHash: String, subOrgIds: [String], now: Int64) async throws(ConsoleError)
     /// The local part of a reset the service confirmed: in ONE transaction, mark the ledger
     /// entry used, delete what the console still holds of the backup, queue `subOrgIds` plus
-    /// any the copy still references (reason `reset`, no snapshot needed), append the audit.
+    /// any the copy still references (reason `reset`, no snapshot needed), append `audit`
+    /// completed with the wipe (``ResetAuditDraft/completed(_:)``).
     func recordServiceReset(
         tenant: TenantName, tokenHash: String?, backupId: String, subOrgIds: [String], now: Int64,
-        audit: (ResetWipe) -> AuditDraft
-    ) throws(ConsoleError) -> ResetWipe
+        audit: ResetAuditDraft
+    ) async throws(ConsoleError) -> ResetWipe
 
     // MARK: The sandbox Backup Service's own state
 
@@ -45,7 +46,7 @@ public protocol LiveTenantStore: CleanupJournalStore, AuditCheckpointStore {
     /// sandbox service is not the console. Returns `false`, changing nothing, when the token
     /// was already used (`already_used`).
     func sandboxServiceReset(tenant: TenantName, tokenHash: String, backupId: String, now: Int64)
-        throws(ConsoleError) -> Bool
+        async throws(ConsoleError) -> Bool
 
     // MARK: The cleanup run lease
 
@@ -53,10 +54,10 @@ public protocol LiveTenantStore: CleanupJournalStore, AuditCheckpointStore {
     /// held by `takeOver` (a holder known to be dead).
     /// - Returns: `nil` on success, else the current holder and its expiry.
     func acquireCleanupLease(tenant: TenantName, holder: String, now: Int64, expiresAt: Int64, takeOver: String?)
-        throws(ConsoleError) -> (holder: String, expiresAt: Int64)?
+        async throws(ConsoleError) -> (holder: String, expiresAt: Int64)?
     /// Extends the lease; `false` when `holder` no longer holds it.
-    func renewCleanupLease(tenant: TenantName, holder: String, expiresAt: Int64) throws(ConsoleError) -> Bool
-    func releaseCleanupLease(tenant: TenantName, holder: String) throws(ConsoleError)
+    func renewCleanupLease(tenant: TenantName, holder: String, expiresAt: Int64) async throws(ConsoleError) -> Bool
+    func releaseCleanupLease(tenant: TenantName, holder: String) async throws(ConsoleError)
 }
 
 /// One import of a Backup Service export, as a snapshot of the live system.

@@ -240,3 +240,46 @@ public struct CleanupItemRecord: Sendable, Equatable, Codable {
         self.updatedAt = updatedAt
     }
 }
+
+/// The audit entry of ``ConsoleStore/deleteTenant(_:audit:)``, completed by the store with the
+/// number of backups it removed (decimal, under ``countKey`` in the details) inside the
+/// deleting transaction.
+public struct CountedAuditDraft: Sendable, Equatable {
+    public var draft: AuditDraft
+    public var countKey: String
+
+    public init(_ draft: AuditDraft, countKey: String) {
+        self.draft = draft
+        self.countKey = countKey
+    }
+
+    /// The entry as written: `draft` with the count added.
+    public func completed(count: Int) -> AuditDraft {
+        var entry = draft
+        entry.details[countKey] = String(count)
+        return entry
+    }
+}
+
+/// The audit entry of ``LiveTenantStore/recordServiceReset(tenant:tokenHash:backupId:subOrgIds:now:audit:)``,
+/// completed by the store with what the wipe found: `target` becomes the backup id,
+/// `lookupRowsRemoved` the larger of the rows it deleted and ``lookupRowsAtLeast`` (rows the
+/// service reported), `subOrgsQueued` the number of sub-orgs queued.
+public struct ResetAuditDraft: Sendable, Equatable {
+    public var draft: AuditDraft
+    public var lookupRowsAtLeast: Int
+
+    public init(_ draft: AuditDraft, lookupRowsAtLeast: Int) {
+        self.draft = draft
+        self.lookupRowsAtLeast = lookupRowsAtLeast
+    }
+
+    /// The entry as written for `wipe`.
+    public func completed(_ wipe: ResetWipe) -> AuditDraft {
+        var entry = draft
+        entry.target = wipe.backupId
+        entry.details["lookupRowsRemoved"] = String(max(wipe.lookupRowsRemoved, lookupRowsAtLeast))
+        entry.details["subOrgsQueued"] = String(wipe.turnkeySubOrgIds.count)
+        return entry
+    }
+}

@@ -9,11 +9,7 @@ extension SQLiteConsoleStore {
     /// `seq` is the last one plus one and `prevHash` the last entry's hash (64 zeros for the
     /// first), so the writer's serialisation is what keeps the chain linear.
     func insertAudit(_ draft: AuditDraft, _ db: Database) throws -> AuditEntry {
-        try insertAudit(draft, at: clock(), db)
-    }
-
-    /// ``insertAudit(_:_:)`` with the time the action happened (a held read audit's).
-    func insertAudit(_ draft: AuditDraft, at: Int64, _ db: Database) throws -> AuditEntry {
+        let at = clock()
         let last = try Row.fetchOne(db.cachedStatement(sql: "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1"))
         let seq: Int64 = (last.map { $0["seq"] as Int64 } ?? 0) + 1
         let prevHash: String = last.map { $0["hash"] as String } ?? AuditEntry.genesisHash
@@ -51,13 +47,14 @@ extension SQLiteConsoleStore {
     static let auditColumns = "seq, at, operator, tenant, action, target, details, prev_hash, hash"
 
     @discardableResult
-    public func appendAudit(_ draft: AuditDraft) throws(ConsoleError) -> AuditEntry {
-        try write("appending an audit entry") { db in try insertAudit(draft, db) }
+    public func appendAudit(_ draft: AuditDraft) async throws(ConsoleError) -> AuditEntry {
+        try await write("appending an audit entry") { db in try self.insertAudit(draft, db) }
     }
 
-    public func auditEntries(tenant: TenantName?, afterSeq: Int64, limit: Int) throws(ConsoleError) -> [AuditEntry] {
-        try flushAudit()
-        return try read("reading the audit log") { db in
+    public func auditEntries(tenant: TenantName?, afterSeq: Int64, limit: Int) async throws(ConsoleError)
+        -> [AuditEntry]
+    {
+        return try await read("reading the audit log") { db in
             let rows: [Row]
             if let tenant {
                 rows = try Row.fetchAll(
@@ -72,9 +69,8 @@ extension SQLiteConsoleStore {
         }
     }
 
-    public func latestAuditEntries(tenant: TenantName?, limit: Int) throws(ConsoleError) -> [AuditEntry] {
-        try flushAudit()
-        return try read("reading the audit log") { db in
+    public func latestAuditEntries(tenant: TenantName?, limit: Int) async throws(ConsoleError) -> [AuditEntry] {
+        return try await read("reading the audit log") { db in
             let rows: [Row]
             if let tenant {
                 rows = try Row.fetchAll(

@@ -4,23 +4,23 @@ import GRDB
 /// Where signed audit checkpoints are kept (`audit verify`, `audit export`, the server's signer).
 public protocol AuditCheckpointStore: ConsoleStore {
     /// Appends `checkpoint` after the existing ones.
-    func appendAuditCheckpoint(_ checkpoint: AuditCheckpoint) throws(ConsoleError)
+    func appendAuditCheckpoint(_ checkpoint: AuditCheckpoint) async throws(ConsoleError)
     /// Every checkpoint, oldest first.
-    func auditCheckpoints() throws(ConsoleError) -> [AuditCheckpoint]
+    func auditCheckpoints() async throws(ConsoleError) -> [AuditCheckpoint]
     /// The newest checkpoint, if any.
-    func latestAuditCheckpoint() throws(ConsoleError) -> AuditCheckpoint?
-    /// The head entry's seq (0 for an empty log) and the newest checkpoint, read together
-    /// (held read audits are not written: they are not in the chain yet).
-    func auditCheckpointLag() throws(ConsoleError) -> (headSeq: Int64, latest: AuditCheckpoint?)
-    /// In one write transaction: reads the head entry and the newest checkpoint, asks `make`
-    /// for the next checkpoint, and appends what it returns. Two signers cannot both chain to
-    /// the same predecessor.
-    func appendAuditCheckpoint(
-        _ make: (_ head: AuditEntry, _ latest: AuditCheckpoint?) throws(ConsoleError) -> AuditCheckpoint?
-    ) throws(ConsoleError) -> AuditCheckpoint?
+    func latestAuditCheckpoint() async throws(ConsoleError) -> AuditCheckpoint?
+    /// The head entry's seq (0 for an empty log) and the newest checkpoint, read together.
+    func auditCheckpointLag() async throws(ConsoleError) -> (headSeq: Int64, latest: AuditCheckpoint?)
+    /// The head entry (`nil` for an empty log) and the newest checkpoint, read together.
+    func auditHead() async throws(ConsoleError) -> (head: AuditEntry?, latest: AuditCheckpoint?)
+    /// Appends `checkpoint` if the newest checkpoint is still `previous` (compared by hash;
+    /// `nil`: there is none yet), in one write transaction; returns whether it did. Two signers
+    /// cannot both chain to the same predecessor: the second finds it replaced and appends nothing.
+    func appendAuditCheckpoint(_ checkpoint: AuditCheckpoint, ifLatestIs previous: AuditCheckpoint?)
+        async throws(ConsoleError) -> Bool
     /// Entries with `at >= sinceMillis` and `seq > afterSeq`, oldest first, at most `limit`
     /// (`audit export`); `tenant` narrows to one tenant, `nil` is the whole chain.
-    func auditEntries(tenant: TenantName?, sinceMillis: Int64, afterSeq: Int64, limit: Int) throws(ConsoleError)
+    func auditEntries(tenant: TenantName?, sinceMillis: Int64, afterSeq: Int64, limit: Int) async throws(ConsoleError)
         -> [AuditEntry]
 }
 
@@ -51,48 +51,51 @@ extension SQLiteConsoleStore: AuditCheckpointStore {
         ).map(checkpoint)
     }
 
-    public func appendAuditCheckpoint(_ checkpoint: AuditCheckpoint) throws(ConsoleError) {
-        try write("appending an audit checkpoint") { db in try Self.insert(checkpoint, db) }
+    public func appendAuditCheckpoint(_ checkpoint: AuditCheckpoint) async throws(ConsoleError) {
+        try await write("appending an audit checkpoint") { db in try Self.insert(checkpoint, db) }
     }
 
-    public func auditCheckpoints() throws(ConsoleError) -> [AuditCheckpoint] {
-        try read("reading audit checkpoints") { db in
+    public func auditCheckpoints() async throws(ConsoleError) -> [AuditCheckpoint] {
+        try await read("reading audit checkpoints") { db in
             try Row.fetchAll(db, sql: "SELECT \(Self.checkpointColumns) FROM audit_checkpoints ORDER BY id")
                 .map(Self.checkpoint)
         }
     }
 
-    public func latestAuditCheckpoint() throws(ConsoleError) -> AuditCheckpoint? {
-        try read("reading audit checkpoints") { db in try Self.latestCheckpoint(db) }
+    public func latestAuditCheckpoint() async throws(ConsoleError) -> AuditCheckpoint? {
+        try await read("reading audit checkpoints") { db in try Self.latestCheckpoint(db) }
     }
 
-    public func auditCheckpointLag() throws(ConsoleError) -> (headSeq: Int64, latest: AuditCheckpoint?) {
-        try read("reading audit checkpoints") { db in
+    public func auditCheckpointLag() async throws(ConsoleError) -> (headSeq: Int64, latest: AuditCheckpoint?) {
+        try await read("reading audit checkpoints") { db in
             let head = try Int64.fetchOne(db, sql: "SELECT seq FROM audit ORDER BY seq DESC LIMIT 1") ?? 0
             return (head, try Self.latestCheckpoint(db))
         }
     }
 
-    public func appendAuditCheckpoint(
-        _ make: (_ head: AuditEntry, _ latest: AuditCheckpoint?) throws(ConsoleError) -> AuditCheckpoint?
-    ) throws(ConsoleError) -> AuditCheckpoint? {
-        try write("appending an audit checkpoint") { db in
-            guard
-                let head = try Row.fetchOne(
-                    db, sql: "SELECT \(Self.auditColumns) FROM audit ORDER BY seq DESC LIMIT 1"
-                ).map(Self.auditEntry)
-            else { return nil }
-            guard let checkpoint = try make(head, try Self.latestCheckpoint(db)) else { return nil }
+    public func auditHead() async throws(ConsoleError) -> (head: AuditEntry?, latest: AuditCheckpoint?) {
+        try await read("reading audit checkpoints") { db in
+            let head = try Row.fetchOne(
+                db, sql: "SELECT \(Self.auditColumns) FROM audit ORDER BY seq DESC LIMIT 1"
+            ).map(Self.auditEntry)
+            return (head, try Self.latestCheckpoint(db))
+        }
+    }
+
+    public func appendAuditCheckpoint(_ checkpoint: AuditCheckpoint, ifLatestIs previous: AuditCheckpoint?)
+        async throws(ConsoleError) -> Bool
+    {
+        try await write("appending an audit checkpoint") { db in
+            guard try Self.latestCheckpoint(db)?.hash == previous?.hash else { return false }
             try Self.insert(checkpoint, db)
-            return checkpoint
+            return true
         }
     }
 
     public func auditEntries(tenant: TenantName?, sinceMillis: Int64, afterSeq: Int64, limit: Int)
-        throws(ConsoleError) -> [AuditEntry]
+        async throws(ConsoleError) -> [AuditEntry]
     {
-        try flushAudit()
-        return try read("reading the audit log") { db in
+        return try await read("reading the audit log") { db in
             let rows: [Row]
             if let tenant {
                 rows = try Row.fetchAll(

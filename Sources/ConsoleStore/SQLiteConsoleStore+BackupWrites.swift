@@ -3,27 +3,45 @@ import Foundation
 import GRDB
 
 extension SQLiteConsoleStore {
-    public func writeBackup(tenant: TenantName, _ write: BackupWrite, audit: AuditDraft) throws(ConsoleError) {
+    public func importExport(
+        directory: URL, tenant: TenantName, dryRun: Bool, operatorName: String,
+        clock: @escaping @Sendable () -> Int64, progress: ((Int) throws(ConsoleError) -> Void)?
+    ) async throws(ConsoleError) -> ImportReport {
+        try await BackupImporter(store: self, clock: clock).run(
+            directory: directory, tenant: tenant, dryRun: dryRun, operatorName: operatorName, progress: progress)
+    }
+
+    public func seedSandbox(
+        tenant: TenantRecord, backups: Int, orphans: Int, seed: UInt64, operatorName: String,
+        clock: @escaping @Sendable () -> Int64, progress: ((Int) throws(ConsoleError) -> Void)?
+    ) async throws(ConsoleError) -> SeedReport {
+        try await SandboxSeeder(store: self, clock: clock).run(
+            tenant: tenant, backups: backups, orphans: orphans, seed: seed, operatorName: operatorName,
+            progress: progress)
+    }
+
+    public func writeBackup(tenant: TenantName, _ write: BackupWrite, audit: AuditDraft) async throws(ConsoleError) {
         let prepared = PreparedWrite(write)
-        try self.write("writing backup \(write.record.backupId)") { db in
+        try await self.write("writing backup \(write.record.backupId)") { db in
             try Self.apply(prepared, tenant: tenant, db)
-            _ = try insertAudit(audit, db)
+            _ = try self.insertAudit(audit, db)
         }
     }
 
-    public func writeBackups(tenant: TenantName, _ writes: [BackupWrite], audit: AuditDraft) throws(ConsoleError) {
+    public func writeBackups(tenant: TenantName, _ writes: [BackupWrite], audit: AuditDraft) async throws(ConsoleError)
+    {
         let prepared = PreparedWrite.all(writes)
-        try self.write("writing \(writes.count) backups") { db in
+        try await self.write("writing \(writes.count) backups") { db in
             for write in prepared { try Self.apply(write, tenant: tenant, db) }
-            _ = try insertAudit(audit, db)
+            _ = try self.insertAudit(audit, db)
         }
     }
 
     @discardableResult
-    public func writeLookupRows(tenant: TenantName, _ rows: [LookupRow], audit: AuditDraft) throws(ConsoleError)
+    public func writeLookupRows(tenant: TenantName, _ rows: [LookupRow], audit: AuditDraft) async throws(ConsoleError)
         -> Int
     {
-        try write("writing \(rows.count) factor index rows") { db in
+        try await write("writing \(rows.count) factor index rows") { db in
             let upsert = try db.cachedStatement(
                 sql: """
                     INSERT INTO factor_lookup (tenant, pk, backup_id) VALUES (?, ?, ?)
@@ -36,7 +54,7 @@ extension SQLiteConsoleStore {
                 try upsert.execute(arguments: [tenant.rawValue, row.pk, row.backupId])
                 changed += db.changesCount
             }
-            _ = try insertAudit(audit, db)
+            _ = try self.insertAudit(audit, db)
             return changed
         }
     }

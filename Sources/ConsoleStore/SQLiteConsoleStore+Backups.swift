@@ -20,8 +20,8 @@ extension SQLiteConsoleStore {
             updatedAt: row["updated_at"])
     }
 
-    public func backup(tenant: TenantName, id: String) throws(ConsoleError) -> BackupRecord? {
-        try readOne("reading backup \(id)") { db in
+    public func backup(tenant: TenantName, id: String) async throws(ConsoleError) -> BackupRecord? {
+        try await readOne("reading backup \(id)") { db in
             try Row.fetchOne(
                 db.cachedStatement(
                     sql: "SELECT \(Self.backupColumns) FROM backups WHERE tenant = ? AND backup_id = ?"),
@@ -30,8 +30,8 @@ extension SQLiteConsoleStore {
         }
     }
 
-    public func backupExists(tenant: TenantName, id: String) throws(ConsoleError) -> Bool {
-        try readOne("checking backup \(id)") { db in
+    public func backupExists(tenant: TenantName, id: String) async throws(ConsoleError) -> Bool {
+        try await readOne("checking backup \(id)") { db in
             let cursor = try RawCursor(
                 db, sql: "SELECT 1 FROM backups WHERE tenant = ? AND backup_id = ?", texts: [tenant.rawValue, id])
             defer { cursor.finish() }
@@ -39,36 +39,30 @@ extension SQLiteConsoleStore {
         }
     }
 
-    public func backupCount(tenant: TenantName) throws(ConsoleError) -> Int {
-        try readOne("counting backups") { db in
+    public func backupCount(tenant: TenantName) async throws(ConsoleError) -> Int {
+        try await readOne("counting backups") { db in
             try Int.fetchOne(db, sql: "SELECT count(*) FROM backups WHERE tenant = ?", arguments: [tenant.rawValue])
                 ?? 0
         }
     }
 
-    public func forEachBackup(
-        tenant: TenantName, batchSize: Int, _ body: ([BackupRecord]) throws(ConsoleError) -> Void
-    ) throws(ConsoleError) {
-        try paginate(after: "") { (last: String) throws(ConsoleError) -> ([BackupRecord], String?) in
-            let page = try read("listing backups") { db in
-                try Row.fetchAll(
-                    db.cachedStatement(
-                        sql: """
-                            SELECT \(Self.backupColumns) FROM backups
-                            WHERE tenant = ? AND backup_id > ? ORDER BY backup_id LIMIT ?
-                            """),
-                    arguments: [tenant.rawValue, last, Self.clampBatch(batchSize)]
-                ).map(Self.backupRecord)
-            }
-            if !page.isEmpty { try body(page) }
-            return (page, page.last?.backupId)
+    public func backups(tenant: TenantName, after: String?, limit: Int) async throws(ConsoleError) -> [BackupRecord] {
+        try await read("listing backups") { db in
+            try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT \(Self.backupColumns) FROM backups
+                        WHERE tenant = ? AND backup_id > ? ORDER BY backup_id LIMIT ?
+                        """),
+                arguments: [tenant.rawValue, after ?? "", Self.clampBatch(limit)]
+            ).map(Self.backupRecord)
         }
     }
 
     // MARK: FactorLookup
 
-    public func lookup(tenant: TenantName, pk: String) throws(ConsoleError) -> LookupRow? {
-        let backupId = try readOne("looking up a factor") { db in
+    public func lookup(tenant: TenantName, pk: String) async throws(ConsoleError) -> LookupRow? {
+        let backupId = try await readOne("looking up a factor") { db in
             let cursor = try RawCursor(
                 db, sql: "SELECT backup_id FROM factor_lookup WHERE tenant = ? AND pk = ?",
                 texts: [tenant.rawValue, pk])
@@ -78,8 +72,8 @@ extension SQLiteConsoleStore {
         return backupId.map { LookupRow(pk: pk, backupId: $0) }
     }
 
-    public func lookupRows(tenant: TenantName, backupId: String) throws(ConsoleError) -> [LookupRow] {
-        try readOne("reading the lookup rows of \(backupId)") { db in
+    public func lookupRows(tenant: TenantName, backupId: String) async throws(ConsoleError) -> [LookupRow] {
+        try await readOne("reading the lookup rows of \(backupId)") { db in
             try String.fetchAll(
                 db.cachedStatement(sql: "SELECT pk FROM factor_lookup WHERE tenant = ? AND backup_id = ? ORDER BY pk"),
                 arguments: [tenant.rawValue, backupId]
@@ -87,26 +81,20 @@ extension SQLiteConsoleStore {
         }
     }
 
-    public func forEachLookupRow(
-        tenant: TenantName, batchSize: Int, _ body: ([LookupRow]) throws(ConsoleError) -> Void
-    ) throws(ConsoleError) {
-        try paginate(after: "") { (last: String) throws(ConsoleError) -> ([LookupRow], String?) in
-            let page = try read("listing the factor index") { db in
-                var rows: [LookupRow] = []
-                let cursor = try Row.fetchCursor(
-                    db.cachedStatement(
-                        sql: "SELECT pk, backup_id FROM factor_lookup WHERE tenant = ? AND pk > ? ORDER BY pk LIMIT ?"),
-                    arguments: [tenant.rawValue, last, Self.clampBatch(batchSize)])
-                while let row = try cursor.next() { rows.append(LookupRow(pk: row["pk"], backupId: row["backup_id"])) }
-                return rows
-            }
-            if !page.isEmpty { try body(page) }
-            return (page, page.last?.pk)
+    public func lookupRows(tenant: TenantName, after: String?, limit: Int) async throws(ConsoleError) -> [LookupRow] {
+        try await read("listing the factor index") { db in
+            var rows: [LookupRow] = []
+            let cursor = try Row.fetchCursor(
+                db.cachedStatement(
+                    sql: "SELECT pk, backup_id FROM factor_lookup WHERE tenant = ? AND pk > ? ORDER BY pk LIMIT ?"),
+                arguments: [tenant.rawValue, after ?? "", Self.clampBatch(limit)])
+            while let row = try cursor.next() { rows.append(LookupRow(pk: row["pk"], backupId: row["backup_id"])) }
+            return rows
         }
     }
 
-    public func sealedBlob(tenant: TenantName, backupId: String) throws(ConsoleError) -> Data? {
-        try readOne("reading the sealed blob of \(backupId)") { db in
+    public func sealedBlob(tenant: TenantName, backupId: String) async throws(ConsoleError) -> Data? {
+        try await readOne("reading the sealed blob of \(backupId)") { db in
             try Data.fetchOne(
                 db.cachedStatement(sql: "SELECT bytes FROM sealed_blobs WHERE tenant = ? AND backup_id = ?"),
                 arguments: [tenant.rawValue, backupId])
@@ -115,8 +103,8 @@ extension SQLiteConsoleStore {
 
     // MARK: Sub-org references
 
-    public func subOrgReference(tenant: TenantName, subOrgId: String) throws(ConsoleError) -> String? {
-        try readOne("reading the references of sub-org \(subOrgId)") { db in
+    public func subOrgReference(tenant: TenantName, subOrgId: String) async throws(ConsoleError) -> String? {
+        try await readOne("reading the references of sub-org \(subOrgId)") { db in
             try String.fetchOne(
                 db.cachedStatement(
                     sql:
@@ -126,37 +114,22 @@ extension SQLiteConsoleStore {
         }
     }
 
-    public func forEachReferencedSubOrg(
-        tenant: TenantName, batchSize: Int, _ body: ([String]) throws(ConsoleError) -> Void
-    ) throws(ConsoleError) {
-        try paginate(after: "") { (last: String) throws(ConsoleError) -> ([String], String?) in
-            let page = try read("listing referenced sub-orgs") { db in
-                try String.fetchAll(
-                    db.cachedStatement(
-                        sql: """
-                            SELECT DISTINCT suborg_id FROM suborg_refs WHERE tenant = ? AND suborg_id > ?
-                            ORDER BY suborg_id LIMIT ?
-                            """),
-                    arguments: [tenant.rawValue, last, Self.clampBatch(batchSize)])
-            }
-            if !page.isEmpty { try body(page) }
-            return (page, page.last)
+    public func referencedSubOrgs(tenant: TenantName, after: String?, limit: Int) async throws(ConsoleError)
+        -> [String]
+    {
+        try await read("listing referenced sub-orgs") { db in
+            try String.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT DISTINCT suborg_id FROM suborg_refs WHERE tenant = ? AND suborg_id > ?
+                        ORDER BY suborg_id LIMIT ?
+                        """),
+                arguments: [tenant.rawValue, after ?? "", Self.clampBatch(limit)])
         }
     }
 
     // MARK: Paging
 
+    /// A page size between 1 and 100,000.
     static func clampBatch(_ size: Int) -> Int { min(max(size, 1), 100_000) }
-
-    /// Keyset pagination: fetches pages after the last key until one comes back empty.
-    func paginate<Item>(
-        after start: String, _ fetch: (String) throws(ConsoleError) -> ([Item], String?)
-    ) throws(ConsoleError) {
-        var last = start
-        while true {
-            let (page, next) = try fetch(last)
-            guard let next, !page.isEmpty else { return }
-            last = next
-        }
-    }
 }

@@ -43,8 +43,8 @@ extension SQLiteConsoleStore {
         return !existed
     }
 
-    public func cleanupItem(tenant: TenantName, subOrgId: String) throws(ConsoleError) -> CleanupItemRecord? {
-        try readOne("reading cleanup item \(subOrgId)") { db in
+    public func cleanupItem(tenant: TenantName, subOrgId: String) async throws(ConsoleError) -> CleanupItemRecord? {
+        try await readOne("reading cleanup item \(subOrgId)") { db in
             try Row.fetchOne(
                 db, sql: "SELECT \(Self.cleanupColumns) FROM cleanup_items WHERE tenant = ? AND suborg_id = ?",
                 arguments: [tenant.rawValue, subOrgId]
@@ -53,12 +53,12 @@ extension SQLiteConsoleStore {
     }
 
     public func enqueueCleanup(tenant: TenantName, _ items: [CleanupItemRecord], audit: AuditDraft?)
-        throws(ConsoleError) -> Int
+        async throws(ConsoleError) -> Int
     {
-        try write("queueing \(items.count) sub-orgs for cleanup") { db in
+        try await write("queueing \(items.count) sub-orgs for cleanup") { db in
             var new = 0
             for item in items where try Self.enqueue(item, tenant: tenant.rawValue, db) { new += 1 }
-            if let audit { _ = try insertAudit(audit, db) }
+            if let audit { _ = try self.insertAudit(audit, db) }
             return new
         }
     }
@@ -68,9 +68,9 @@ extension SQLiteConsoleStore {
     /// and changes nothing, so a stale worker can never overwrite a newer state.
     @discardableResult
     public func updateCleanupItem(tenant: TenantName, _ item: CleanupItemRecord, audit: AuditDraft?)
-        throws(ConsoleError) -> CleanupItemRecord
+        async throws(ConsoleError) -> CleanupItemRecord
     {
-        try write("updating cleanup item \(item.subOrgId)") { db in
+        try await write("updating cleanup item \(item.subOrgId)") { db in
             try db.execute(
                 sql: """
                     UPDATE cleanup_items SET reason = ?, first_seen_at = ?, state = ?, body = ?, attempts = ?,
@@ -94,17 +94,17 @@ extension SQLiteConsoleStore {
                     "Cleanup item \(item.subOrgId) of \(tenant) was changed by another writer since it was read; nothing was overwritten."
                 )
             }
-            if let audit { _ = try insertAudit(audit, db) }
+            if let audit { _ = try self.insertAudit(audit, db) }
             var updated = item
             updated.version += 1
             return updated
         }
     }
 
-    public func cleanupItems(tenant: TenantName, states: Set<CleanupItemRecord.State>?) throws(ConsoleError)
+    public func cleanupItems(tenant: TenantName, states: Set<CleanupItemRecord.State>?) async throws(ConsoleError)
         -> [CleanupItemRecord]
     {
-        try read("listing cleanup items") { db in
+        try await read("listing cleanup items") { db in
             try Row.fetchAll(
                 db, sql: "SELECT \(Self.cleanupColumns) FROM cleanup_items WHERE tenant = ? ORDER BY suborg_id",
                 arguments: [tenant.rawValue]

@@ -8,16 +8,17 @@ import GRDB
 /// Everything here is bounded: pages, `IN` lists of one page, per-state counts.
 public protocol CleanupJournalStore: ConsoleStore {
     /// Which of `ids` (one page, ≤ 1000) some backup of the tenant references.
-    func referencedSubOrgs(tenant: TenantName, among ids: [String]) throws(ConsoleError) -> Set<String>
+    func referencedSubOrgs(tenant: TenantName, among ids: [String]) async throws(ConsoleError) -> Set<String>
     /// Up to `limit` sandbox sub-org ids greater than `after`, in id order.
-    func sandboxSubOrgPage(tenant: TenantName, after: String, limit: Int) throws(ConsoleError) -> [String]
-    func sandboxSubOrgExists(tenant: TenantName, subOrgId: String) throws(ConsoleError) -> Bool
-    func sandboxSubOrgCount(tenant: TenantName) throws(ConsoleError) -> Int
+    func sandboxSubOrgPage(tenant: TenantName, after: String, limit: Int) async throws(ConsoleError) -> [String]
+    func sandboxSubOrgExists(tenant: TenantName, subOrgId: String) async throws(ConsoleError) -> Bool
+    func sandboxSubOrgCount(tenant: TenantName) async throws(ConsoleError) -> Int
     /// Stores (or replaces) the user-stamped break-glass request for a journaled sub-org.
-    func saveStampedTeardown(tenant: TenantName, _ teardown: StampedTeardown, audit: AuditDraft?) throws(ConsoleError)
-    func stampedTeardown(tenant: TenantName, subOrgId: String) throws(ConsoleError) -> StampedTeardown?
+    func saveStampedTeardown(tenant: TenantName, _ teardown: StampedTeardown, audit: AuditDraft?)
+        async throws(ConsoleError)
+    func stampedTeardown(tenant: TenantName, subOrgId: String) async throws(ConsoleError) -> StampedTeardown?
     /// How many journal items are in each state.
-    func cleanupCounts(tenant: TenantName) throws(ConsoleError) -> [CleanupItemRecord.State: Int]
+    func cleanupCounts(tenant: TenantName) async throws(ConsoleError) -> [CleanupItemRecord.State: Int]
 }
 
 /// A break-glass deletion stamped by the user (`recovery stamp`): the exact body and its stamp.
@@ -40,13 +41,13 @@ extension SQLiteConsoleStore: CleanupJournalStore {
     /// One range scan of the `suborg_refs` primary key between the page's smallest and largest
     /// id when that range is small (a `list_suborgs` page is a sorted slice of ids, and the store
     /// references most listed sub-orgs), else an indexed `IN` query; both are one statement.
-    public func referencedSubOrgs(tenant: TenantName, among ids: [String]) throws(ConsoleError) -> Set<String> {
+    public func referencedSubOrgs(tenant: TenantName, among ids: [String]) async throws(ConsoleError) -> Set<String> {
         // Bounds in SQLite's BINARY order (bytes), not Swift's Unicode order, so no id falls outside.
         let byBytes: (String, String) -> Bool = { $0.utf8.lexicographicallyPrecedes($1.utf8) }
         guard let low = ids.min(by: byBytes), let high = ids.max(by: byBytes) else { return [] }
         let wanted = Set(ids)
         let rangeLimit = 4 * ids.count + 64
-        let inRange = try read("checking \(ids.count) sub-org references") { db in
+        let inRange = try await read("checking \(ids.count) sub-org references") { db in
             try String.fetchAll(
                 db.cachedStatement(
                     sql: "SELECT suborg_id FROM suborg_refs WHERE tenant = ? AND suborg_id BETWEEN ? AND ? LIMIT ?"),
@@ -56,7 +57,7 @@ extension SQLiteConsoleStore: CleanupJournalStore {
         var found: Set<String> = []
         for chunk in stride(from: 0, to: ids.count, by: 500).map({ ids[$0..<min($0 + 500, ids.count)] }) {
             let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
-            let rows = try read("checking \(chunk.count) sub-org references") { db in
+            let rows = try await read("checking \(chunk.count) sub-org references") { db in
                 try String.fetchAll(
                     db.cachedStatement(
                         sql: "SELECT DISTINCT suborg_id FROM suborg_refs WHERE tenant = ? AND suborg_id IN (\(marks))"),
@@ -67,8 +68,9 @@ extension SQLiteConsoleStore: CleanupJournalStore {
         return found
     }
 
-    public func sandboxSubOrgPage(tenant: TenantName, after: String, limit: Int) throws(ConsoleError) -> [String] {
-        try read("listing sandbox sub-orgs") { db in
+    public func sandboxSubOrgPage(tenant: TenantName, after: String, limit: Int) async throws(ConsoleError) -> [String]
+    {
+        try await read("listing sandbox sub-orgs") { db in
             try String.fetchAll(
                 db.cachedStatement(
                     sql: """
@@ -79,16 +81,16 @@ extension SQLiteConsoleStore: CleanupJournalStore {
         }
     }
 
-    public func sandboxSubOrgExists(tenant: TenantName, subOrgId: String) throws(ConsoleError) -> Bool {
-        try read("reading sandbox sub-org \(subOrgId)") { db in
+    public func sandboxSubOrgExists(tenant: TenantName, subOrgId: String) async throws(ConsoleError) -> Bool {
+        try await read("reading sandbox sub-org \(subOrgId)") { db in
             try Bool.fetchOne(
                 db.cachedStatement(sql: "SELECT 1 FROM sandbox_suborgs WHERE tenant = ? AND suborg_id = ?"),
                 arguments: [tenant.rawValue, subOrgId]) != nil
         }
     }
 
-    public func sandboxSubOrgCount(tenant: TenantName) throws(ConsoleError) -> Int {
-        try read("counting sandbox sub-orgs") { db in
+    public func sandboxSubOrgCount(tenant: TenantName) async throws(ConsoleError) -> Int {
+        try await read("counting sandbox sub-orgs") { db in
             try Int.fetchOne(
                 db, sql: "SELECT count(*) FROM sandbox_suborgs WHERE tenant = ?", arguments: [tenant.rawValue])
                 ?? 0
@@ -96,9 +98,9 @@ extension SQLiteConsoleStore: CleanupJournalStore {
     }
 
     public func saveStampedTeardown(tenant: TenantName, _ teardown: StampedTeardown, audit: AuditDraft?)
-        throws(ConsoleError)
+        async throws(ConsoleError)
     {
-        try write("storing the stamped teardown of \(teardown.subOrgId)") { db in
+        try await write("storing the stamped teardown of \(teardown.subOrgId)") { db in
             try db.execute(
                 sql: """
                     INSERT INTO cleanup_stamped (tenant, suborg_id, body, stamp, submitted_at) VALUES (?, ?, ?, ?, ?)
@@ -106,12 +108,12 @@ extension SQLiteConsoleStore: CleanupJournalStore {
                     SET body = excluded.body, stamp = excluded.stamp, submitted_at = excluded.submitted_at
                     """,
                 arguments: [tenant.rawValue, teardown.subOrgId, teardown.body, teardown.stamp, teardown.submittedAt])
-            if let audit { _ = try insertAudit(audit, db) }
+            if let audit { _ = try self.insertAudit(audit, db) }
         }
     }
 
-    public func stampedTeardown(tenant: TenantName, subOrgId: String) throws(ConsoleError) -> StampedTeardown? {
-        try read("reading the stamped teardown of \(subOrgId)") { db in
+    public func stampedTeardown(tenant: TenantName, subOrgId: String) async throws(ConsoleError) -> StampedTeardown? {
+        try await read("reading the stamped teardown of \(subOrgId)") { db in
             try Row.fetchOne(
                 db, sql: "SELECT body, stamp, submitted_at FROM cleanup_stamped WHERE tenant = ? AND suborg_id = ?",
                 arguments: [tenant.rawValue, subOrgId]
@@ -122,8 +124,8 @@ extension SQLiteConsoleStore: CleanupJournalStore {
         }
     }
 
-    public func cleanupCounts(tenant: TenantName) throws(ConsoleError) -> [CleanupItemRecord.State: Int] {
-        let rows = try read("counting cleanup items") { db in
+    public func cleanupCounts(tenant: TenantName) async throws(ConsoleError) -> [CleanupItemRecord.State: Int] {
+        let rows = try await read("counting cleanup items") { db in
             try Row.fetchAll(
                 db, sql: "SELECT state, count(*) AS items FROM cleanup_items WHERE tenant = ? GROUP BY state",
                 arguments: [tenant.rawValue]

@@ -59,8 +59,8 @@ extension SQLiteConsoleStore {
             malformedManifestHash: row[c.malformedManifestHash], blobSize: row[c.blobSize])
     }
 
-    public func resolveLookup(tenant: TenantName, pk: String) throws(ConsoleError) -> LookupResolution? {
-        try readOne("looking up a factor") { db in
+    public func resolveLookup(tenant: TenantName, pk: String) async throws(ConsoleError) -> LookupResolution? {
+        try await readOne("looking up a factor") { db in
             // The backup's existence is probed only when the metadata does not imply the key:
             // a backup_factors row exists only beside its backup (foreign key).
             let cursor = try RawCursor(
@@ -82,27 +82,19 @@ extension SQLiteConsoleStore {
         }
     }
 
-    public func forEachBackupSummary(
-        tenant: TenantName, batchSize: Int, _ body: ([BackupSummary]) throws(ConsoleError) -> Void
-    ) throws(ConsoleError) {
-        try paginate(after: "") { (last: String) throws(ConsoleError) -> ([BackupSummary], String?) in
-            let page = try read("listing backup summaries") { db in
-                try Self.summaries(db, tenant: tenant.rawValue, after: last, limit: Self.clampBatch(batchSize))
-            }
-            if !page.isEmpty { try body(page) }
-            return (page, page.last?.backupId)
+    public func backupSummaries(tenant: TenantName, after: String?, limit: Int) async throws(ConsoleError)
+        -> [BackupSummary]
+    {
+        try await read("listing backup summaries") { db in
+            try Self.summaries(db, tenant: tenant.rawValue, after: after ?? "", limit: Self.clampBatch(limit))
         }
     }
 
-    public func forEachBackupHealth(
-        tenant: TenantName, batchSize: Int, _ body: ([BackupHealthRow]) throws(ConsoleError) -> Void
-    ) throws(ConsoleError) {
-        try paginate(after: "") { (last: String) throws(ConsoleError) -> ([BackupHealthRow], String?) in
-            let page = try read("checking backups") { db in
-                try Self.healthPage(db, tenant: tenant.rawValue, after: last, limit: Self.clampBatch(batchSize))
-            }
-            if !page.isEmpty { try body(page) }
-            return (page, page.last?.summary.backupId)
+    public func backupHealth(tenant: TenantName, after: String?, limit: Int) async throws(ConsoleError)
+        -> [BackupHealthRow]
+    {
+        try await read("checking backups") { db in
+            try Self.healthPage(db, tenant: tenant.rawValue, after: after ?? "", limit: Self.clampBatch(limit))
         }
     }
 

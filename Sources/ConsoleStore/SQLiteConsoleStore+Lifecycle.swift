@@ -28,30 +28,31 @@ public struct AuditQuery: Sendable, Equatable {
 extension SQLiteConsoleStore {
     // MARK: Operator and tenant lifecycle
 
-    public func replaceOperatorToken(_ name: OperatorName, tokenHash: String, audit: AuditDraft) throws(ConsoleError)
+    public func replaceOperatorToken(_ name: OperatorName, tokenHash: String, audit: AuditDraft)
+        async throws(ConsoleError)
         -> Bool
     {
-        try write("rotating the token of \(name)") { db in
+        try await write("rotating the token of \(name)") { db in
             try db.execute(
                 sql: "UPDATE operators SET token_hash = ? WHERE name = ?", arguments: [tokenHash, name.rawValue])
             guard db.changesCount > 0 else { return false }
-            _ = try insertAudit(audit, db)
+            _ = try self.insertAudit(audit, db)
             return true
         }
     }
 
-    public func removeOperator(_ name: OperatorName, audit: AuditDraft) throws(ConsoleError) -> Bool {
-        try write("removing operator \(name)") { db in
+    public func removeOperator(_ name: OperatorName, audit: AuditDraft) async throws(ConsoleError) -> Bool {
+        try await write("removing operator \(name)") { db in
             // Grants go with it (ON DELETE CASCADE); the audit keeps its name.
             try db.execute(sql: "DELETE FROM operators WHERE name = ?", arguments: [name.rawValue])
             guard db.changesCount > 0 else { return false }
-            _ = try insertAudit(audit, db)
+            _ = try self.insertAudit(audit, db)
             return true
         }
     }
 
-    public func deleteTenant(_ name: TenantName, audit: (Int) -> AuditDraft) throws(ConsoleError) -> Int? {
-        try write("deleting tenant \(name)") { db in
+    public func deleteTenant(_ name: TenantName, audit: CountedAuditDraft) async throws(ConsoleError) -> Int? {
+        try await write("deleting tenant \(name)") { db in
             let backups =
                 try Int.fetchOne(db, sql: "SELECT count(*) FROM backups WHERE tenant = ?", arguments: [name.rawValue])
                 ?? 0
@@ -61,14 +62,13 @@ extension SQLiteConsoleStore {
             try db.execute(sql: "DELETE FROM backups WHERE tenant = ?", arguments: [name.rawValue])
             try db.execute(sql: "DELETE FROM tenants WHERE name = ?", arguments: [name.rawValue])
             guard db.changesCount > 0 else { return nil }
-            _ = try insertAudit(audit(backups), db)
+            _ = try self.insertAudit(audit.completed(count: backups), db)
             return backups
         }
     }
 
     /// The latest `limit` entries matching `query`, oldest first.
-    public func auditEntries(_ query: AuditQuery, limit: Int) throws(ConsoleError) -> [AuditEntry] {
-        try flushAudit()
+    public func auditEntries(_ query: AuditQuery, limit: Int) async throws(ConsoleError) -> [AuditEntry] {
         var conditions = ["tenant = ?", "seq > ?"]
         var arguments: [any DatabaseValueConvertible] = [query.tenant.rawValue, query.afterSeq]
         if let op = query.operatorName {
@@ -95,8 +95,9 @@ extension SQLiteConsoleStore {
             SELECT seq, at, operator, tenant, action, target, details, prev_hash, hash FROM audit
             WHERE \(conditions.joined(separator: " AND ")) ORDER BY seq DESC LIMIT ?
             """
-        return try read("reading the audit log") { db in
-            try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)).reversed().map(Self.auditEntry)
+        let statementArguments = StatementArguments(arguments) ?? StatementArguments()
+        return try await read("reading the audit log") { db in
+            try Row.fetchAll(db, sql: sql, arguments: statementArguments).reversed().map(Self.auditEntry)
         }
     }
 }

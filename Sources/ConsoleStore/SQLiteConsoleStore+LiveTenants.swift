@@ -3,12 +3,12 @@ import Foundation
 import GRDB
 
 extension SQLiteConsoleStore: LiveTenantStore {
-    public func setBackupServiceURL(tenant: TenantName, url: String?, audit: AuditDraft) throws(ConsoleError) {
-        try write("setting the Backup Service URL of \(tenant)") { db in
+    public func setBackupServiceURL(tenant: TenantName, url: String?, audit: AuditDraft) async throws(ConsoleError) {
+        try await write("setting the Backup Service URL of \(tenant)") { db in
             try db.execute(
                 sql: "UPDATE tenants SET backup_service_url = ? WHERE name = ?", arguments: [url, tenant.rawValue])
             guard db.changesCount == 1 else { throw ConsoleError.notFound("Tenant \(tenant) does not exist.") }
-            _ = try insertAudit(audit, db)
+            _ = try self.insertAudit(audit, db)
         }
     }
 
@@ -24,9 +24,9 @@ extension SQLiteConsoleStore: LiveTenantStore {
 
     @discardableResult
     public func recordSnapshot(tenant: TenantName, _ snapshot: SnapshotRecord, audit: AuditDraft?)
-        throws(ConsoleError) -> SnapshotRecord
+        async throws(ConsoleError) -> SnapshotRecord
     {
-        try write("recording a snapshot of \(tenant)") { db in
+        try await write("recording a snapshot of \(tenant)") { db in
             let seq =
                 (try Int64.fetchOne(
                     db, sql: "SELECT max(seq) FROM snapshots WHERE tenant = ?", arguments: [tenant.rawValue]) ?? 0)
@@ -37,15 +37,15 @@ extension SQLiteConsoleStore: LiveTenantStore {
                     tenant.rawValue, seq, snapshot.snapshotAt, snapshot.complete, snapshot.importedAt,
                     snapshot.backups, snapshot.retired,
                 ])
-            if let audit { _ = try insertAudit(audit, db) }
+            if let audit { _ = try self.insertAudit(audit, db) }
             var recorded = snapshot
             recorded.seq = seq
             return recorded
         }
     }
 
-    public func newestSnapshot(tenant: TenantName) throws(ConsoleError) -> SnapshotRecord? {
-        try read("reading the newest snapshot of \(tenant)") { db in
+    public func newestSnapshot(tenant: TenantName) async throws(ConsoleError) -> SnapshotRecord? {
+        try await read("reading the newest snapshot of \(tenant)") { db in
             try Row.fetchOne(
                 db,
                 sql: """
@@ -56,8 +56,8 @@ extension SQLiteConsoleStore: LiveTenantStore {
         }
     }
 
-    public func newestCompleteSnapshot(tenant: TenantName) throws(ConsoleError) -> SnapshotRecord? {
-        try read("reading the newest complete snapshot of \(tenant)") { db in
+    public func newestCompleteSnapshot(tenant: TenantName) async throws(ConsoleError) -> SnapshotRecord? {
+        try await read("reading the newest complete snapshot of \(tenant)") { db in
             try Row.fetchOne(
                 db,
                 sql: """
@@ -69,18 +69,19 @@ extension SQLiteConsoleStore: LiveTenantStore {
         }
     }
 
-    public func backupIds(tenant: TenantName) throws(ConsoleError) -> [String] {
-        try read("listing the backups of \(tenant)") { db in
+    public func backupIds(tenant: TenantName) async throws(ConsoleError) -> [String] {
+        try await read("listing the backups of \(tenant)") { db in
             try String.fetchAll(
                 db, sql: "SELECT backup_id FROM backups WHERE tenant = ? ORDER BY backup_id",
                 arguments: [tenant.rawValue])
         }
     }
 
-    public func retireBackups(tenant: TenantName, ids: [String], now: Int64, audit: AuditDraft) throws(ConsoleError)
+    public func retireBackups(tenant: TenantName, ids: [String], now: Int64, audit: AuditDraft)
+        async throws(ConsoleError)
         -> [ResetWipe]
     {
-        try write("retiring \(ids.count) backups of \(tenant)") { db in
+        try await write("retiring \(ids.count) backups of \(tenant)") { db in
             var wipes: [ResetWipe] = []
             for id in ids {
                 guard let wipe = try Self.deleteBackupRows(tenant: tenant.rawValue, backupId: id, db) else { continue }
@@ -92,7 +93,7 @@ extension SQLiteConsoleStore: LiveTenantStore {
                 }
                 wipes.append(wipe)
             }
-            _ = try insertAudit(audit, db)
+            _ = try self.insertAudit(audit, db)
             return wipes
         }
     }
@@ -123,8 +124,8 @@ extension SQLiteConsoleStore: LiveTenantStore {
 
     // MARK: Resets through the Backup Service
 
-    public func markResetSent(tokenHash: String, subOrgIds: [String], now: Int64) throws(ConsoleError) {
-        try write("marking a reset as sent") { db in
+    public func markResetSent(tokenHash: String, subOrgIds: [String], now: Int64) async throws(ConsoleError) {
+        try await write("marking a reset as sent") { db in
             // A resend after the backup is gone knows fewer sub-orgs: keep what the first send knew.
             var known =
                 try String.fetchOne(
@@ -140,9 +141,9 @@ extension SQLiteConsoleStore: LiveTenantStore {
 
     public func recordServiceReset(
         tenant: TenantName, tokenHash: String?, backupId: String, subOrgIds: [String], now: Int64,
-        audit: (ResetWipe) -> AuditDraft
-    ) throws(ConsoleError) -> ResetWipe {
-        try write("recording the reset of \(backupId)") { db in
+        audit: ResetAuditDraft
+    ) async throws(ConsoleError) -> ResetWipe {
+        try await write("recording the reset of \(backupId)") { db in
             var known = subOrgIds
             if let tokenHash {
                 if let text = try String.fetchOne(
@@ -165,7 +166,8 @@ extension SQLiteConsoleStore: LiveTenantStore {
             }
             let wipe = ResetWipe(
                 backupId: backupId, lookupRowsRemoved: local?.lookupRowsRemoved ?? 0, turnkeySubOrgIds: known)
-            _ = try insertAudit(audit(wipe), db)
+            self.crashAt(.resetWiped)
+            _ = try self.insertAudit(audit.completed(wipe), db)
             return wipe
         }
     }
@@ -173,9 +175,9 @@ extension SQLiteConsoleStore: LiveTenantStore {
     // MARK: The sandbox Backup Service
 
     public func sandboxServiceReset(tenant: TenantName, tokenHash: String, backupId: String, now: Int64)
-        throws(ConsoleError) -> Bool
+        async throws(ConsoleError) -> Bool
     {
-        try write("resetting backup \(backupId) in the sandbox service") { db in
+        try await write("resetting backup \(backupId) in the sandbox service") { db in
             try db.execute(
                 sql:
                     "INSERT INTO sandbox_used_tokens (tenant, token_hash, used_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
@@ -190,8 +192,8 @@ extension SQLiteConsoleStore: LiveTenantStore {
 
     public func acquireCleanupLease(
         tenant: TenantName, holder: String, now: Int64, expiresAt: Int64, takeOver: String?
-    ) throws(ConsoleError) -> (holder: String, expiresAt: Int64)? {
-        try write("taking the cleanup lease of \(tenant)") { db in
+    ) async throws(ConsoleError) -> (holder: String, expiresAt: Int64)? {
+        try await write("taking the cleanup lease of \(tenant)") { db in
             if let row = try Row.fetchOne(
                 db, sql: "SELECT holder, expires_at FROM cleanup_leases WHERE tenant = ?", arguments: [tenant.rawValue]),
                 (row["holder"] as String) != holder, (row["holder"] as String) != takeOver,
@@ -209,8 +211,10 @@ extension SQLiteConsoleStore: LiveTenantStore {
         }
     }
 
-    public func renewCleanupLease(tenant: TenantName, holder: String, expiresAt: Int64) throws(ConsoleError) -> Bool {
-        try write("renewing the cleanup lease of \(tenant)") { db in
+    public func renewCleanupLease(tenant: TenantName, holder: String, expiresAt: Int64) async throws(ConsoleError)
+        -> Bool
+    {
+        try await write("renewing the cleanup lease of \(tenant)") { db in
             try db.execute(
                 sql: "UPDATE cleanup_leases SET expires_at = max(acquired_at, ?) WHERE tenant = ? AND holder = ?",
                 arguments: [expiresAt, tenant.rawValue, holder])
@@ -218,8 +222,8 @@ extension SQLiteConsoleStore: LiveTenantStore {
         }
     }
 
-    public func releaseCleanupLease(tenant: TenantName, holder: String) throws(ConsoleError) {
-        try write("releasing the cleanup lease of \(tenant)") { db in
+    public func releaseCleanupLease(tenant: TenantName, holder: String) async throws(ConsoleError) {
+        try await write("releasing the cleanup lease of \(tenant)") { db in
             try db.execute(
                 sql: "DELETE FROM cleanup_leases WHERE tenant = ? AND holder = ?", arguments: [tenant.rawValue, holder])
         }

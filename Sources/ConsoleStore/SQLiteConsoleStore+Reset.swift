@@ -13,8 +13,8 @@ extension SQLiteConsoleStore {
             expiresAt: row["expires_at"], usedAt: row["used_at"], sentAt: row["sent_at"])
     }
 
-    public func insertResetChallenge(_ challenge: ResetChallengeRecord, audit: AuditDraft) throws(ConsoleError) {
-        try write("storing a reset challenge for \(challenge.backupId)") { db in
+    public func insertResetChallenge(_ challenge: ResetChallengeRecord, audit: AuditDraft) async throws(ConsoleError) {
+        try await write("storing a reset challenge for \(challenge.backupId)") { db in
             try db.execute(
                 sql: "INSERT INTO reset_challenges (\(Self.challengeColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 arguments: [
@@ -22,12 +22,12 @@ extension SQLiteConsoleStore {
                     Data(challenge.challenge), challenge.createdAt, challenge.expiresAt, challenge.usedAt,
                     challenge.sentAt,
                 ])
-            _ = try insertAudit(audit, db)
+            _ = try self.insertAudit(audit, db)
         }
     }
 
-    public func resetChallenge(tokenHash: String) throws(ConsoleError) -> ResetChallengeRecord? {
-        try readOne("reading a reset challenge") { db in
+    public func resetChallenge(tokenHash: String) async throws(ConsoleError) -> ResetChallengeRecord? {
+        try await readOne("reading a reset challenge") { db in
             try Row.fetchOne(
                 db, sql: "SELECT \(Self.challengeColumns) FROM reset_challenges WHERE token_hash = ?",
                 arguments: [tokenHash]

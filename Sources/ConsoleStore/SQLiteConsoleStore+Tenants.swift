@@ -5,10 +5,10 @@ import GRDB
 extension SQLiteConsoleStore {
     // MARK: Tenants
 
-    public func createTenant(_ tenant: TenantRecord, audit: AuditDraft) throws(ConsoleError) {
-        try write("creating tenant \(tenant.name)") { db in
-            try insertTenant(tenant, db)
-            _ = try insertAudit(audit, db)
+    public func createTenant(_ tenant: TenantRecord, audit: AuditDraft) async throws(ConsoleError) {
+        try await write("creating tenant \(tenant.name)") { db in
+            try self.insertTenant(tenant, db)
+            _ = try self.insertAudit(audit, db)
         }
     }
 
@@ -49,30 +49,30 @@ extension SQLiteConsoleStore {
             createdAt: row["created_at"])
     }
 
-    public func tenant(_ name: TenantName) throws(ConsoleError) -> TenantRecord? {
-        try read("reading tenant \(name)") { db in
+    public func tenant(_ name: TenantName) async throws(ConsoleError) -> TenantRecord? {
+        try await read("reading tenant \(name)") { db in
             try Row.fetchOne(
                 db, sql: "SELECT \(Self.tenantColumns) FROM tenants WHERE name = ?", arguments: [name.rawValue]
             ).map(Self.tenantRecord)
         }
     }
 
-    public func tenants() throws(ConsoleError) -> [TenantRecord] {
-        try read("listing tenants") { db in
+    public func tenants() async throws(ConsoleError) -> [TenantRecord] {
+        try await read("listing tenants") { db in
             try Row.fetchAll(db, sql: "SELECT \(Self.tenantColumns) FROM tenants ORDER BY name").map(Self.tenantRecord)
         }
     }
 
     // MARK: Operators
 
-    public func operatorCount() throws(ConsoleError) -> Int {
-        try read("counting operators") { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM operators") ?? 0 }
+    public func operatorCount() async throws(ConsoleError) -> Int {
+        try await read("counting operators") { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM operators") ?? 0 }
     }
 
-    public func addOperator(_ op: OperatorRecord, tokenHash: String, audit: AuditDraft) throws(ConsoleError) {
-        try write("adding operator \(op.name)") { db in
-            try insertOperator(op, tokenHash: tokenHash, db)
-            _ = try insertAudit(audit, db)
+    public func addOperator(_ op: OperatorRecord, tokenHash: String, audit: AuditDraft) async throws(ConsoleError) {
+        try await write("adding operator \(op.name)") { db in
+            try self.insertOperator(op, tokenHash: tokenHash, db)
+            _ = try self.insertAudit(audit, db)
         }
     }
 
@@ -87,22 +87,22 @@ extension SQLiteConsoleStore {
 
     public func bootstrap(
         admin: OperatorRecord, tokenHash: String, tenant: TenantRecord, audit: AuditDraft
-    ) throws(ConsoleError) {
-        try write("initialising the console store") { db in
+    ) async throws(ConsoleError) {
+        try await write("initialising the console store") { db in
             if try Int.fetchOne(db, sql: "SELECT count(*) FROM operators") ?? 0 > 0 {
                 throw ConsoleError(
                     .conflict, code: "already_initialized", "The console store already has operators; init runs once.")
             }
-            try insertOperator(admin, tokenHash: tokenHash, db)
+            try self.insertOperator(admin, tokenHash: tokenHash, db)
             if try Bool.fetchOne(db, sql: "SELECT 1 FROM tenants WHERE name = ?", arguments: [tenant.name.rawValue])
                 == nil
             {
-                try insertTenant(tenant, db)
+                try self.insertTenant(tenant, db)
             }
             try db.execute(
                 sql: "INSERT INTO grants (operator, tenant, role) VALUES (?, ?, ?)",
                 arguments: [admin.name.rawValue, tenant.name.rawValue, Role.admin.rawValue])
-            _ = try insertAudit(audit, db)
+            _ = try self.insertAudit(audit, db)
         }
     }
 
@@ -112,14 +112,14 @@ extension SQLiteConsoleStore {
             createdAt: row["created_at"])
     }
 
-    public func accessVersion() throws(ConsoleError) -> Int64 {
-        try read("reading the access version") { db in
+    public func accessVersion() async throws(ConsoleError) -> Int64 {
+        try await read("reading the access version") { db in
             try Int64.fetchOne(db, sql: "SELECT version FROM access_version WHERE id = 1") ?? 0
         }
     }
 
-    public func operatorRecord(tokenHash: String) throws(ConsoleError) -> OperatorRecord? {
-        try read("authenticating an operator") { db in
+    public func operatorRecord(tokenHash: String) async throws(ConsoleError) -> OperatorRecord? {
+        try await read("authenticating an operator") { db in
             try Row.fetchOne(
                 db, sql: "SELECT name, can_create_tenants, created_at FROM operators WHERE token_hash = ?",
                 arguments: [tokenHash]
@@ -127,8 +127,8 @@ extension SQLiteConsoleStore {
         }
     }
 
-    public func operatorRecord(named name: OperatorName) throws(ConsoleError) -> OperatorRecord? {
-        try read("reading operator \(name)") { db in
+    public func operatorRecord(named name: OperatorName) async throws(ConsoleError) -> OperatorRecord? {
+        try await read("reading operator \(name)") { db in
             try Row.fetchOne(
                 db, sql: "SELECT name, can_create_tenants, created_at FROM operators WHERE name = ?",
                 arguments: [name.rawValue]
@@ -136,8 +136,8 @@ extension SQLiteConsoleStore {
         }
     }
 
-    public func operators() throws(ConsoleError) -> [OperatorRecord] {
-        try read("listing operators") { db in
+    public func operators() async throws(ConsoleError) -> [OperatorRecord] {
+        try await read("listing operators") { db in
             try Row.fetchAll(db, sql: "SELECT name, can_create_tenants, created_at FROM operators ORDER BY name")
                 .map(Self.operatorRecord)
         }
@@ -145,28 +145,28 @@ extension SQLiteConsoleStore {
 
     // MARK: Grants
 
-    public func grant(_ grant: GrantRecord, audit: AuditDraft) throws(ConsoleError) {
-        try write("granting \(grant.role) on \(grant.tenant) to \(grant.operatorName)") { db in
+    public func grant(_ grant: GrantRecord, audit: AuditDraft) async throws(ConsoleError) {
+        try await write("granting \(grant.role) on \(grant.tenant) to \(grant.operatorName)") { db in
             try db.execute(
                 sql: """
                     INSERT INTO grants (operator, tenant, role) VALUES (?, ?, ?)
                     ON CONFLICT (operator, tenant) DO UPDATE SET role = excluded.role
                     """,
                 arguments: [grant.operatorName.rawValue, grant.tenant.rawValue, grant.role.rawValue])
-            _ = try insertAudit(audit, db)
+            _ = try self.insertAudit(audit, db)
         }
     }
 
-    public func revoke(operator name: OperatorName, tenant: TenantName, audit: AuditDraft) throws(ConsoleError)
+    public func revoke(operator name: OperatorName, tenant: TenantName, audit: AuditDraft) async throws(ConsoleError)
         -> Bool
     {
-        try write("revoking \(name) on \(tenant)") { db in
+        try await write("revoking \(name) on \(tenant)") { db in
             try db.execute(
                 sql: "DELETE FROM grants WHERE operator = ? AND tenant = ?",
                 arguments: [name.rawValue, tenant.rawValue])
             // Only a grant that was there is audited as revoked.
             let removed = db.changesCount > 0
-            if removed { _ = try insertAudit(audit, db) }
+            if removed { _ = try self.insertAudit(audit, db) }
             return removed
         }
     }
@@ -181,8 +181,8 @@ extension SQLiteConsoleStore {
             role: role)
     }
 
-    public func grants(operator name: OperatorName) throws(ConsoleError) -> [GrantRecord] {
-        try read("listing grants of \(name)") { db in
+    public func grants(operator name: OperatorName) async throws(ConsoleError) -> [GrantRecord] {
+        try await read("listing grants of \(name)") { db in
             try Row.fetchAll(
                 db, sql: "SELECT operator, tenant, role FROM grants WHERE operator = ? ORDER BY tenant",
                 arguments: [name.rawValue]
@@ -190,8 +190,8 @@ extension SQLiteConsoleStore {
         }
     }
 
-    public func grants(tenant: TenantName) throws(ConsoleError) -> [GrantRecord] {
-        try read("listing grants on \(tenant)") { db in
+    public func grants(tenant: TenantName) async throws(ConsoleError) -> [GrantRecord] {
+        try await read("listing grants on \(tenant)") { db in
             try Row.fetchAll(
                 db, sql: "SELECT operator, tenant, role FROM grants WHERE tenant = ? ORDER BY operator",
                 arguments: [tenant.rawValue]

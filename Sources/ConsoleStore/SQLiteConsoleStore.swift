@@ -18,8 +18,9 @@ public final class SQLiteConsoleStore: ConsoleStore {
     // (SQLite drops a connection's cache when another connection changed the file). The
     // writer's cache stays warm across its own writes.
     let clock: @Sendable () -> Int64
-    /// Read audits waiting for the next write transaction (``holdReadAudits(_:)``).
-    let heldAudits = HeldAudits()
+    /// In debug builds, the ``CrashPoint`` at which to `_exit(137)` (`BACKUPCTL_CRASH_AT`, for
+    /// the crash-atomicity tests); release builds ignore it.
+    let crashPoint: String?
 
     /// The path of the database file.
     public let path: String
@@ -29,13 +30,16 @@ public final class SQLiteConsoleStore: ConsoleStore {
     /// Parent directories are created with mode 0700 and the file with mode 0600: the store holds
     /// token hashes and sealed blobs, readable by its owner alone.
     /// - Parameter clock: unix milliseconds, injected so tests control audit times.
+    /// - Parameter crashPoint: a debug build's crash point inside a transaction (``CrashPoint``).
     /// - Throws: ``ConsoleError`` `internal_error` when the file cannot be created or migrated.
     public init(
         path: String,
-        clock: @escaping @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
+        clock: @escaping @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1000).rounded()) },
+        crashPoint: String? = nil
     ) throws(ConsoleError) {
         self.path = path
         self.clock = clock
+        self.crashPoint = crashPoint
         try Self.prepareFile(at: path)
         var config = Configuration()
         config.foreignKeysEnabled = true
@@ -80,10 +84,13 @@ public final class SQLiteConsoleStore: ConsoleStore {
 
     // MARK: Transactions with ConsoleError
 
-    /// A read in a deferred transaction (a consistent snapshot for multi-statement reads).
-    func read<T>(_ what: @autoclosure () -> String, _ body: (Database) throws -> T) throws(ConsoleError) -> T {
+    /// A read in a deferred transaction (a consistent snapshot for multi-statement reads), on
+    /// one of the pool's readers.
+    func read<T: Sendable>(
+        _ what: @autoclosure () -> String, _ body: @escaping @Sendable (Database) throws -> T
+    ) async throws(ConsoleError) -> T {
         do {
-            return try pool.read(body)
+            return try await Self.uncancelled { [pool] in try await pool.read(body) }
         } catch {
             throw Self.mapError(error, while: what())
         }
@@ -92,28 +99,46 @@ public final class SQLiteConsoleStore: ConsoleStore {
     /// A single-statement read outside an explicit transaction (SQLite's own statement
     /// transaction isolates it), on the writer connection. Only for bodies that run ONE
     /// SELECT: nothing here may write.
-    func readOne<T>(_ what: @autoclosure () -> String, _ body: (Database) throws -> T) throws(ConsoleError) -> T {
+    func readOne<T: Sendable>(
+        _ what: @autoclosure () -> String, _ body: @escaping @Sendable (Database) throws -> T
+    ) async throws(ConsoleError) -> T {
         do {
-            return try pool.writeWithoutTransaction(body)
+            return try await Self.uncancelled { [pool] in try await pool.writeWithoutTransaction(body) }
         } catch {
             throw Self.mapError(error, while: what())
         }
     }
 
-    /// A write transaction; anything thrown inside rolls it back. Held read audits are
-    /// written first, so the chain keeps the order in which things happened.
-    func write<T>(_ what: @autoclosure () -> String, _ body: (Database) throws -> T) throws(ConsoleError) -> T {
+    /// A write transaction; anything thrown inside rolls it back.
+    func write<T: Sendable>(
+        _ what: @autoclosure () -> String, _ body: @escaping @Sendable (Database) throws -> T
+    ) async throws(ConsoleError) -> T {
         do {
-            var held = 0
-            let result = try pool.write { db in
-                held = try insertHeldAudits(db)
-                return try body(db)
-            }
-            heldAudits.committed(held)
-            return result
+            return try await Self.uncancelled { [pool] in try await pool.write(body) }
         } catch {
             throw Self.mapError(error, while: what())
         }
+    }
+
+    /// Runs a database access in a task of its own, so cancelling the caller (Ctrl-C, a dropped
+    /// connection) does not interrupt a statement or roll back a transaction half-way: a store
+    /// call finishes, and the caller notices the cancellation between calls, as before.
+    private static func uncancelled<T: Sendable>(_ access: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await Task { try await access() }.value
+    }
+
+    /// The debug-build crash points inside transactions (``crashPoint``).
+    enum CrashPoint: String {
+        /// In ``recordServiceReset(tenant:tokenHash:backupId:subOrgIds:now:audit:)``: the copy
+        /// deleted and the sub-orgs queued, not committed (the reset's `wiped` checkpoint).
+        case resetWiped = "wiped"
+    }
+
+    /// `_exit(137)` when this is a debug build opened with `crashPoint` naming `point`.
+    func crashAt(_ point: CrashPoint) {
+        #if DEBUG
+            if crashPoint == point.rawValue { _exit(137) }
+        #endif
     }
 
     /// Turns a GRDB or SQLite error into one operator-facing sentence (never SQL or arguments).

@@ -29,7 +29,7 @@ public struct SandboxSeeder: Sendable {
     public func run(
         tenant: TenantRecord, backups: Int, orphans: Int, seed: UInt64, operatorName: String,
         progress: ((Int) throws(ConsoleError) -> Void)? = nil
-    ) throws(ConsoleError) -> SeedReport {
+    ) async throws(ConsoleError) -> SeedReport {
         guard tenant.isSandbox else {
             throw ConsoleError(
                 .invalidInput, code: "not_sandbox",
@@ -47,7 +47,7 @@ public struct SandboxSeeder: Sendable {
             // A re-run with the same seed makes the same backups: write and audit only the new ones.
             var made: [SyntheticBackup] = []
             for backup in try Self.make(seed: seed, range: start..<(start + count), now: now) {
-                if try store.backupExists(tenant: name, id: backup.write.record.backupId) {
+                if try await store.backupExists(tenant: name, id: backup.write.record.backupId) {
                     report.existing += 1
                 } else {
                     made.append(backup)
@@ -55,14 +55,15 @@ public struct SandboxSeeder: Sendable {
             }
             let writes = made.map(\.write)
             if !writes.isEmpty {
-                try store.writeBackups(
+                try await store.writeBackups(
                     tenant: name, writes,
                     audit: AuditDraft(
                         operatorName: operatorName, tenant: name.rawValue, action: "seed.backups",
                         details: ["seed": "\(seed)", "from": "\(start)", "count": "\(writes.count)"]))
             }
             let subOrgs = writes.flatMap(\.record.metadata.turnkeySubOrgIds)
-            report.referencedSubOrgs += try store.addSandboxSubOrgs(tenant: name, subOrgs, createdAt: now, audit: nil)
+            report.referencedSubOrgs += try await store.addSandboxSubOrgs(
+                tenant: name, subOrgs, createdAt: now, audit: nil)
             report.backups += writes.count
             report.lookupRows += writes.reduce(0) { $0 + $1.lookupRows.count }
             report.driftedBackups += made.filter(\.drifted).count
@@ -73,13 +74,13 @@ public struct SandboxSeeder: Sendable {
         if orphans > 0 {
             let rng = SeededRandom(seed: SyntheticBackup.streamSeed(seed, UInt64.max))
             let ids = (0..<orphans).map { _ in rng.uuid() }
-            report.orphanSubOrgs = try store.addSandboxSubOrgs(
+            report.orphanSubOrgs = try await store.addSandboxSubOrgs(
                 tenant: name, ids, createdAt: now,
                 audit: AuditDraft(
                     operatorName: operatorName, tenant: name.rawValue, action: "seed.orphans",
                     details: ["seed": "\(seed)", "count": "\(orphans)"]))
         }
-        try store.appendAudit(
+        try await store.appendAudit(
             AuditDraft(
                 operatorName: operatorName, tenant: name.rawValue, action: "seed",
                 details: [

@@ -20,10 +20,10 @@ public struct BackupIdResolver: Sendable {
     /// The full id of the one backup `text` names in `tenant`.
     /// - Throws: ``ConsoleError`` `invalid_backup_account_id` (not an id or prefix),
     ///   `not_found`, `ambiguous_id` (several backups match; the message lists them).
-    public func resolve(_ text: String, tenant: TenantName) throws(ConsoleError) -> String {
+    public func resolve(_ text: String, tenant: TenantName) async throws(ConsoleError) -> String {
         let typed = LookupQuery.trimmed(text)
         if let full = try? BackupAccountID(typed) {
-            guard try store.backupExists(tenant: tenant, id: full.rawValue) else {
+            guard try await store.backupExists(tenant: tenant, id: full.rawValue) else {
                 throw ConsoleError.notFound("No backup \(full.abbreviated) in tenant \(tenant).")
             }
             return full.rawValue
@@ -32,11 +32,12 @@ public struct BackupIdResolver: Sendable {
         var matches: [String] = []
         if let suffix = pattern.suffix {
             // The shortened form: the ids with its prefix (8 hex digits leave a handful), by suffix.
-            matches = try store.backupIds(tenant: tenant, prefix: pattern.prefix, limit: 10_000).filter {
+            matches = try await store.backupIds(tenant: tenant, prefix: pattern.prefix, limit: 10_000).filter {
                 $0.hasSuffix(suffix)
             }
         } else {
-            matches = try store.backupIds(tenant: tenant, prefix: pattern.prefix, limit: Self.listedCandidates + 1)
+            matches = try await store.backupIds(
+                tenant: tenant, prefix: pattern.prefix, limit: Self.listedCandidates + 1)
         }
         guard let first = matches.first else {
             throw ConsoleError.notFound("No backup id in tenant \(tenant) starts with \(typed.prefix(80)).")

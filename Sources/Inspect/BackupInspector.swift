@@ -14,23 +14,23 @@ public struct BackupInspector: Sendable {
 
     /// The full report of one backup; audited as `backup.show`.
     /// - Throws: ``ConsoleError`` `invalid_backup_account_id`, `not_found`, `permission_denied`.
-    public func show(backupId: String, session: Session) throws(ConsoleError) -> BackupReport {
-        try session.require(.show)
-        let record = try record(backupId, tenant: session.tenantName)
-        let rows = try store.lookupRows(tenant: session.tenantName, backupId: record.backupId).map(\.pk)
-        let input = try healthInput(record, tenant: session.tenantName, rows: rows)
+    public func show(backupId: String, session: Session) async throws(ConsoleError) -> BackupReport {
+        try await session.require(.show)
+        let record = try await record(backupId, tenant: session.tenantName)
+        let rows = try await store.lookupRows(tenant: session.tenantName, backupId: record.backupId).map(\.pk)
+        let input = try await healthInput(record, tenant: session.tenantName, rows: rows)
         var report = BackupReport(record: record, indexRows: rows, input: input)
-        report.snapshot = try SnapshotAge.of(store: store, tenant: session.tenant, now: clock.seconds)
-        try store.appendReadAudit(
+        report.snapshot = try await SnapshotAge.of(store: store, tenant: session.tenant, now: clock.seconds)
+        try await store.appendAudit(
             session.audit("backup.show", target: record.backupId, details: ["health": report.overall.rawValue]))
         return report
     }
 
     /// The backup, or `not_found`; the id may be a unique prefix (``BackupIdResolver``), and is
     /// checked for syntax first so a typo says so.
-    func record(_ backupId: String, tenant: TenantName) throws(ConsoleError) -> BackupRecord {
-        let id = try BackupIdResolver(store: store).resolve(backupId, tenant: tenant)
-        guard let record = try store.backup(tenant: tenant, id: id) else {
+    func record(_ backupId: String, tenant: TenantName) async throws(ConsoleError) -> BackupRecord {
+        let id = try await BackupIdResolver(store: store).resolve(backupId, tenant: tenant)
+        guard let record = try await store.backup(tenant: tenant, id: id) else {
             throw ConsoleError.notFound("No backup \(HealthChecks.abbreviateId(id)) in tenant \(tenant).")
         }
         return record
@@ -40,28 +40,28 @@ public struct BackupInspector: Sendable {
     /// the backup does not own, which backup (if any) the index gives it to.
     ///
     /// One query for the rows; one more per missing key only, which drift makes rare.
-    func healthInput(_ record: BackupRecord, tenant: TenantName, rows: [String]? = nil) throws(ConsoleError)
+    func healthInput(_ record: BackupRecord, tenant: TenantName, rows: [String]? = nil) async throws(ConsoleError)
         -> HealthInput
     {
         let indexRows: [String]
         if let rows {
             indexRows = rows
         } else {
-            indexRows = try store.lookupRows(tenant: tenant, backupId: record.backupId).map(\.pk)
+            indexRows = try await store.lookupRows(tenant: tenant, backupId: record.backupId).map(\.pk)
         }
-        return try Self.healthInput(record, rows: indexRows) { (pk: String) throws(ConsoleError) in
-            try store.lookup(tenant: tenant, pk: pk)?.backupId
+        return try await Self.healthInput(record, rows: indexRows) { (pk: String) throws(ConsoleError) in
+            try await store.lookup(tenant: tenant, pk: pk)?.backupId
         }
     }
 
     /// ``healthInput(_:tenant:rows:)`` over rows the caller fetched; `owner` answers for missing keys.
     static func healthInput(
-        _ record: BackupRecord, rows: [String], owner: (String) throws(ConsoleError) -> String?
-    ) throws(ConsoleError) -> HealthInput {
+        _ record: BackupRecord, rows: [String], owner: (String) async throws(ConsoleError) -> String?
+    ) async throws(ConsoleError) -> HealthInput {
         var others: [String: String] = [:]
         let owned = Set(rows)
         for key in record.metadata.lookupKeys where !owned.contains(key.rawValue) {
-            if let other = try owner(key.rawValue), other != record.backupId { others[key.rawValue] = other }
+            if let other = try await owner(key.rawValue), other != record.backupId { others[key.rawValue] = other }
         }
         return HealthInput(
             backupId: record.backupId, metadata: record.metadata, indexRows: rows, otherOwners: others,

@@ -69,8 +69,8 @@ public struct BackupList: Sendable {
 
     /// Lists backups in id order, at most `query.limit`; audited as `backup.list`.
     /// - Throws: ``ConsoleError`` `invalid_limit`, `permission_denied`, or the store's errors.
-    public func list(_ query: Query, session: Session) throws(ConsoleError) -> Listing {
-        try session.require(.check)
+    public func list(_ query: Query, session: Session) async throws(ConsoleError) -> Listing {
+        try await session.require(.check)
         guard (1...100_000).contains(query.limit) else {
             throw .invalid("invalid_limit", "--limit must be between 1 and 100000, got \(query.limit).")
         }
@@ -79,44 +79,43 @@ public struct BackupList: Sendable {
         let nowSeconds = now()
         var rows: [Row] = []
         var truncated = false
-        let stop = ConsoleError(.internalError, code: "list_complete", "")
-        do {
-            try store.forEachBackup(tenant: tenant, batchSize: 200) { (page: [BackupRecord]) throws(ConsoleError) in
-                for record in page {
-                    let metadata = record.metadata
-                    if let kind = query.factorKind, !metadata.factors.contains(where: { kind.matches($0.kind) }) {
-                        continue
-                    }
-                    let created = (metadata.factors.isEmpty ? metadata.syncFactors : metadata.factors)
-                        .map(\.createdAt.seconds).min()
-                    if let older = query.olderThanSeconds, (created.map { nowSeconds - $0 < older } ?? true) {
-                        continue
-                    }
-                    if let newer = query.newerThanSeconds, (created.map { nowSeconds - $0 >= newer } ?? true) {
-                        continue
-                    }
-                    let health =
-                        HealthChecks.run(try inspector.healthInput(record, tenant: tenant)).map(\.status).max() ?? .ok
-                    if let wanted = query.health, wanted != health { continue }
-                    guard rows.count < query.limit else {
-                        truncated = true
-                        throw stop
-                    }
-                    rows.append(
-                        Row(
-                            backupId: record.backupId, createdAt: created, factors: metadata.factors.map(\.kind.tag),
-                            syncFactors: metadata.syncFactors.count, blobBytes: record.blobSize, health: health))
+        var after: String?
+        scan: while true {
+            let page = try await store.backups(tenant: tenant, after: after, limit: 200)
+            for record in page {
+                let metadata = record.metadata
+                if let kind = query.factorKind, !metadata.factors.contains(where: { kind.matches($0.kind) }) {
+                    continue
                 }
+                let created = (metadata.factors.isEmpty ? metadata.syncFactors : metadata.factors)
+                    .map(\.createdAt.seconds).min()
+                if let older = query.olderThanSeconds, (created.map { nowSeconds - $0 < older } ?? true) {
+                    continue
+                }
+                if let newer = query.newerThanSeconds, (created.map { nowSeconds - $0 >= newer } ?? true) {
+                    continue
+                }
+                let health =
+                    await HealthChecks.run(try inspector.healthInput(record, tenant: tenant)).map(\.status).max() ?? .ok
+                if let wanted = query.health, wanted != health { continue }
+                guard rows.count < query.limit else {
+                    truncated = true
+                    break scan
+                }
+                rows.append(
+                    Row(
+                        backupId: record.backupId, createdAt: created, factors: metadata.factors.map(\.kind.tag),
+                        syncFactors: metadata.syncFactors.count, blobBytes: record.blobSize, health: health))
             }
-        } catch  where error == stop {
-            // Enough rows: the scan stopped early on purpose.
+            guard page.count == 200, let last = page.last else { break }
+            after = last.backupId
         }
         var details = ["listed": "\(rows.count)"]
         if let kind = query.factorKind { details["factorKind"] = kind.rawValue }
         if let health = query.health { details["health"] = health.rawValue }
         if let older = query.olderThanSeconds { details["olderThan"] = "\(older)s" }
         if let newer = query.newerThanSeconds { details["newerThan"] = "\(newer)s" }
-        try store.appendReadAudit(session.audit("backup.list", details: details))
+        try await store.appendAudit(session.audit("backup.list", details: details))
         return Listing(tenant: tenant.rawValue, backups: rows, truncated: truncated)
     }
 }

@@ -36,20 +36,21 @@ public struct HealthScan: Sendable {
     ///   or the store's errors.
     public func check(
         backupId: String?, session: Session, progress: ((Int) throws(ConsoleError) -> Void)? = nil
-    ) throws(ConsoleError) -> CheckReport {
-        try session.require(.check)
+    ) async throws(ConsoleError) -> CheckReport {
+        try await session.require(.check)
         let tenant = session.tenantName
         let report: CheckReport
         if let backupId {
             let inspector = BackupInspector(store: store)
-            let record = try inspector.record(backupId, tenant: tenant)
+            let record = try await inspector.record(backupId, tenant: tenant)
             var tally = CheckTally(limit: min(findingLimit, HealthCheckName.allCases.count), filter: filter)
-            tally.add(backupId: record.backupId, HealthChecks.run(try inspector.healthInput(record, tenant: tenant)))
+            await tally.add(
+                backupId: record.backupId, HealthChecks.run(try inspector.healthInput(record, tenant: tenant)))
             report = tally.report(scope: "backup", tenant: tenant.rawValue)
-            try store.appendReadAudit(session.audit("backup.check", target: record.backupId))
+            try await store.appendAudit(session.audit("backup.check", target: record.backupId))
         } else {
-            report = try scan(tenant: tenant, progress: progress)
-            try store.appendReadAudit(
+            report = try await scan(tenant: tenant, progress: progress)
+            try await store.appendAudit(
                 session.audit(
                     "backup.check", details: ["backups": "\(report.backups)", "failing": "\(report.backupsFailing)"]))
         }
@@ -58,46 +59,50 @@ public struct HealthScan: Sendable {
 
     /// The tenant-wide scan without permission check or audit (``check(backupId:session:progress:)``
     /// does both; the benchmark calls this).
-    package func scan(tenant: TenantName, progress: ((Int) throws(ConsoleError) -> Void)? = nil) throws(ConsoleError)
+    package func scan(tenant: TenantName, progress: ((Int) throws(ConsoleError) -> Void)? = nil)
+        async throws(ConsoleError)
         -> CheckReport
     {
-        let shared = SharedTally(CheckTally(limit: findingLimit, filter: filter))
-        let group = DispatchGroup()
-        let slots = DispatchSemaphore(value: workers)
-        let queue = DispatchQueue(label: "backupctl.check", attributes: .concurrent)
         let limit = findingLimit
         let filter = self.filter
-        var seen = 0
-        defer { group.wait() }
-        try store.forEachBackupHealth(tenant: tenant, batchSize: batchSize) {
-            (page: [BackupHealthRow]) throws(ConsoleError) in
-            slots.wait()
-            group.enter()
-            queue.async {
-                defer {
-                    slots.signal()
-                    group.leave()
+        let pageSize = min(max(batchSize, 1), 100_000)
+        let workers = max(1, self.workers)
+        var failure: ConsoleError?
+        // Pages are read one after another; up to `workers` of them are checked at once.
+        let tally = await withTaskGroup(of: CheckTally.self) { group in
+            var merged = CheckTally(limit: limit, filter: filter)
+            var running = 0
+            var after: String?
+            var seen = 0
+            do throws(ConsoleError) {
+                while true {
+                    let page = try await store.backupHealth(tenant: tenant, after: after, limit: pageSize)
+                    if !page.isEmpty {
+                        if running >= workers, let done = await group.next() {
+                            merged.merge(done)
+                            running -= 1
+                        }
+                        group.addTask {
+                            var local = CheckTally(limit: limit, filter: filter)
+                            for row in page {
+                                local.add(backupId: row.summary.backupId, HealthChecks.run(HealthInput(row)))
+                            }
+                            return local
+                        }
+                        running += 1
+                        seen += page.count
+                        try progress?(seen)
+                    }
+                    guard page.count == pageSize, let last = page.last else { break }
+                    after = last.summary.backupId
                 }
-                var local = CheckTally(limit: limit, filter: filter)
-                for row in page { local.add(backupId: row.summary.backupId, HealthChecks.run(HealthInput(row))) }
-                shared.merge(local)
+            } catch {
+                failure = error
             }
-            seen += page.count
-            try progress?(seen)
+            for await done in group { merged.merge(done) }
+            return merged
         }
-        group.wait()
-        return shared.tally.report(scope: "tenant", tenant: tenant.rawValue)
+        if let failure { throw failure }
+        return tally.report(scope: "tenant", tenant: tenant.rawValue)
     }
-}
-
-/// The scan's running tally, shared by the workers under a lock.
-private final class SharedTally: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: CheckTally
-
-    init(_ tally: CheckTally) { value = tally }
-
-    var tally: CheckTally { lock.withLock { value } }
-
-    func merge(_ other: CheckTally) { lock.withLock { value.merge(other) } }
 }

@@ -39,17 +39,17 @@ public struct LookupService: Sendable {
     /// Looks up `query` in the session's tenant and audits the answer (`backup.lookup`).
     /// - Throws: ``ConsoleError`` `invalid_*` (bad input, naming the field), `not_found`,
     ///   `unauthorized_factor`, `dangling_lookup`, `permission_denied`, or the store's errors.
-    public func lookup(_ query: LookupQuery, session: Session) throws(ConsoleError) -> LookupResult {
-        try session.require(.lookup)
-        let outcome = try resolve(query, tenant: session.tenantName)
+    public func lookup(_ query: LookupQuery, session: Session) async throws(ConsoleError) -> LookupResult {
+        try await session.require(.lookup)
+        let outcome = try await resolve(query, tenant: session.tenantName)
         switch outcome {
         case .hit(let result):
-            try store.appendReadAudit(
+            try await store.appendAudit(
                 session.audit(
                     "backup.lookup", target: result.backupId, details: ["kind": query.kind, "scope": result.scope]))
             return result
         case .refused(let backupId, let error):
-            try store.appendReadAudit(
+            try await store.appendAudit(
                 session.audit("backup.lookup", target: backupId, details: ["kind": query.kind, "outcome": error.code]))
             throw error
         }
@@ -64,11 +64,11 @@ public struct LookupService: Sendable {
 
     /// The read half of ``lookup(_:session:)``: no permission check and no audit. Only for
     /// callers that do both themselves, and for the benchmark that measures the read path.
-    package func resolve(_ query: LookupQuery, tenant: TenantName) throws(ConsoleError) -> Outcome {
-        if case .account(let text) = query { return try account(text, tenant: tenant) }
+    package func resolve(_ query: LookupQuery, tenant: TenantName) async throws(ConsoleError) -> Outcome {
+        if case .account(let text) = query { return try await account(text, tenant: tenant) }
         let candidates = try query.candidateKeys()
         for key in candidates {
-            guard let resolution = try store.resolveLookup(tenant: tenant, pk: key.rawValue) else { continue }
+            guard let resolution = try await store.resolveLookup(tenant: tenant, pk: key.rawValue) else { continue }
             return Self.outcome(resolution, key: key, kind: query.kind)
         }
         if case .keypair(let text, _) = query, let bytes = LookupQuery.publicKeyBytes(LookupQuery.trimmed(text)),
@@ -111,9 +111,9 @@ public struct LookupService: Sendable {
     /// The id's syntax is checked first. Whether its key is a point on secp256k1 matters only
     /// on a miss, to tell a mistyped id from one that is not there: an id that names a stored
     /// backup is answered as it is, as `show` does.
-    func account(_ text: String, tenant: TenantName) throws(ConsoleError) -> Outcome {
+    func account(_ text: String, tenant: TenantName) async throws(ConsoleError) -> Outcome {
         let id = try BackupAccountID(LookupQuery.trimmed(text))
-        guard try store.backupExists(tenant: tenant, id: id.rawValue) else {
+        guard try await store.backupExists(tenant: tenant, id: id.rawValue) else {
             try BackupAccountKey.validate(id)
             throw ConsoleError.notFound("No backup in tenant \(tenant) has the id \(id.rawValue).")
         }

@@ -14,11 +14,11 @@ public struct SnapshotAge: Sendable, Equatable, Codable {
     public var complete: Bool?
 
     /// - Parameter now: Unix seconds.
-    public static func of(store: any ConsoleStore, tenant: TenantRecord, now: Int64) throws(ConsoleError)
+    public static func of(store: any ConsoleStore, tenant: TenantRecord, now: Int64) async throws(ConsoleError)
         -> SnapshotAge
     {
         if tenant.isSandbox { return SnapshotAge(source: "live") }
-        guard let live = store as? any LiveTenantStore, let newest = try live.newestSnapshot(tenant: tenant.name),
+        guard let live = store as? any LiveTenantStore, let newest = try await live.newestSnapshot(tenant: tenant.name),
             let at = newest.snapshotAt
         else {
             return SnapshotAge(source: "unknown")

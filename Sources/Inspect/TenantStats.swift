@@ -64,8 +64,8 @@ public struct StatsService: Sendable {
     }
 
     /// `stats`; audited as `backup.stats`.
-    public func stats(session: Session) throws(ConsoleError) -> TenantStats {
-        try session.require(.stats)
+    public func stats(session: Session) async throws(ConsoleError) -> TenantStats {
+        try await session.require(.stats)
         let tenant = session.tenantName
         var backups = 0
         var mixes: [String: Int] = [:]
@@ -75,7 +75,10 @@ public struct StatsService: Sendable {
         var withSubOrg = 0
         // The summaries the store derived at write time: no metadata JSON is decoded. Every
         // TURNKEY key names a sub-org, so a backup has a sub-org exactly when it has such a key.
-        try store.forEachBackupSummary(tenant: tenant, batchSize: batchSize) { (page: [BackupSummary]) in
+        let pageSize = min(max(batchSize, 1), 100_000)
+        var after: String?
+        while true {
+            let page = try await store.backupSummaries(tenant: tenant, after: after, limit: pageSize)
             for summary in page {
                 backups += 1
                 mixes[TenantStats.mix(summary), default: 0] += 1
@@ -84,12 +87,18 @@ public struct StatsService: Sendable {
                 blobBytes += summary.blobSize ?? 0
                 if summary.turnkeyKeys > 0 { withSubOrg += 1 }
             }
+            guard page.count == pageSize, let last = page.last else { break }
+            after = last.backupId
         }
         var subOrgs = 0
-        try store.forEachReferencedSubOrg(tenant: tenant, batchSize: 10_000) { (page: [String]) throws(ConsoleError) in
+        var afterSubOrg: String?
+        while true {
+            let page = try await store.referencedSubOrgs(tenant: tenant, after: afterSubOrg, limit: 10_000)
             subOrgs += page.count
+            guard page.count == 10_000, let last = page.last else { break }
+            afterSubOrg = last
         }
-        try store.appendReadAudit(session.audit("backup.stats", details: ["backups": "\(backups)"]))
+        try await store.appendAudit(session.audit("backup.stats", details: ["backups": "\(backups)"]))
         func buckets(_ labels: [String], _ counts: [Int]) -> [TenantStats.Bucket] {
             zip(labels, counts).map { TenantStats.Bucket(label: $0.0, backups: $0.1) }
         }
@@ -100,6 +109,6 @@ public struct StatsService: Sendable {
             },
             devices: buckets(TenantStats.deviceLabels, devices), blobSizes: buckets(TenantStats.blobLabels, blobs),
             blobBytesTotal: blobBytes, subOrgsReferenced: subOrgs, backupsWithSubOrg: withSubOrg,
-            snapshot: try SnapshotAge.of(store: store, tenant: session.tenant, now: clock.seconds))
+            snapshot: try await SnapshotAge.of(store: store, tenant: session.tenant, now: clock.seconds))
     }
 }

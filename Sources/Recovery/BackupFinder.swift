@@ -9,5 +9,5 @@ import ConsoleStore
 /// (`unauthorized_factor` included).
 public protocol BackupFinder: Sendable {
     /// - Throws: ``ConsoleError`` `not_found`, or an `invalid_*` code naming the malformed query.
-    func find(_ query: String, session: Session) throws(ConsoleError) -> BackupRecord
+    func find(_ query: String, session: Session) async throws(ConsoleError) -> BackupRecord
 }

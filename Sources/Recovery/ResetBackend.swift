@@ -33,11 +33,11 @@ public struct ResetReviewer: Sendable {
 
     /// - Throws: `permission_denied` unless the session may run a reset (support), then the
     ///   finder's refusals.
-    public func review(_ query: String, session: Session) throws(ConsoleError) -> WalkthroughReview {
-        try session.require(.resetBegin)
-        let record = try finder.find(query, session: session)
-        try store.appendAudit(session.audit("reset.walkthrough.review", target: record.backupId))
-        let rows = try store.lookupRows(tenant: session.tenantName, backupId: record.backupId)
+    public func review(_ query: String, session: Session) async throws(ConsoleError) -> WalkthroughReview {
+        try await session.require(.resetBegin)
+        let record = try await finder.find(query, session: session)
+        try await store.appendAudit(session.audit("reset.walkthrough.review", target: record.backupId))
+        let rows = try await store.lookupRows(tenant: session.tenantName, backupId: record.backupId)
         return WalkthroughReview(
             backupId: record.backupId, factors: record.metadata.factors.map(ResetWalkthrough.describe),
             devices: record.metadata.syncFactors.map(ResetWalkthrough.describe),
@@ -64,7 +64,7 @@ public struct LocalResetBackend: ResetBackend {
     }
 
     public func review(_ query: String) async throws(ConsoleError) -> WalkthroughReview {
-        try reviewer.review(query, session: session)
+        try await reviewer.review(query, session: session)
     }
 
     public func begin(backupAccountId: String) async throws(ConsoleError) -> ResetChallenge {

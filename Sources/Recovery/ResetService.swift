@@ -37,7 +37,7 @@ public struct ResetService: Sendable {
     /// - Throws: `permission_denied`; `invalid_backup_account_id`; the service's `not_found` when
     ///   it has no such backup; exit-2 errors when the service fails or cannot be reached.
     public func begin(backupAccountId text: String, session: Session) async throws(ConsoleError) -> ResetChallenge {
-        try session.require(.resetBegin)
+        try await session.require(.resetBegin)
         let id = try BackupAccountID(text)
         try BackupAccountKey.validate(id)
         let status: BackupServiceWire.StatusResponse
@@ -54,7 +54,7 @@ public struct ResetService: Sendable {
         let record = ResetChallengeRecord(
             tokenHash: tokenHash, tenant: session.tenantName, backupId: id.rawValue, context: Self.context,
             challenge: issued.challenge, createdAt: now, expiresAt: expiresAt)
-        try store.insertResetChallenge(
+        try await store.insertResetChallenge(
             record,
             audit: session.audit(
                 "reset.begin", target: id.rawValue,
@@ -72,13 +72,13 @@ public struct ResetService: Sendable {
     /// - Throws: `invalid_reset_token`; `invalid_challenge_context` for a token of another
     ///   tenant or backup; `unknown_reset_token` for a token this console did not issue when no
     ///   backup is named; `permission_denied`.
-    public func plan(token: SecretBytes, backupAccountId: String? = nil, session: Session) throws(ConsoleError)
+    public func plan(token: SecretBytes, backupAccountId: String? = nil, session: Session) async throws(ConsoleError)
         -> ResetPlan
     {
-        try session.require(.resetComplete)
+        try await session.require(.resetComplete)
         let tokenHash = try ResetToken.hash(token)
         let expected = try backupAccountId.map { (text) throws(ConsoleError) in try BackupAccountID(text) }
-        guard let entry = try store.resetChallenge(tokenHash: tokenHash) else {
+        guard let entry = try await store.resetChallenge(tokenHash: tokenHash) else {
             guard let expected else {
                 throw ConsoleError(
                     .notFound, code: "unknown_reset_token",
@@ -108,17 +108,17 @@ public struct ResetService: Sendable {
     public func complete(
         token: SecretBytes, signature: String, backupAccountId: String? = nil, session: Session
     ) async throws(ConsoleError) -> ResetResult {
-        let plan = try plan(token: token, backupAccountId: backupAccountId, session: session)
+        let plan = try await plan(token: token, backupAccountId: backupAccountId, session: session)
         let signature = signature.trimmingCharacters(in: .whitespacesAndNewlines)
         guard (1...512).contains(signature.utf8.count) else {
             throw .invalid("invalid_signature", "Invalid signature: expected the base64 text `recovery sign` printed.")
         }
-        let backup = try store.backup(tenant: session.tenantName, id: plan.backupId)
+        let backup = try await store.backup(tenant: session.tenantName, id: plan.backupId)
         let subOrgs = backup?.metadata.turnkeySubOrgIds ?? []
         // Counted before the call: on a sandbox tenant the service's delete takes them first.
-        let lookupRows = try store.lookupRows(tenant: session.tenantName, backupId: plan.backupId).count
+        let lookupRows = try await store.lookupRows(tenant: session.tenantName, backupId: plan.backupId).count
         if plan.fromLedger {
-            try store.markResetSent(tokenHash: plan.tokenHash, subOrgIds: subOrgs, now: clock.seconds)
+            try await store.markResetSent(tokenHash: plan.tokenHash, subOrgIds: subOrgs, now: clock.seconds)
         }
         checkpoint(.checked)
         var resolvedBy: String?
@@ -134,23 +134,20 @@ public struct ResetService: Sendable {
                 plan, lost: "the service answered not_found to a token this console had sent before", session)
             resolvedBy = "status"
         } catch {
-            try refuse(plan, error.consoleError, session)
+            try await refuse(plan, error.consoleError, session)
         }
         checkpoint(.verified)
-        let checkpoint = self.checkpoint
-        let wipe = try store.recordServiceReset(
+        var details = [
+            "tokenHashPrefix": ResetToken.auditPrefix(ofHash: plan.tokenHash), "via": "backup_service",
+        ]
+        if let resolvedBy { details["resolvedBy"] = resolvedBy }
+        // The `wiped` checkpoint fires inside the store's transaction (SQLiteConsoleStore's crash point).
+        let wipe = try await store.recordServiceReset(
             tenant: session.tenantName, tokenHash: plan.fromLedger ? plan.tokenHash : nil, backupId: plan.backupId,
             subOrgIds: subOrgs, now: clock.seconds,
-            audit: { wipe in
-                checkpoint(.wiped)
-                var details = [
-                    "tokenHashPrefix": ResetToken.auditPrefix(ofHash: plan.tokenHash),
-                    "via": "backup_service", "lookupRowsRemoved": String(max(wipe.lookupRowsRemoved, lookupRows)),
-                    "subOrgsQueued": String(wipe.turnkeySubOrgIds.count),
-                ]
-                if let resolvedBy { details["resolvedBy"] = resolvedBy }
-                return session.audit("reset.complete", target: wipe.backupId, details: details)
-            })
+            audit: ResetAuditDraft(
+                session.audit("reset.complete", target: plan.backupId, details: details), lookupRowsAtLeast: lookupRows)
+        )
         checkpoint(.committed)
         return ResetResult(
             backupId: wipe.backupId, wiped: true, lookupRowsRemoved: max(wipe.lookupRowsRemoved, lookupRows),
@@ -165,14 +162,14 @@ public struct ResetService: Sendable {
         } catch  where error.serviceCode == "not_found" {
             return
         } catch {
-            try refuse(
+            try await refuse(
                 plan,
                 ConsoleError(
                     .remote, code: "reset_outcome_unknown",
                     "The outcome of the reset of \(plan.backupId) is unknown: \(lost), and /v1/backup/status failed too (\(error.message)). Nothing was changed here; run `reset complete` again with the same token once the service answers: it will say not_found if the reset went through."
                 ), session)
         }
-        try refuse(
+        try await refuse(
             plan,
             ConsoleError(
                 .remote, code: "reset_not_applied",
@@ -181,8 +178,10 @@ public struct ResetService: Sendable {
     }
 
     /// Audits a refusal (its code, never as the reset) and throws it.
-    private func refuse(_ plan: ResetPlan, _ error: ConsoleError, _ session: Session) throws(ConsoleError) -> Never {
-        try store.appendAudit(
+    private func refuse(_ plan: ResetPlan, _ error: ConsoleError, _ session: Session) async throws(ConsoleError)
+        -> Never
+    {
+        try await store.appendAudit(
             session.audit(
                 "reset.refused", target: plan.backupId,
                 details: ["code": error.code, "tokenHashPrefix": ResetToken.auditPrefix(ofHash: plan.tokenHash)]))

@@ -70,9 +70,9 @@ public struct ResetWalkthrough: Sendable {
     public init(
         store: any ConsoleStore, session: Session, service: ResetService, finder: any BackupFinder,
         clock: WallClock = .system
-    ) throws(ConsoleError) {
-        try session.require(.resetBegin)
-        try session.require(.resetComplete)
+    ) async throws(ConsoleError) {
+        try await session.require(.resetBegin)
+        try await session.require(.resetComplete)
         self.init(
             backend: LocalResetBackend(store: store, session: session, service: service, finder: finder),
             tenant: session.tenantName.rawValue, operatorName: session.operatorName.rawValue, clock: clock)

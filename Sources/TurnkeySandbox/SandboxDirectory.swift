@@ -8,11 +8,11 @@ import Foundation
 /// ``StoreDirectory`` (sandbox tenants, so `seed --orphans` shows up in `list_suborgs`).
 public protocol SandboxDirectory: Sendable {
     /// Up to `limit` ids greater than `after` (all from the start when `nil`), ascending.
-    func page(after: String?, limit: Int) throws(ConsoleError) -> [String]
-    func contains(_ id: String) throws(ConsoleError) -> Bool
+    func page(after: String?, limit: Int) async throws(ConsoleError) -> [String]
+    func contains(_ id: String) async throws(ConsoleError) -> Bool
     /// Removes `id`; returns whether it was there.
-    func remove(_ id: String) throws(ConsoleError) -> Bool
-    func count() throws(ConsoleError) -> Int
+    func remove(_ id: String) async throws(ConsoleError) -> Bool
+    func count() async throws(ConsoleError) -> Int
 }
 
 /// Sub-org ids held as 16-byte keys in one sorted array: a million take 16 MB, not the
@@ -83,7 +83,7 @@ public final class MemoryDirectory: SandboxDirectory, @unchecked Sendable {
         }
     }
 
-    public func page(after: String?, limit: Int) throws(ConsoleError) -> [String] {
+    public func page(after: String?, limit: Int) async throws(ConsoleError) -> [String] {
         lock.withLock {
             var start = 0
             if let after { start = upperBound(after) }
@@ -92,12 +92,12 @@ public final class MemoryDirectory: SandboxDirectory, @unchecked Sendable {
         }
     }
 
-    public func contains(_ id: String) throws(ConsoleError) -> Bool {
+    public func contains(_ id: String) async throws(ConsoleError) -> Bool {
         guard let key = Key(id) else { return false }
         return lock.withLock { index(of: key) != nil }
     }
 
-    public func remove(_ id: String) throws(ConsoleError) -> Bool {
+    public func remove(_ id: String) async throws(ConsoleError) -> Bool {
         guard let key = Key(id) else { return false }
         return lock.withLock {
             guard let index = index(of: key) else { return false }
@@ -106,7 +106,7 @@ public final class MemoryDirectory: SandboxDirectory, @unchecked Sendable {
         }
     }
 
-    public func count() throws(ConsoleError) -> Int { lock.withLock { keys.count } }
+    public func count() async throws(ConsoleError) -> Int { lock.withLock { keys.count } }
 
     /// All ids, for saving a small state file.
     public func all() -> [String] { lock.withLock { keys.map(\.text) } }
@@ -165,19 +165,19 @@ public struct StoreDirectory: SandboxDirectory {
         self.tenant = tenant
     }
 
-    public func page(after: String?, limit: Int) throws(ConsoleError) -> [String] {
-        try store.sandboxSubOrgPage(tenant: tenant, after: after ?? "", limit: limit)
+    public func page(after: String?, limit: Int) async throws(ConsoleError) -> [String] {
+        try await store.sandboxSubOrgPage(tenant: tenant, after: after ?? "", limit: limit)
     }
 
-    public func contains(_ id: String) throws(ConsoleError) -> Bool {
-        try store.sandboxSubOrgExists(tenant: tenant, subOrgId: id)
+    public func contains(_ id: String) async throws(ConsoleError) -> Bool {
+        try await store.sandboxSubOrgExists(tenant: tenant, subOrgId: id)
     }
 
-    public func remove(_ id: String) throws(ConsoleError) -> Bool {
-        try store.removeSandboxSubOrg(tenant: tenant, subOrgId: id, audit: nil)
+    public func remove(_ id: String) async throws(ConsoleError) -> Bool {
+        try await store.removeSandboxSubOrg(tenant: tenant, subOrgId: id, audit: nil)
     }
 
-    public func count() throws(ConsoleError) -> Int {
-        try store.sandboxSubOrgCount(tenant: tenant)
+    public func count() async throws(ConsoleError) -> Int {
+        try await store.sandboxSubOrgCount(tenant: tenant)
     }
 }

@@ -26,9 +26,10 @@ public enum SandboxTenant {
         // Like production accounts made since the break-glass user was introduced: every sub-org
         // has its backup's Backup Account Key as a deletion-capable secp256k1 user.
         await sandbox.setBreakGlassUsers { subOrgId in
-            let backupId =
-                (try? store.subOrgReference(tenant: tenant, subOrgId: subOrgId))
-                ?? (try? store.cleanupItem(tenant: tenant, subOrgId: subOrgId))?.lastBackupId
+            var backupId = try? await store.subOrgReference(tenant: tenant, subOrgId: subOrgId)
+            if backupId == nil {
+                backupId = (try? await store.cleanupItem(tenant: tenant, subOrgId: subOrgId))?.lastBackupId
+            }
             guard let backupId, let id = try? BackupAccountID(backupId) else { return [] }
             return [SandboxUser.breakGlass(publicKeyHex: Hex.encode(id.publicKey))]
         }

@@ -5,37 +5,40 @@ import Turnkey
 
 extension TurnkeySandbox {
     /// The key's user in `org`, looking in the parent too; `nil` = PUBLIC_KEY_NOT_FOUND.
-    func findUser(key: String, org: String) throws(ConsoleError) -> (user: SandboxUser, inParent: Bool)? {
-        if org != parentOrgId, let user = users(of: org).first(where: { $0.publicKey == key }) { return (user, false) }
+    func findUser(key: String, org: String) async throws(ConsoleError) -> (user: SandboxUser, inParent: Bool)? {
+        if org != parentOrgId, let user = await users(of: org).first(where: { $0.publicKey == key }) {
+            return (user, false)
+        }
         if let user = parentUsers.first(where: { $0.publicKey == key }) { return (user, true) }
         return nil
     }
 
-    func orgExists(_ org: String) throws(ConsoleError) -> Bool {
+    func orgExists(_ org: String) async throws(ConsoleError) -> Bool {
         if org == parentOrgId { return true }
-        return try directory.contains(org)
+        return try await directory.contains(org)
     }
 
-    func whoami(org: String, key: String) throws(ConsoleError) -> TurnkeyHTTPResponse {
-        guard try orgExists(org) else { return Self.orgNotFound(org) }
-        guard let found = try findUser(key: key, org: org) else { return Self.publicKeyNotFound() }
+    func whoami(org: String, key: String) async throws(ConsoleError) -> TurnkeyHTTPResponse {
+        guard try await orgExists(org) else { return Self.orgNotFound(org) }
+        guard let found = try await findUser(key: key, org: org) else { return Self.publicKeyNotFound() }
         return Self.ok(
             TurnkeyWire.WhoamiResponse(
                 organizationId: org, organizationName: org == parentOrgId ? "sandbox parent" : "sub-org",
                 userId: Self.uuid(from: found.user.name + found.user.publicKey), username: found.user.name))
     }
 
-    func listSubOrgs(org: String, key: String, object: [String: Any]) throws(ConsoleError) -> TurnkeyHTTPResponse {
+    func listSubOrgs(org: String, key: String, object: [String: Any]) async throws(ConsoleError) -> TurnkeyHTTPResponse
+    {
         guard org == parentOrgId else {
-            return try orgExists(org)
+            return try await orgExists(org)
                 ? Self.ok(TurnkeyWire.ListSubOrgsResponse(organizationIds: [])) : Self.orgNotFound(org)
         }
-        guard try findUser(key: key, org: org) != nil else { return Self.publicKeyNotFound() }
+        guard try await findUser(key: key, org: org) != nil else { return Self.publicKeyNotFound() }
         let options = object["paginationOptions"] as? [String: Any]
         let limit = min(100, max(1, Int(options?["limit"] as? String ?? "10") ?? 10))
         let after = (options?["after"] as? String).flatMap { $0.isEmpty ? nil : $0 }
         stats.listPages += 1
-        let page = try directory.page(after: after, limit: limit)
+        let page = try await directory.page(after: after, limit: limit)
         // Hand-written: ten thousand pages in a benchmark should not pay for JSONEncoder.
         var text = #"{"organizationIds":["#
         text.reserveCapacity(40 * page.count + 24)
@@ -47,10 +50,10 @@ extension TurnkeySandbox {
         return TurnkeyHTTPResponse(status: 200, body: Array(text.utf8))
     }
 
-    func listUsers(org: String, key: String) throws(ConsoleError) -> TurnkeyHTTPResponse {
-        guard try orgExists(org) else { return Self.orgNotFound(org) }
-        guard try findUser(key: key, org: org) != nil else { return Self.publicKeyNotFound() }
-        let list = org == parentOrgId ? parentUsers : users(of: org)
+    func listUsers(org: String, key: String) async throws(ConsoleError) -> TurnkeyHTTPResponse {
+        guard try await orgExists(org) else { return Self.orgNotFound(org) }
+        guard try await findUser(key: key, org: org) != nil else { return Self.publicKeyNotFound() }
+        let list = await org == parentOrgId ? parentUsers : users(of: org)
         return Self.ok(
             TurnkeyWire.ListUsersResponse(
                 users: list.map { user in
@@ -65,17 +68,18 @@ extension TurnkeySandbox {
                 }))
     }
 
-    func getActivity(org: String, key: String, object: [String: Any]) throws(ConsoleError) -> TurnkeyHTTPResponse {
+    func getActivity(org: String, key: String, object: [String: Any]) async throws(ConsoleError) -> TurnkeyHTTPResponse
+    {
         guard let id = object["activityId"] as? String, let fingerprint = fingerprintsById[id],
             var activity = activities[fingerprint], activity.organizationId == org
         else { return Self.error(404, 5, "activity not found", "ACTIVITY_NOT_FOUND") }
-        guard try findUser(key: key, org: org) != nil || activity.status != TurnkeyActivityStatus.pending else {
+        guard try await findUser(key: key, org: org) != nil || activity.status != TurnkeyActivityStatus.pending else {
             return Self.publicKeyNotFound()
         }
         if activity.status == TurnkeyActivityStatus.pending {
             activity.pollsLeft -= 1
             if activity.pollsLeft <= 0 {
-                _ = try directory.remove(org)
+                _ = try await directory.remove(org)
                 stats.deletions += 1
                 activity.status = TurnkeyActivityStatus.completed
                 mutations += 1
@@ -85,7 +89,7 @@ extension TurnkeySandbox {
         return Self.ok(TurnkeyWire.ActivityResponse(activity: Self.wire(activity)))
     }
 
-    func delete(org: String, key: String, object: [String: Any], body: [UInt8]) throws(ConsoleError)
+    func delete(org: String, key: String, object: [String: Any], body: [UInt8]) async throws(ConsoleError)
         -> TurnkeyHTTPResponse
     {
         guard object["type"] as? String == TurnkeyActivityBody.deleteSubOrganizationType else {
@@ -101,8 +105,8 @@ extension TurnkeySandbox {
         guard org != parentOrgId else {
             return Self.error(403, 7, "the parent organization cannot be deleted here", "PERMISSION_DENIED")
         }
-        guard try directory.contains(org) else { return Self.orgNotFound(org) }
-        guard let found = try findUser(key: key, org: org) else { return Self.publicKeyNotFound() }
+        guard try await directory.contains(org) else { return Self.orgNotFound(org) }
+        guard let found = try await findUser(key: key, org: org) else { return Self.publicKeyNotFound() }
         guard !found.inParent, found.user.canDelete else {
             return Self.error(
                 403, 7, "policy denies \(TurnkeyActivityBody.deleteSubOrganizationType) for user \(found.user.name)",
@@ -125,7 +129,7 @@ extension TurnkeySandbox {
             activity.status = TurnkeyActivityStatus.pending
             activity.pollsLeft = max(1, faults.pendingPolls)
         } else {
-            _ = try directory.remove(org)
+            _ = try await directory.remove(org)
             stats.deletions += 1
         }
         activities[fingerprint] = activity

@@ -70,9 +70,9 @@ public actor TurnkeySandbox {
 
     /// Break-glass users found at request time (a store-backed sandbox: the Backup Account Key of
     /// the backup that references the sub-org, or last did).
-    var breakGlassUsers: (@Sendable (String) -> [SandboxUser])?
+    var breakGlassUsers: (@Sendable (String) async -> [SandboxUser])?
 
-    public func setBreakGlassUsers(_ resolve: @escaping @Sendable (String) -> [SandboxUser]) {
+    public func setBreakGlassUsers(_ resolve: @escaping @Sendable (String) async -> [SandboxUser]) {
         breakGlassUsers = resolve
     }
 
@@ -91,15 +91,16 @@ public actor TurnkeySandbox {
 
     /// The users of a sub-org: its override, or the defaults (minus delete-capable ones for the
     /// deterministic fraction of sub-orgs that predate the cleanup key), plus `auth_user_main`.
-    func users(of subOrgId: String) -> [SandboxUser] {
+    func users(of subOrgId: String) async -> [SandboxUser] {
         if let explicit = overrides[subOrgId] { return explicit }
+        let breakGlass = await breakGlassUsers?(subOrgId) ?? []
         let digest = SHA256.hash(Array(subOrgId.utf8))
         let main = SandboxUser(
             name: "auth_user_main", publicKey: "02" + Hex.encode(digest), scheme: TurnkeyStamp.Scheme.p256.rawValue,
             canDelete: false)
         let bucket = (Int(digest[0]) << 8 | Int(digest[1])) % 1000
         return [main] + (bucket < missingDefaultUsersPerMille ? [] : defaultSubOrgUsers)
-            + (breakGlassUsers?(subOrgId) ?? [])
+            + breakGlass
     }
 
     /// Answers one request: `path`, the `X-Stamp` header (if any) and the exact body bytes.
@@ -119,12 +120,12 @@ public actor TurnkeySandbox {
         let key = Hex.encode(parsed.publicKey)
         do {
             switch path {
-            case TurnkeyWire.whoamiPath: return try whoami(org: org, key: key)
-            case TurnkeyWire.listSubOrgsPath: return try listSubOrgs(org: org, key: key, object: object)
-            case TurnkeyWire.listUsersPath: return try listUsers(org: org, key: key)
-            case TurnkeyWire.getActivityPath: return try getActivity(org: org, key: key, object: object)
+            case TurnkeyWire.whoamiPath: return try await whoami(org: org, key: key)
+            case TurnkeyWire.listSubOrgsPath: return try await listSubOrgs(org: org, key: key, object: object)
+            case TurnkeyWire.listUsersPath: return try await listUsers(org: org, key: key)
+            case TurnkeyWire.getActivityPath: return try await getActivity(org: org, key: key, object: object)
             case TurnkeyWire.deleteSubOrganizationPath:
-                return try delete(org: org, key: key, object: object, body: body)
+                return try await delete(org: org, key: key, object: object, body: body)
             default: return Self.error(404, 5, "unknown route \(path)", "NOT_FOUND")
             }
         } catch {

@@ -6,39 +6,41 @@ import Foundation
 import Testing
 
 @Suite struct AccessServiceTests {
-    @Test func bootstrapCreatesAdminSandboxAndRefusesTwice() throws {
+    @Test func bootstrapCreatesAdminSandboxAndRefusesTwice() async throws {
         let fixture = try TempStore()
         let access = fixture.access()
-        let token = try access.bootstrap(admin: try OperatorName("root"))
+        let token = try await access.bootstrap(admin: try OperatorName("root"))
         let text = token.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
         #expect(text.hasPrefix("bctl_") && text.count == 48)
         #expect(!"\(token)".contains(text))
 
-        let op = try access.authenticate(token: token)
+        let op = try await access.authenticate(token: token)
         #expect(op.name.rawValue == "root" && op.canCreateTenants)
-        let session = try access.session(operator: op, tenant: try TenantName("sandbox"))
+        let session = try await access.session(operator: op, tenant: try TenantName("sandbox"))
         #expect(session.role == .admin && session.tenant.isSandbox)
 
-        #expect(throws: ConsoleError.self) { try access.bootstrap(admin: try OperatorName("again")) }
-        #expect(try fixture.store.operatorCount() == 1)
+        await #expect(throws: ConsoleError.self) { try await access.bootstrap(admin: try OperatorName("again")) }
+        #expect(try await fixture.store.operatorCount() == 1)
     }
 
-    @Test func tokensAreStoredOnlyAsHashes() throws {
+    @Test func tokensAreStoredOnlyAsHashes() async throws {
         let fixture = try TempStore()
-        let token = try fixture.access().bootstrap(admin: try OperatorName("root"))
+        let token = try await fixture.access().bootstrap(admin: try OperatorName("root"))
         let text = token.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
         let bytes = try Data(contentsOf: URL(fileURLWithPath: fixture.path))
         let wal = (try? Data(contentsOf: URL(fileURLWithPath: fixture.path + "-wal"))) ?? Data()
         #expect(bytes.range(of: Data(text.utf8)) == nil)
         #expect(wal.range(of: Data(text.utf8)) == nil)
-        #expect(try fixture.store.operatorRecord(tokenHash: OperatorToken.hash(token)) != nil)
+        #expect(try await fixture.store.operatorRecord(tokenHash: OperatorToken.hash(token)) != nil)
     }
 
-    @Test func unknownTokenIsDenied() throws {
+    @Test func unknownTokenIsDenied() async throws {
         let fixture = try TempStore()
-        _ = try fixture.bootstrap()
+        _ = try await fixture.bootstrap()
         let stranger = OperatorToken.generate(using: SeededRandom(seed: 99))
-        let error = #expect(throws: ConsoleError.self) { try fixture.access().authenticate(token: stranger) }
+        let error = await #expect(throws: ConsoleError.self) {
+            try await fixture.access().authenticate(token: stranger)
+        }
         #expect(error?.kind == .permissionDenied && error?.code == "invalid_token")
     }
 
@@ -54,72 +56,74 @@ import Testing
         #expect(parsed == token)
     }
 
-    @Test func grantsAreScopedToTheirTenant() throws {
+    @Test func grantsAreScopedToTheirTenant() async throws {
         let fixture = try TempStore()
-        let (root, rootSandbox) = try fixture.bootstrap()
+        let (root, rootSandbox) = try await fixture.bootstrap()
         let access = fixture.access(seed: 8)
-        try access.createTenant(
+        try await access.createTenant(
             TenantRecord(name: try TenantName("other"), isSandbox: true, createdAt: 1), by: root)
-        let aliceToken = try access.addOperator(try OperatorName("alice"), role: .support, session: rootSandbox)
-        let alice = try access.authenticate(token: aliceToken)
+        let aliceToken = try await access.addOperator(try OperatorName("alice"), role: .support, session: rootSandbox)
+        let alice = try await access.authenticate(token: aliceToken)
 
-        #expect(try access.session(operator: alice, tenant: try TenantName("sandbox")).role == .support)
-        let denied = #expect(throws: ConsoleError.self) {
-            try access.session(operator: alice, tenant: try TenantName("other"))
+        #expect(try await access.session(operator: alice, tenant: try TenantName("sandbox")).role == .support)
+        let denied = await #expect(throws: ConsoleError.self) {
+            try await access.session(operator: alice, tenant: try TenantName("other"))
         }
         #expect(denied?.kind == .permissionDenied)
         // An unknown tenant looks the same as one without a grant: names do not leak.
-        let unknown = #expect(throws: ConsoleError.self) {
-            try access.session(operator: alice, tenant: try TenantName("nope"))
+        let unknown = await #expect(throws: ConsoleError.self) {
+            try await access.session(operator: alice, tenant: try TenantName("nope"))
         }
         #expect(unknown?.code == denied?.code)
-        #expect(try access.tenants(visibleTo: alice).map(\.0.name.rawValue) == ["sandbox"])
+        #expect(try await access.tenants(visibleTo: alice).map(\.0.name.rawValue) == ["sandbox"])
     }
 
-    @Test func nonAdminCannotManageOperatorsAndNothingChanges() throws {
+    @Test func nonAdminCannotManageOperatorsAndNothingChanges() async throws {
         let fixture = try TempStore()
-        let (_, rootSandbox) = try fixture.bootstrap()
+        let (_, rootSandbox) = try await fixture.bootstrap()
         let access = fixture.access(seed: 9)
-        let bobToken = try access.addOperator(try OperatorName("bob"), role: .cleaner, session: rootSandbox)
-        let bob = try access.session(
-            operator: try access.authenticate(token: bobToken), tenant: try TenantName("sandbox"))
-        let auditBefore = try fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 1000).count
+        let bobToken = try await access.addOperator(try OperatorName("bob"), role: .cleaner, session: rootSandbox)
+        let bob = try await access.session(
+            operator: try await access.authenticate(token: bobToken), tenant: try TenantName("sandbox"))
+        let auditBefore = try await fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 1000).count
 
-        let error = #expect(throws: ConsoleError.self) {
-            try access.addOperator(try OperatorName("mallory"), role: .admin, session: bob)
+        let error = await #expect(throws: ConsoleError.self) {
+            try await access.addOperator(try OperatorName("mallory"), role: .admin, session: bob)
         }
         #expect(error?.kind == .permissionDenied)
-        #expect(throws: ConsoleError.self) { try access.grant(try OperatorName("bob"), role: .admin, session: bob) }
-        #expect(try fixture.store.operatorRecord(named: try OperatorName("mallory")) == nil)
+        await #expect(throws: ConsoleError.self) {
+            try await access.grant(try OperatorName("bob"), role: .admin, session: bob)
+        }
+        #expect(try await fixture.store.operatorRecord(named: try OperatorName("mallory")) == nil)
         // The refusals are audited as such, and nothing else is written.
-        let added = try fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 1000).dropFirst(auditBefore)
+        let added = try await fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 1000).dropFirst(auditBefore)
         #expect(added.map(\.action) == ["access.denied", "access.denied"])
         #expect(added.allSatisfy { $0.details["code"] == "permission_denied" })
-        #expect(throws: ConsoleError.self) {
-            try access.createTenant(
+        await #expect(throws: ConsoleError.self) {
+            try await access.createTenant(
                 TenantRecord(name: try TenantName("x"), isSandbox: true, createdAt: 1),
-                by: try access.authenticate(token: bobToken))
+                by: try await access.authenticate(token: bobToken))
         }
     }
 
-    @Test func grantRevokeAndList() throws {
+    @Test func grantRevokeAndList() async throws {
         let fixture = try TempStore()
-        let (_, rootSandbox) = try fixture.bootstrap()
+        let (_, rootSandbox) = try await fixture.bootstrap()
         let access = fixture.access(seed: 10)
-        _ = try access.addOperator(try OperatorName("carol"), role: .viewer, session: rootSandbox)
-        try access.grant(try OperatorName("carol"), role: .cleaner, session: rootSandbox)
+        _ = try await access.addOperator(try OperatorName("carol"), role: .viewer, session: rootSandbox)
+        try await access.grant(try OperatorName("carol"), role: .cleaner, session: rootSandbox)
         #expect(
-            try access.operators(session: rootSandbox).map { "\($0.operatorName)=\($0.role)" } == [
+            try await access.operators(session: rootSandbox).map { "\($0.operatorName)=\($0.role)" } == [
                 "carol=cleaner", "root=admin",
             ])
-        try access.revoke(try OperatorName("carol"), session: rootSandbox)
-        #expect(try access.operators(session: rootSandbox).count == 1)
-        let again = #expect(throws: ConsoleError.self) {
-            try access.revoke(try OperatorName("carol"), session: rootSandbox)
+        try await access.revoke(try OperatorName("carol"), session: rootSandbox)
+        #expect(try await access.operators(session: rootSandbox).count == 1)
+        let again = await #expect(throws: ConsoleError.self) {
+            try await access.revoke(try OperatorName("carol"), session: rootSandbox)
         }
         #expect(again?.kind == .notFound)
-        #expect(throws: ConsoleError.self) {
-            try access.addOperator(try OperatorName("carol"), role: .viewer, session: rootSandbox)
+        await #expect(throws: ConsoleError.self) {
+            try await access.addOperator(try OperatorName("carol"), role: .viewer, session: rootSandbox)
         }
     }
 }
@@ -128,18 +132,18 @@ import Testing
     static let cases: [(Role, Permission)] = Role.allCases.flatMap { role in Permission.allCases.map { (role, $0) } }
 
     @Test(arguments: cases)
-    func roleAllowsExactlyWhatTheMatrixSays(_ role: Role, _ permission: Permission) throws {
+    func roleAllowsExactlyWhatTheMatrixSays(_ role: Role, _ permission: Permission) async throws {
         let fixture = try TempStore()
-        let (root, rootSandbox) = try fixture.bootstrap()
+        let (root, rootSandbox) = try await fixture.bootstrap()
         let access = fixture.access(seed: 11)
-        let token = try access.addOperator(try OperatorName("op"), role: role, session: rootSandbox)
+        let token = try await access.addOperator(try OperatorName("op"), role: role, session: rootSandbox)
         _ = root
-        let session = try access.session(
-            operator: try access.authenticate(token: token), tenant: try TenantName("sandbox"))
+        let session = try await access.session(
+            operator: try await access.authenticate(token: token), tenant: try TenantName("sandbox"))
         if role >= permission.minimumRole {
-            try session.require(permission)
+            try await session.require(permission)
         } else {
-            let error = #expect(throws: ConsoleError.self) { try session.require(permission) }
+            let error = await #expect(throws: ConsoleError.self) { try await session.require(permission) }
             #expect(error?.kind == .permissionDenied && error?.code == "permission_denied")
         }
     }

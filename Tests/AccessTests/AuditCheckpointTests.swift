@@ -8,14 +8,15 @@ import Testing
 
 @Suite struct AuditCheckpointTests {
     /// A store with `n` entries beyond the bootstrap ones, and checkpoints signed every `every` entries.
-    func signed(_ n: Int, every: Int64, key: SecretBytes) throws -> (TempStore, [AuditCheckpoint]) {
+    func signed(_ n: Int, every: Int64, key: SecretBytes) async throws -> (TempStore, [AuditCheckpoint]) {
         let fixture = try TempStore()
-        let (_, session) = try fixture.bootstrap()
+        let (_, session) = try await fixture.bootstrap()
         for i in 0..<n {
             fixture.time.advance(byMillis: 1000)
-            try fixture.store.appendAudit(session.audit("backup.show", target: "backup_\(i)", details: ["i": "\(i)"]))
+            try await fixture.store.appendAudit(
+                session.audit("backup.show", target: "backup_\(i)", details: ["i": "\(i)"]))
         }
-        let entries = try fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 10_000)
+        let entries = try await fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 10_000)
         var checkpoints: [AuditCheckpoint] = []
         for entry in entries where entry.seq % every == 0 {
             checkpoints.append(
@@ -34,13 +35,13 @@ import Testing
     let key = P256.generatePrivateKey()
     func publicKey() throws -> [UInt8] { try P256.publicKey(privateKey: key, compressed: true) }
 
-    @Test func aRotatedKeyVerifiesWithTheRetiredKeyBesideIt() throws {
+    @Test func aRotatedKeyVerifiesWithTheRetiredKeyBesideIt() async throws {
         let fixture = try TempStore()
-        let (_, session) = try fixture.bootstrap()
+        let (_, session) = try await fixture.bootstrap()
         let newKey = P256.generatePrivateKey()
         var checkpoints: [AuditCheckpoint] = []
         for i in 0..<6 {
-            let entry = try fixture.store.appendAudit(session.audit("backup.show", target: "backup_\(i)"))
+            let entry = try await fixture.store.appendAudit(session.audit("backup.show", target: "backup_\(i)"))
             // The first three checkpoints under the old key, then the rotation.
             checkpoints.append(
                 try AuditCheckpoint.sign(
@@ -48,34 +49,34 @@ import Testing
                     privateKey: i < 3 ? key : newKey))
         }
         let newPublic = try P256.publicKey(privateKey: newKey, compressed: true)
-        let onlyNew = try AuditLog.verifyCheckpoints(
+        let onlyNew = try await AuditLog.verifyCheckpoints(
             store: fixture.store, checkpoints: checkpoints, publicKeys: [newPublic])
         #expect(!onlyNew.ok && onlyNew.code == "bad_signature" && onlyNew.badSeq == checkpoints[0].seq)
-        let both = try AuditLog.verifyCheckpoints(
+        let both = try await AuditLog.verifyCheckpoints(
             store: fixture.store, checkpoints: checkpoints, publicKeys: [try publicKey(), newPublic])
         #expect(both.ok && both.checkpoints == 6)
         // A key that signed none of them does not help a forged checkpoint through.
         let stranger = try P256.publicKey(privateKey: P256.generatePrivateKey(), compressed: true)
-        #expect(
+        await #expect(
             !(try AuditLog.verifyCheckpoints(
                 store: fixture.store, checkpoints: checkpoints, publicKeys: [newPublic, stranger]
             ).ok))
     }
 
-    @Test func intactChainAndCheckpointsVerify() throws {
-        let (fixture, checkpoints) = try signed(20, every: 5, key: key)
-        let result = try AuditLog.verifyCheckpoints(
+    @Test func intactChainAndCheckpointsVerify() async throws {
+        let (fixture, checkpoints) = try await signed(20, every: 5, key: key)
+        let result = try await AuditLog.verifyCheckpoints(
             store: fixture.store, checkpoints: checkpoints, publicKey: try publicKey())
-        let head = try #require(try fixture.store.latestAuditEntries(tenant: nil, limit: 1).last).seq
+        let head = try #require(try await fixture.store.latestAuditEntries(tenant: nil, limit: 1).last).seq
         #expect(result.ok && result.code == nil && result.checkpoints == checkpoints.count)
         #expect(result.lastCheckpointSeq == head - head % 5)
         #expect(result.uncoveredEntries == Int(head % 5))
     }
 
-    @Test func rewrittenEntryWithRecomputedChainIsDetected() throws {
-        let (fixture, checkpoints) = try signed(12, every: 5, key: key)
+    @Test func rewrittenEntryWithRecomputedChainIsDetected() async throws {
+        let (fixture, checkpoints) = try await signed(12, every: 5, key: key)
         // Rewrite entry 3 and recompute every later hash: the chain alone verifies again.
-        var entries = try fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 100)
+        var entries = try await fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 100)
         var prev = AuditEntry.genesisHash
         for index in entries.indices {
             if entries[index].seq == 3 { entries[index].target = "forged" }
@@ -84,43 +85,44 @@ import Testing
             prev = entries[index].hash
         }
         let queue = try DatabaseQueue(path: fixture.path)
-        try queue.write { db in
-            for entry in entries {
+        let forged = entries
+        try await queue.write { db in
+            for entry in forged {
                 try db.execute(
                     sql: "UPDATE audit SET target = ?, prev_hash = ?, hash = ? WHERE seq = ?",
                     arguments: [entry.target, entry.prevHash, entry.hash, entry.seq])
             }
         }
-        #expect(try AuditLog.verify(store: fixture.store).ok)
-        let result = try AuditLog.verifyCheckpoints(
+        await #expect(try AuditLog.verify(store: fixture.store).ok)
+        let result = try await AuditLog.verifyCheckpoints(
             store: fixture.store, checkpoints: checkpoints, publicKey: try publicKey())
         #expect(!result.ok && result.code == "recomputed_chain" && result.badSeq == 5)
     }
 
-    @Test func truncatedTailIsDetected() throws {
-        let (fixture, checkpoints) = try signed(12, every: 5, key: key)
+    @Test func truncatedTailIsDetected() async throws {
+        let (fixture, checkpoints) = try await signed(12, every: 5, key: key)
         let last = try #require(checkpoints.last)
         try raw(fixture, "DELETE FROM audit WHERE seq >= \(last.seq - 1)")
-        #expect(try AuditLog.verify(store: fixture.store).ok)
-        let result = try AuditLog.verifyCheckpoints(
+        await #expect(try AuditLog.verify(store: fixture.store).ok)
+        let result = try await AuditLog.verifyCheckpoints(
             store: fixture.store, checkpoints: checkpoints, publicKey: try publicKey())
         #expect(!result.ok && result.code == "truncated_tail" && result.badSeq == last.seq)
     }
 
-    @Test func deletedCheckpointIsDetected() throws {
-        let (fixture, checkpoints) = try signed(16, every: 5, key: key)
+    @Test func deletedCheckpointIsDetected() async throws {
+        let (fixture, checkpoints) = try await signed(16, every: 5, key: key)
         #expect(checkpoints.count >= 3)
         var remaining = checkpoints
         remaining.remove(at: 1)
-        let result = try AuditLog.verifyCheckpoints(
+        let result = try await AuditLog.verifyCheckpoints(
             store: fixture.store, checkpoints: remaining, publicKey: try publicKey())
         #expect(!result.ok && result.code == "checkpoint_missing" && result.badSeq == checkpoints[2].seq)
     }
 
-    @Test func checkpointSignedByAnotherKeyIsRefused() throws {
+    @Test func checkpointSignedByAnotherKeyIsRefused() async throws {
         let other = P256.generatePrivateKey()
-        let (fixture, checkpoints) = try signed(10, every: 5, key: other)
-        let result = try AuditLog.verifyCheckpoints(
+        let (fixture, checkpoints) = try await signed(10, every: 5, key: other)
+        let result = try await AuditLog.verifyCheckpoints(
             store: fixture.store, checkpoints: checkpoints, publicKey: try publicKey())
         #expect(!result.ok && result.code == "bad_signature" && result.badSeq == checkpoints.first?.seq)
         #expect(
@@ -129,75 +131,80 @@ import Testing
             })
     }
 
-    @Test func alteredSignedFieldBreaksTheSignature() throws {
-        let (fixture, checkpoints) = try signed(10, every: 5, key: key)
+    @Test func alteredSignedFieldBreaksTheSignature() async throws {
+        let (fixture, checkpoints) = try await signed(10, every: 5, key: key)
         var altered = checkpoints
         altered[0].atMillis += 1
-        let result = try AuditLog.verifyCheckpoints(
+        let result = try await AuditLog.verifyCheckpoints(
             store: fixture.store, checkpoints: altered, publicKey: try publicKey())
         #expect(!result.ok && result.code == "bad_signature")
     }
 }
 
 @Suite struct AuditCheckpointStoreTests {
-    @Test func checkpointsRoundTripThroughTheStoreAndADeletedRowIsDetected() throws {
+    @Test func checkpointsRoundTripThroughTheStoreAndADeletedRowIsDetected() async throws {
         let fixture = try TempStore()
-        let (_, session) = try fixture.bootstrap()
+        let (_, session) = try await fixture.bootstrap()
         let key = P256.generatePrivateKey()
         var previous: AuditCheckpoint?
         for i in 0..<3 {
-            let entry = try fixture.store.appendAudit(session.audit("backup.show", target: "backup_\(i)"))
+            let entry = try await fixture.store.appendAudit(session.audit("backup.show", target: "backup_\(i)"))
             let checkpoint = try AuditCheckpoint.sign(
                 seq: entry.seq, headHash: entry.hash, atMillis: entry.at, previous: previous, privateKey: key)
-            try fixture.store.appendAuditCheckpoint(checkpoint)
+            try await fixture.store.appendAuditCheckpoint(checkpoint)
             previous = checkpoint
         }
-        let stored = try fixture.store.auditCheckpoints()
+        let stored = try await fixture.store.auditCheckpoints()
         #expect(stored.count == 3 && stored.last == previous)
         let publicKey = try P256.publicKey(privateKey: key, compressed: true)
-        #expect(try AuditLog.verifyCheckpoints(store: fixture.store, checkpoints: stored, publicKey: publicKey).ok)
+        await #expect(
+            try AuditLog.verifyCheckpoints(store: fixture.store, checkpoints: stored, publicKey: publicKey).ok)
 
         let queue = try DatabaseQueue(path: fixture.path)
-        try queue.write { try $0.execute(sql: "DELETE FROM audit_checkpoints WHERE id = 2") }
-        let result = try AuditLog.verifyCheckpoints(
-            store: fixture.store, checkpoints: try fixture.store.auditCheckpoints(), publicKey: publicKey)
+        try await queue.write { try $0.execute(sql: "DELETE FROM audit_checkpoints WHERE id = 2") }
+        let result = try await AuditLog.verifyCheckpoints(
+            store: fixture.store, checkpoints: try await fixture.store.auditCheckpoints(), publicKey: publicKey)
         #expect(!result.ok && result.code == "checkpoint_missing" && result.badSeq == stored[2].seq)
     }
 }
 
 @Suite struct AuditCheckpointPolicyTests {
-    @Test func checkpointsAreWrittenEveryNEntriesAndAfterAQuietPeriod() throws {
+    @Test func checkpointsAreWrittenEveryNEntriesAndAfterAQuietPeriod() async throws {
         let fixture = try TempStore()
-        let (_, session) = try fixture.bootstrap()
+        let (_, session) = try await fixture.bootstrap()
         let key = P256.generatePrivateKey()
         let now: Int64 = 1_000_000
         // The first call signs the bootstrap entries (no checkpoint yet).
-        #expect(try AuditLog.checkpointIfDue(store: fixture.store, privateKey: key, nowMillis: now, every: 5) != nil)
+        await #expect(
+            try AuditLog.checkpointIfDue(store: fixture.store, privateKey: key, nowMillis: now, every: 5) != nil)
         var written = 0
         for i in 0..<10 {
-            try fixture.store.appendAudit(session.audit("backup.show", target: "backup_\(i)"))
-            if try AuditLog.checkpointIfDue(store: fixture.store, privateKey: key, nowMillis: now, every: 5) != nil {
+            try await fixture.store.appendAudit(session.audit("backup.show", target: "backup_\(i)"))
+            if try await AuditLog.checkpointIfDue(store: fixture.store, privateKey: key, nowMillis: now, every: 5)
+                != nil
+            {
                 written += 1
             }
         }
         #expect(written == 2)
         // Quiet: nothing new, nothing due even much later; one new entry after T is due.
-        #expect(
+        await #expect(
             try AuditLog.checkpointIfDue(store: fixture.store, privateKey: key, nowMillis: now + 600_000, every: 5)
                 == nil)
-        try fixture.store.appendAudit(session.audit("backup.show", target: "late"))
-        #expect(
+        try await fixture.store.appendAudit(session.audit("backup.show", target: "late"))
+        await #expect(
             try AuditLog.checkpointIfDue(store: fixture.store, privateKey: key, nowMillis: now + 299_999, every: 5)
                 == nil)
-        #expect(
+        await #expect(
             try AuditLog.checkpointIfDue(store: fixture.store, privateKey: key, nowMillis: now + 300_000, every: 5)
                 != nil)
-        #expect(
+        await #expect(
             try AuditLog.checkpointIfDue(
                 store: fixture.store, privateKey: key, nowMillis: now + 300_001, every: 5, force: true) != nil)
-        let stored = try fixture.store.auditCheckpoints()
+        let stored = try await fixture.store.auditCheckpoints()
         #expect(stored.count == 5)
         let publicKey = try P256.publicKey(privateKey: key, compressed: false)
-        #expect(try AuditLog.verifyCheckpoints(store: fixture.store, checkpoints: stored, publicKey: publicKey).ok)
+        await #expect(
+            try AuditLog.verifyCheckpoints(store: fixture.store, checkpoints: stored, publicKey: publicKey).ok)
     }
 }

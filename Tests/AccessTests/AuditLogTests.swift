@@ -8,12 +8,13 @@ import Testing
 
 @Suite struct AuditLogTests {
     /// A store with `n` audit entries beyond the bootstrap ones.
-    func populated(_ n: Int) throws -> (TempStore, Session) {
+    func populated(_ n: Int) async throws -> (TempStore, Session) {
         let fixture = try TempStore()
-        let (_, session) = try fixture.bootstrap()
+        let (_, session) = try await fixture.bootstrap()
         for i in 0..<n {
             fixture.time.advance(byMillis: 1000)
-            try fixture.store.appendAudit(session.audit("backup.show", target: "backup_\(i)", details: ["i": "\(i)"]))
+            try await fixture.store.appendAudit(
+                session.audit("backup.show", target: "backup_\(i)", details: ["i": "\(i)"]))
         }
         return (fixture, session)
     }
@@ -23,32 +24,32 @@ import Testing
         try queue.write { try $0.execute(sql: sql) }
     }
 
-    @Test func intactChainVerifies() throws {
-        let (fixture, session) = try populated(20)
-        let result = try AuditLog(store: fixture.store).verify(session: session)
+    @Test func intactChainVerifies() async throws {
+        let (fixture, session) = try await populated(20)
+        let result = try await AuditLog(store: fixture.store).verify(session: session)
         #expect(result.ok && result.firstBadSeq == nil)
-        #expect(result.entries == (try fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 10_000).count))
+        #expect(result.entries == (try await fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 10_000).count))
         #expect(result.entries >= 21)
-        let last = try fixture.store.latestAuditEntries(tenant: nil, limit: 1)
+        let last = try await fixture.store.latestAuditEntries(tenant: nil, limit: 1)
         #expect(result.headHash == last.first?.hash)
     }
 
-    @Test func alteredEntryIsFound() throws {
-        let (fixture, session) = try populated(10)
+    @Test func alteredEntryIsFound() async throws {
+        let (fixture, session) = try await populated(10)
         try raw(fixture, "UPDATE audit SET target = 'someone_else' WHERE seq = 5")
-        let result = try AuditLog(store: fixture.store).verify(session: session)
+        let result = try await AuditLog(store: fixture.store).verify(session: session)
         #expect(!result.ok && result.firstBadSeq == 5)
     }
 
-    @Test func removedEntryIsFound() throws {
-        let (fixture, session) = try populated(10)
+    @Test func removedEntryIsFound() async throws {
+        let (fixture, session) = try await populated(10)
         try raw(fixture, "DELETE FROM audit WHERE seq = 4")
-        let result = try AuditLog(store: fixture.store).verify(session: session)
+        let result = try await AuditLog(store: fixture.store).verify(session: session)
         #expect(!result.ok && result.firstBadSeq == 5)
     }
 
-    @Test func reorderedEntriesAreFound() throws {
-        let (fixture, session) = try populated(10)
+    @Test func reorderedEntriesAreFound() async throws {
+        let (fixture, session) = try await populated(10)
         // Swap the content of 6 and 7 but keep each row's own hashes: the chain no longer links.
         try raw(
             fixture,
@@ -57,32 +58,36 @@ import Testing
             UPDATE audit SET seq = 6 WHERE seq = 7;
             UPDATE audit SET seq = 7 WHERE seq = 100006;
             """)
-        let result = try AuditLog(store: fixture.store).verify(session: session)
+        let result = try await AuditLog(store: fixture.store).verify(session: session)
         #expect(!result.ok && result.firstBadSeq == 6)
     }
 
-    @Test func rehashedForgeryStillBreaksTheNextLink() throws {
-        let (fixture, session) = try populated(10)
-        let entries = try fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 100)
+    @Test func rehashedForgeryStillBreaksTheNextLink() async throws {
+        let (fixture, session) = try await populated(10)
+        let entries = try await fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 100)
         var forged = try #require(entries.first { $0.seq == 3 })
         forged.target = "forged"
         let hash = SHA256.hex(Array(forged.prevHash.utf8) + Array(forged.canonicalBytes))
         try raw(fixture, "UPDATE audit SET target = 'forged', hash = '\(hash)' WHERE seq = 3")
-        let result = try AuditLog(store: fixture.store).verify(session: session)
+        let result = try await AuditLog(store: fixture.store).verify(session: session)
         #expect(!result.ok && result.firstBadSeq == 4)
     }
 
-    @Test func listIsAdminOnlyAndTenantScoped() throws {
-        let (fixture, admin) = try populated(3)
+    @Test func listIsAdminOnlyAndTenantScoped() async throws {
+        let (fixture, admin) = try await populated(3)
         let access = fixture.access(seed: 12)
-        let token = try access.addOperator(try OperatorName("viewer1"), role: .viewer, session: admin)
-        let viewer = try access.session(
-            operator: try access.authenticate(token: token), tenant: try TenantName("sandbox"))
-        #expect(throws: ConsoleError.self) { try AuditLog(store: fixture.store).list(session: viewer, limit: 5) }
-        #expect(throws: ConsoleError.self) { try AuditLog(store: fixture.store).verify(session: viewer) }
-        let listed = try AuditLog(store: fixture.store).list(session: admin, limit: 2)
+        let token = try await access.addOperator(try OperatorName("viewer1"), role: .viewer, session: admin)
+        let viewer = try await access.session(
+            operator: try await access.authenticate(token: token), tenant: try TenantName("sandbox"))
+        await #expect(throws: ConsoleError.self) {
+            try await AuditLog(store: fixture.store).list(session: viewer, limit: 5)
+        }
+        await #expect(throws: ConsoleError.self) { try await AuditLog(store: fixture.store).verify(session: viewer) }
+        let listed = try await AuditLog(store: fixture.store).list(session: admin, limit: 2)
         #expect(listed.count == 2 && listed[0].seq < listed[1].seq)
         #expect(listed.allSatisfy { $0.tenant == "sandbox" })
-        #expect(throws: ConsoleError.self) { try AuditLog(store: fixture.store).list(session: admin, limit: 0) }
+        await #expect(throws: ConsoleError.self) {
+            try await AuditLog(store: fixture.store).list(session: admin, limit: 0)
+        }
     }
 }

@@ -11,52 +11,49 @@ import Testing
 @Suite struct AuditSignerTests {
     let key = P256.generatePrivateKey()
 
-    func verify(_ fixture: TempStore, _ signer: AuditSigner) throws -> CheckpointVerification {
-        try AuditLog.verifyCheckpoints(
-            store: fixture.store, checkpoints: try fixture.store.auditCheckpoints(), publicKey: signer.publicKey.bytes)
+    func verify(_ fixture: TempStore, _ signer: AuditSigner) async throws -> CheckpointVerification {
+        try await AuditLog.verifyCheckpoints(
+            store: fixture.store, checkpoints: try await fixture.store.auditCheckpoints(),
+            publicKey: signer.publicKey.bytes)
     }
 
-    @Test func signsOnceEveryNEntriesAfterAppends() throws {
+    @Test func signsOnceEveryNEntriesAfterAppends() async throws {
         let fixture = try TempStore()
-        let (_, session) = try fixture.bootstrap()
+        let (_, session) = try await fixture.bootstrap()
         let signer = try AuditSigner(privateKey: key, clock: fixture.clock, everyEntries: 4)
         // No checkpoint yet: the first call signs what the bootstrap wrote.
-        let first = try #require(signer.checkpointAfterAppends(store: fixture.store))
+        let first = try #require(await signer.checkpointAfterAppends(store: fixture.store))
         var signedAt: [Int64] = []
         for i in 0..<13 {
             fixture.time.advance(byMillis: 10)
-            try fixture.store.appendAudit(session.audit("backup.show", target: "b\(i)"))
-            if let checkpoint = signer.checkpointAfterAppends(store: fixture.store) { signedAt.append(checkpoint.seq) }
+            try await fixture.store.appendAudit(session.audit("backup.show", target: "b\(i)"))
+            if let checkpoint = await signer.checkpointAfterAppends(store: fixture.store) {
+                signedAt.append(checkpoint.seq)
+            }
         }
         #expect(signedAt == [first.seq + 4, first.seq + 8, first.seq + 12])
         // Time alone does not make the per-request check sign: that is the loop's job.
         fixture.time.advance(byMillis: 3_600_000)
-        #expect(signer.checkpointAfterAppends(store: fixture.store) == nil)
-        let result = try verify(fixture, signer)
+        #expect(await signer.checkpointAfterAppends(store: fixture.store) == nil)
+        let result = try await verify(fixture, signer)
         #expect(result.ok && result.checkpoints == 4 && result.uncoveredEntries == 1)
         #expect(signer.lastError == nil)
     }
 
-    @Test func heldReadAuditsAreSignedOnlyOnceWritten() throws {
+    @Test func readAuditsAreInTheChainAsSoonAsTheyAreAppended() async throws {
         let fixture = try TempStore()
-        let (_, session) = try fixture.bootstrap()
+        let (_, session) = try await fixture.bootstrap()
         let signer = try AuditSigner(privateKey: key, clock: fixture.clock, everyEntries: 2)
-        signer.checkpointAfterAppends(store: fixture.store)
-        fixture.store.holdReadAudits(true)
-        for i in 0..<5 { try fixture.store.appendReadAudit(session.audit("backup.lookup", target: "l\(i)")) }
-        #expect(fixture.store.heldAuditCount == 5)
-        #expect(signer.checkpointAfterAppends(store: fixture.store) == nil)
-        #expect(fixture.store.heldAuditCount == 5, "checking must not write the held entries")
-        try fixture.store.flushAudit()
-        fixture.store.holdReadAudits(false)
-        let checkpoint = try #require(signer.checkpointAfterAppends(store: fixture.store))
-        #expect(checkpoint.seq == (try fixture.store.latestAuditEntries(tenant: nil, limit: 1).last?.seq))
-        #expect(try verify(fixture, signer).ok)
+        await signer.checkpointAfterAppends(store: fixture.store)
+        for i in 0..<5 { try await fixture.store.appendAudit(session.audit("backup.lookup", target: "l\(i)")) }
+        let checkpoint = try #require(await signer.checkpointAfterAppends(store: fixture.store))
+        #expect(checkpoint.seq == (try await fixture.store.latestAuditEntries(tenant: nil, limit: 1).last?.seq))
+        await #expect(try verify(fixture, signer).ok)
     }
 
     @Test func theLoopSignsEachIntervalWhileEntriesArriveAndOnceMoreWhenStopped() async throws {
         let fixture = try TempStore()
-        let (_, session) = try fixture.bootstrap()
+        let (_, session) = try await fixture.bootstrap()
         let signer = try AuditSigner(privateKey: key, clock: fixture.clock, everyEntries: 1000)
         // What arrives during each interval; the sleep after the last one is cancelled, and
         // what arrived in it is signed on the way out.
@@ -68,24 +65,24 @@ import Testing
             let tick = sleeps.count - 1
             fixture.time.advance(byMillis: millis)
             for i in 0..<arrivals[tick] {
-                try fixture.store.appendAudit(session.audit("backup.show", target: "t\(tick)-\(i)"))
+                try await fixture.store.appendAudit(session.audit("backup.show", target: "t\(tick)-\(i)"))
             }
             if tick == arrivals.count - 1 { throw CancellationError() }
         }
         #expect(sleeps == Array(repeating: 30_000, count: arrivals.count))
-        let checkpoints = try fixture.store.auditCheckpoints()
+        let checkpoints = try await fixture.store.auditCheckpoints()
         // Tick 1 signs the bootstrap entries and its 2; ticks 2 and 3 find nothing new; tick 4
         // signs 3; the stop signs the last 1.
         #expect(checkpoints.map(\.atMillis) == [start + 30_000, start + 120_000, start + 150_000])
-        let head = try #require(try fixture.store.latestAuditEntries(tenant: nil, limit: 1).last)
+        let head = try #require(try await fixture.store.latestAuditEntries(tenant: nil, limit: 1).last)
         #expect(checkpoints.last?.seq == head.seq && checkpoints.last?.headHash == head.hash)
-        let result = try verify(fixture, signer)
+        let result = try await verify(fixture, signer)
         #expect(result.ok && result.checkpoints == 3 && result.uncoveredEntries == 0)
     }
 
     @Test func aFailingStoreIsKeptAsTheLastErrorAndTheLoopGoesOn() async throws {
         let fixture = try TempStore()
-        _ = try fixture.bootstrap()
+        _ = try await fixture.bootstrap()
         let signer = try AuditSigner(privateKey: key, clock: fixture.clock)
         var calls = 0
         var opens = 0
@@ -103,43 +100,43 @@ import Testing
         }
         #expect(calls == 2 && opens == 2)
         #expect(signer.lastError == nil)
-        #expect(try fixture.store.auditCheckpoints().count == 1)
+        #expect(try await fixture.store.auditCheckpoints().count == 1)
     }
 
-    @Test func aForgedCheckpointTimeNeitherCrashesTheSignerNorVerifies() throws {
+    @Test func aForgedCheckpointTimeNeitherCrashesTheSignerNorVerifies() async throws {
         let fixture = try TempStore()
-        let (_, session) = try fixture.bootstrap()
-        try fixture.store.appendAuditCheckpoint(
+        let (_, session) = try await fixture.bootstrap()
+        try await fixture.store.appendAuditCheckpoint(
             AuditCheckpoint(
                 seq: 1, headHash: String(repeating: "a", count: 64), atMillis: .min,
                 prevCheckpointHash: AuditEntry.genesisHash, signature: "30"))
-        try fixture.store.appendAudit(session.audit("backup.show", target: "b"))
+        try await fixture.store.appendAudit(session.audit("backup.show", target: "b"))
         let signer = try AuditSigner(privateKey: key, clock: fixture.clock, everyEntries: 100)
-        #expect(signer.checkpointAfterAppends(store: fixture.store) != nil)
-        #expect(signer.checkpointIfBehind(store: fixture.store) == nil)
-        let result = try verify(fixture, signer)
+        #expect(await signer.checkpointAfterAppends(store: fixture.store) != nil)
+        #expect(await signer.checkpointIfBehind(store: fixture.store) == nil)
+        let result = try await verify(fixture, signer)
         #expect(!result.ok && result.code == "bad_signature" && result.badSeq == 1)
     }
 
     @Test func twoSignersNeverChainToTheSamePredecessor() async throws {
         let fixture = try TempStore()
-        let (_, session) = try fixture.bootstrap()
+        let (_, session) = try await fixture.bootstrap()
         let signer = try AuditSigner(privateKey: key, clock: fixture.clock, everyEntries: 1)
         let store = fixture.store
         await withTaskGroup(of: Void.self) { group in
             for worker in 0..<4 {
                 group.addTask {
                     for i in 0..<10 {
-                        _ = try? store.appendAudit(session.audit("backup.show", target: "w\(worker)-\(i)"))
-                        signer.checkpointAfterAppends(store: store)
+                        _ = try? await store.appendAudit(session.audit("backup.show", target: "w\(worker)-\(i)"))
+                        await signer.checkpointAfterAppends(store: store)
                     }
                 }
             }
         }
-        let checkpoints = try fixture.store.auditCheckpoints()
+        let checkpoints = try await fixture.store.auditCheckpoints()
         #expect(checkpoints.count > 1)
         #expect(Set(checkpoints.map(\.prevCheckpointHash)).count == checkpoints.count)
-        #expect(try verify(fixture, signer).ok)
+        await #expect(try verify(fixture, signer).ok)
     }
 }
 
@@ -217,84 +214,89 @@ import Testing
     let key = P256.generatePrivateKey()
 
     /// Bootstrap, a tenant `acme` with its own admin, entries in both tenants, checkpoints every 4.
-    func fixture() throws -> (TempStore, root: Session, acmeAdmin: Session, AuditSigner) {
+    func fixture() async throws -> (TempStore, root: Session, acmeAdmin: Session, AuditSigner) {
         let fixture = try TempStore()
-        let (rootOp, root) = try fixture.bootstrap()
+        let (rootOp, root) = try await fixture.bootstrap()
         let access = fixture.access(seed: 11)
-        try access.createTenant(TenantRecord(name: try TenantName("acme"), isSandbox: true, createdAt: 1), by: rootOp)
-        let acmeRoot = try access.session(operator: rootOp, tenant: try TenantName("acme"))
-        let token = try access.addOperator(try OperatorName("ada"), role: .admin, session: acmeRoot)
-        let ada = try access.session(operator: try access.authenticate(token: token), tenant: try TenantName("acme"))
+        try await access.createTenant(
+            TenantRecord(name: try TenantName("acme"), isSandbox: true, createdAt: 1), by: rootOp)
+        let acmeRoot = try await access.session(operator: rootOp, tenant: try TenantName("acme"))
+        let token = try await access.addOperator(try OperatorName("ada"), role: .admin, session: acmeRoot)
+        let ada = try await access.session(
+            operator: try await access.authenticate(token: token), tenant: try TenantName("acme"))
         let signer = try AuditSigner(privateKey: key, clock: fixture.clock, everyEntries: 4)
         for i in 0..<10 {
             fixture.time.advance(byMillis: 1001)
-            try fixture.store.appendAudit((i % 2 == 0 ? root : ada).audit("backup.show", target: "b\(i)"))
-            signer.checkpointAfterAppends(store: fixture.store)
+            try await fixture.store.appendAudit((i % 2 == 0 ? root : ada).audit("backup.show", target: "b\(i)"))
+            await signer.checkpointAfterAppends(store: fixture.store)
         }
         return (fixture, root, ada, signer)
     }
 
-    @Test func verifyNamesATruncatedTailForTheGlobalAdminOnly() throws {
-        let (fixture, root, ada, signer) = try fixture()
+    @Test func verifyNamesATruncatedTailForTheGlobalAdminOnly() async throws {
+        let (fixture, root, ada, signer) = try await fixture()
         let log = SignedAuditLog(store: fixture.store)
-        let intact = try log.verify(session: root, publicKey: signer.publicKey)
-        let checkpoints = try fixture.store.auditCheckpoints()
+        let intact = try await log.verify(session: root, publicKey: signer.publicKey)
+        let checkpoints = try await fixture.store.auditCheckpoints()
         #expect(intact.ok && intact.finding == nil && intact.checkpoints == checkpoints.count)
         #expect(
             intact.checkpointsVerified == checkpoints.count && intact.keyFingerprint == signer.publicKey.fingerprint)
         #expect(intact.lastCheckpointSeq == checkpoints.last?.seq)
         // Without a key the checkpoints are counted, not checked.
-        let keyless = try log.verify(session: root, publicKey: nil)
+        let keyless = try await log.verify(session: root, publicKey: nil)
         #expect(keyless.ok && keyless.checkpoints == checkpoints.count && keyless.checkpointsVerified == nil)
 
         let last = try #require(checkpoints.last)
         let queue = try DatabaseQueue(path: fixture.path)
-        try queue.write { try $0.execute(sql: "DELETE FROM audit WHERE seq >= ?", arguments: [last.seq - 1]) }
-        #expect(try log.verify(session: root, publicKey: nil).ok, "the chain alone cannot see it")
-        let truncated = try log.verify(session: root, publicKey: signer.publicKey)
+        try await queue.write { try $0.execute(sql: "DELETE FROM audit WHERE seq >= ?", arguments: [last.seq - 1]) }
+        await #expect(try log.verify(session: root, publicKey: nil).ok, "the chain alone cannot see it")
+        let truncated = try await log.verify(session: root, publicKey: signer.publicKey)
         #expect(!truncated.ok && truncated.finding == "truncated_tail" && truncated.firstBadSeq == last.seq)
         #expect(truncated.checkpointsVerified == checkpoints.count - 1)
-        let scoped = try log.verify(session: ada, publicKey: signer.publicKey)
+        let scoped = try await log.verify(session: ada, publicKey: signer.publicKey)
         #expect(!scoped.ok && scoped.finding == "truncated_tail" && scoped.firstBadSeq == nil)
         #expect(scoped.lastCheckpointSeq == nil && scoped.uncoveredEntries == nil && scoped.scope == "acme")
         #expect(scoped.problem?.contains("\(last.seq)") == false)
     }
 
-    @Test func aChainBreakIsReportedBeforeTheCheckpoints() throws {
-        let (fixture, root, _, signer) = try fixture()
+    @Test func aChainBreakIsReportedBeforeTheCheckpoints() async throws {
+        let (fixture, root, _, signer) = try await fixture()
         let queue = try DatabaseQueue(path: fixture.path)
-        try queue.write { try $0.execute(sql: "UPDATE audit SET target = 'forged' WHERE seq = 3") }
-        let result = try SignedAuditLog(store: fixture.store).verify(session: root, publicKey: signer.publicKey)
+        try await queue.write { try $0.execute(sql: "UPDATE audit SET target = 'forged' WHERE seq = 3") }
+        let result = try await SignedAuditLog(store: fixture.store).verify(session: root, publicKey: signer.publicKey)
         #expect(!result.ok && result.finding == "rewritten_entry" && result.firstBadSeq == 3)
         #expect(result.checkpointsVerified != nil)
 
-        let (other, otherRoot, _, otherSigner) = try self.fixture()
+        let (other, otherRoot, _, otherSigner) = try await self.fixture()
         let otherQueue = try DatabaseQueue(path: other.path)
-        try otherQueue.write { try $0.execute(sql: "DELETE FROM audit WHERE seq = 5") }
-        let removed = try SignedAuditLog(store: other.store).verify(
+        try await otherQueue.write { try $0.execute(sql: "DELETE FROM audit WHERE seq = 5") }
+        let removed = try await SignedAuditLog(store: other.store).verify(
             session: otherRoot, publicKey: otherSigner.publicKey)
         #expect(!removed.ok && removed.finding == "removed_entry" && removed.firstBadSeq == 6)
     }
 
-    @Test func aViewerCannotVerifyOrExport() throws {
-        let (fixture, root, _, signer) = try fixture()
+    @Test func aViewerCannotVerifyOrExport() async throws {
+        let (fixture, root, _, signer) = try await fixture()
         let access = fixture.access(seed: 12)
-        let token = try access.addOperator(try OperatorName("vera"), role: .viewer, session: root)
-        let vera = try access.session(operator: try access.authenticate(token: token), tenant: root.tenantName)
+        let token = try await access.addOperator(try OperatorName("vera"), role: .viewer, session: root)
+        let vera = try await access.session(
+            operator: try await access.authenticate(token: token), tenant: root.tenantName)
         let log = SignedAuditLog(store: fixture.store)
-        #expect(throws: ConsoleError.self) { try log.verify(session: vera, publicKey: signer.publicKey) }
-        #expect(throws: ConsoleError.self) { try log.export(session: vera, sinceMillis: 0, afterSeq: 0, limit: 10) }
+        await #expect(throws: ConsoleError.self) { try await log.verify(session: vera, publicKey: signer.publicKey) }
+        await #expect(throws: ConsoleError.self) {
+            try await log.export(session: vera, sinceMillis: 0, afterSeq: 0, limit: 10)
+        }
     }
 
-    @Test func exportPagesTheWholeChainAndEndsWithTheNewestCheckpoint() throws {
-        let (fixture, root, ada, _) = try fixture()
+    @Test func exportPagesTheWholeChainAndEndsWithTheNewestCheckpoint() async throws {
+        let (fixture, root, ada, _) = try await fixture()
         let log = SignedAuditLog(store: fixture.store)
-        let all = try fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 1000)
+        let all = try await fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 1000)
         var exported: [AuditEntry] = []
         var afterSeq: Int64 = 0
         var checkpoint: AuditCheckpoint?
         for _ in 0..<100 {
-            let page = try log.export(session: root, sinceMillis: 0, afterSeq: afterSeq, limit: 3)
+            let page = try await log.export(session: root, sinceMillis: 0, afterSeq: afterSeq, limit: 3)
             #expect(page.entries.count <= 3)
             #expect(page.checkpoint == nil || !page.more)
             exported += page.entries
@@ -303,21 +305,24 @@ import Testing
             afterSeq = last.seq
         }
         #expect(exported == all)
-        #expect(checkpoint == (try fixture.store.latestAuditCheckpoint()))
+        #expect(checkpoint == (try await fixture.store.latestAuditCheckpoint()))
         // --since keeps the later entries only; a tenant admin gets theirs and no checkpoint.
         let since = all[all.count - 3].at
-        #expect(try log.export(session: root, sinceMillis: since, afterSeq: 0, limit: 100).entries == all.suffix(3))
-        let scoped = try log.export(session: ada, sinceMillis: 0, afterSeq: 0, limit: 100)
+        await #expect(
+            try log.export(session: root, sinceMillis: since, afterSeq: 0, limit: 100).entries == all.suffix(3))
+        let scoped = try await log.export(session: ada, sinceMillis: 0, afterSeq: 0, limit: 100)
         #expect(scoped.entries == all.filter { $0.tenant == "acme" } && scoped.checkpoint == nil && !scoped.more)
-        #expect(throws: ConsoleError.self) { try log.export(session: root, sinceMillis: 0, afterSeq: 0, limit: 0) }
+        await #expect(throws: ConsoleError.self) {
+            try await log.export(session: root, sinceMillis: 0, afterSeq: 0, limit: 0)
+        }
     }
 
-    @Test func exportLinesAndVerificationRoundTripExactly() throws {
-        let (fixture, root, _, signer) = try fixture()
+    @Test func exportLinesAndVerificationRoundTripExactly() async throws {
+        let (fixture, root, _, signer) = try await fixture()
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let entries = try fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 1000)
-        let checkpoint = try #require(try fixture.store.latestAuditCheckpoint())
+        let entries = try await fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 1000)
+        let checkpoint = try #require(try await fixture.store.latestAuditCheckpoint())
         for line in entries.map(AuditExportLine.entry) + [.checkpoint(checkpoint)] {
             let json = try encoder.encode(line)
             let back = try JSONDecoder().decode(AuditExportLine.self, from: json)
@@ -336,9 +341,9 @@ import Testing
         #expect(AuditExportLine.time(5) == "1970-01-01T00:00:00.005Z")
 
         let log = SignedAuditLog(store: fixture.store)
-        let page = try log.export(session: root, sinceMillis: 0, afterSeq: 0, limit: 100)
-        var broken = try log.verify(session: root, publicKey: signer.publicKey)
-        for value in [broken, try log.verify(session: root, publicKey: nil)] {
+        let page = try await log.export(session: root, sinceMillis: 0, afterSeq: 0, limit: 100)
+        var broken = try await log.verify(session: root, publicKey: signer.publicKey)
+        for value in await [broken, try log.verify(session: root, publicKey: nil)] {
             let json = try encoder.encode(value)
             #expect(try encoder.encode(try JSONDecoder().decode(AuditVerification.self, from: json)) == json)
         }

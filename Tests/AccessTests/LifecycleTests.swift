@@ -1,92 +1,98 @@
 import Access
 import BackupCrypto
 import BackupModel
+import BackupctlTestSupport
 import ConsoleStore
 import Foundation
 import Testing
 
 /// Token rotation, operator removal and tenant deletion: who may, and what is left afterwards.
 @Suite struct LifecycleTests {
-    @Test func rotationKillsTheOldTokenAtOnce() throws {
+    @Test func rotationKillsTheOldTokenAtOnce() async throws {
         let t = try TempStore()
-        let (_, root) = try t.bootstrap()
+        let (_, root) = try await t.bootstrap()
         let access = t.access(seed: 11)
         let bob = try OperatorName("bob")
-        let old = try access.addOperator(bob, role: .viewer, session: root)
-        let new = try access.rotateToken(bob, session: root)
+        let old = try await access.addOperator(bob, role: .viewer, session: root)
+        let new = try await access.rotateToken(bob, session: root)
         #expect(OperatorToken.hash(new) != OperatorToken.hash(old))
-        let denied = #expect(throws: ConsoleError.self) { try access.authenticate(token: old) }
+        let denied = await #expect(throws: ConsoleError.self) { try await access.authenticate(token: old) }
         #expect(denied?.code == "invalid_token")
-        let bobRecord = try access.authenticate(token: new)
+        let bobRecord = try await access.authenticate(token: new)
         #expect(bobRecord.name == bob)
         // bob rotates his own token as a viewer; he may not rotate root's.
-        let bobSession = try access.session(operator: bobRecord, tenant: root.tenantName)
-        _ = try access.rotateToken(bob, session: bobSession)
-        let refused = #expect(throws: ConsoleError.self) {
-            try access.rotateToken(root.operatorName, session: bobSession)
+        let bobSession = try await access.session(operator: bobRecord, tenant: root.tenantName)
+        _ = try await access.rotateToken(bob, session: bobSession)
+        let refused = await #expect(throws: ConsoleError.self) {
+            try await access.rotateToken(root.operatorName, session: bobSession)
         }
         #expect(refused?.kind == .permissionDenied)
-        let actions = try t.store.auditEntries(tenant: root.tenantName, afterSeq: 0, limit: 100).map(\.action)
+        let actions = try await t.store.auditEntries(tenant: root.tenantName, afterSeq: 0, limit: 100).map(\.action)
         #expect(actions.filter { $0 == "operator.token_rotate" }.count == 2)
     }
 
-    @Test func anAdminOfOneTenantCannotRotateOrRemoveAnOperatorOfAnother() throws {
+    @Test func anAdminOfOneTenantCannotRotateOrRemoveAnOperatorOfAnother() async throws {
         let t = try TempStore()
-        let (rootOp, root) = try t.bootstrap()
+        let (rootOp, root) = try await t.bootstrap()
         let access = t.access(seed: 12)
-        try access.createTenant(TenantRecord(name: try TenantName("prod"), isSandbox: true, createdAt: 1), by: rootOp)
-        let prod = try access.session(operator: rootOp, tenant: try TenantName("prod"))
+        try await access.createTenant(
+            TenantRecord(name: try TenantName("prod"), isSandbox: true, createdAt: 1), by: rootOp)
+        let prod = try await access.session(operator: rootOp, tenant: try TenantName("prod"))
         // ann is admin of sandbox only; carl has roles in sandbox and prod.
         let ann = try OperatorName("ann")
         let carl = try OperatorName("carl")
-        let annToken = try access.addOperator(ann, role: .admin, session: root)
-        _ = try access.addOperator(carl, role: .viewer, session: root)
-        try access.grant(carl, role: .support, session: prod)
-        let annSession = try access.session(operator: try access.authenticate(token: annToken), tenant: root.tenantName)
+        let annToken = try await access.addOperator(ann, role: .admin, session: root)
+        _ = try await access.addOperator(carl, role: .viewer, session: root)
+        try await access.grant(carl, role: .support, session: prod)
+        let annSession = try await access.session(
+            operator: try await access.authenticate(token: annToken), tenant: root.tenantName)
         for attempt in [
-            { _ = try access.rotateToken(carl, session: annSession) },
-            { try access.removeOperator(carl, session: annSession) },
-        ] as [() throws -> Void] {
-            let error = #expect(throws: ConsoleError.self) { try attempt() }
+            { _ = try await access.rotateToken(carl, session: annSession) },
+            { try await access.removeOperator(carl, session: annSession) },
+        ] as [() async throws -> Void] {
+            let error = await #expect(throws: ConsoleError.self) { try await attempt() }
             #expect(error?.kind == .permissionDenied && error?.message.contains("prod") == true)
         }
         // root is admin of both: carl goes, with his grants everywhere.
-        try access.removeOperator(carl, session: root)
-        #expect(try t.store.operatorRecord(named: carl) == nil)
-        #expect(try t.store.grants(tenant: try TenantName("prod")).allSatisfy { $0.operatorName != carl })
-        let again = #expect(throws: ConsoleError.self) { try access.removeOperator(carl, session: root) }
+        try await access.removeOperator(carl, session: root)
+        #expect(try await t.store.operatorRecord(named: carl) == nil)
+        #expect(try await t.store.grants(tenant: try TenantName("prod")).allSatisfy { $0.operatorName != carl })
+        let again = await #expect(throws: ConsoleError.self) { try await access.removeOperator(carl, session: root) }
         #expect(again?.kind == .notFound)
-        let selfRemoval = #expect(throws: ConsoleError.self) { try access.removeOperator(rootOp.name, session: root) }
+        let selfRemoval = await #expect(throws: ConsoleError.self) {
+            try await access.removeOperator(rootOp.name, session: root)
+        }
         #expect(selfRemoval?.code == "cannot_remove_self")
     }
 
-    @Test func deletingATenantLeavesOthersAndTheAuditChainIntact() throws {
+    @Test func deletingATenantLeavesOthersAndTheAuditChainIntact() async throws {
         let t = try TempStore()
-        let (rootOp, root) = try t.bootstrap()
+        let (rootOp, root) = try await t.bootstrap()
         let access = t.access(seed: 13)
         let scratch = try TenantName("scratch")
-        try access.createTenant(TenantRecord(name: scratch, isSandbox: true, createdAt: 1), by: rootOp)
-        let session = try access.session(operator: rootOp, tenant: scratch)
-        _ = try SandboxSeeder(store: t.store) { 1_780_000_000 }.run(
+        try await access.createTenant(TenantRecord(name: scratch, isSandbox: true, createdAt: 1), by: rootOp)
+        let session = try await access.session(operator: rootOp, tenant: scratch)
+        _ = try await SandboxSeeder(store: t.store) { 1_780_000_000 }.run(
             tenant: session.tenant, backups: 7, orphans: 2, seed: 3, operatorName: "root")
-        _ = try SandboxSeeder(store: t.store) { 1_780_000_000 }.run(
+        _ = try await SandboxSeeder(store: t.store) { 1_780_000_000 }.run(
             tenant: root.tenant, backups: 4, orphans: 0, seed: 4, operatorName: "root")
         let viewer = try OperatorName("vic")
-        let vicToken = try access.addOperator(viewer, role: .viewer, session: session)
-        let vicSession = try access.session(operator: try access.authenticate(token: vicToken), tenant: scratch)
-        let denied = #expect(throws: ConsoleError.self) { try access.deleteTenant(session: vicSession) }
+        let vicToken = try await access.addOperator(viewer, role: .viewer, session: session)
+        let vicSession = try await access.session(
+            operator: try await access.authenticate(token: vicToken), tenant: scratch)
+        let denied = await #expect(throws: ConsoleError.self) { try await access.deleteTenant(session: vicSession) }
         #expect(denied?.kind == .permissionDenied)
 
-        #expect(try access.deleteTenant(session: session) == 7)
-        #expect(try t.store.tenant(scratch) == nil)
-        #expect(try t.store.backupCount(tenant: scratch) == 0)
-        #expect(try t.store.grants(tenant: scratch).isEmpty)
+        #expect(try await access.deleteTenant(session: session) == 7)
+        #expect(try await t.store.tenant(scratch) == nil)
+        #expect(try await t.store.backupCount(tenant: scratch) == 0)
+        #expect(try await t.store.grants(tenant: scratch).isEmpty)
         var sandboxSubOrgs = 0
-        try t.store.forEachSandboxSubOrg(tenant: scratch, batchSize: 100) { sandboxSubOrgs += $0.count }
+        try await t.store.forEachSandboxSubOrg(tenant: scratch, batchSize: 100) { sandboxSubOrgs += $0.count }
         #expect(sandboxSubOrgs == 0)
-        #expect(try t.store.backupCount(tenant: root.tenantName) == 4)
-        #expect(try AuditLog.verify(store: t.store).ok)
-        let last = try t.store.auditEntries(tenant: scratch, afterSeq: 0, limit: 1000).last
+        #expect(try await t.store.backupCount(tenant: root.tenantName) == 4)
+        await #expect(try AuditLog.verify(store: t.store).ok)
+        let last = try await t.store.auditEntries(tenant: scratch, afterSeq: 0, limit: 1000).last
         #expect(last?.action == "tenant.delete" && last?.details["backups"] == "7")
     }
 }

@@ -27,10 +27,10 @@ final class TempStore {
     }
 
     /// `init --admin root`; returns the admin's record and session in `sandbox`.
-    func bootstrap() throws -> (OperatorRecord, Session) {
+    func bootstrap() async throws -> (OperatorRecord, Session) {
         let access = access()
-        let token = try access.bootstrap(admin: try OperatorName("root"))
-        let op = try access.authenticate(token: token)
-        return (op, try access.session(operator: op, tenant: try TenantName("sandbox")))
+        let token = try await access.bootstrap(admin: try OperatorName("root"))
+        let op = try await access.authenticate(token: token)
+        return (op, try await access.session(operator: op, tenant: try TenantName("sandbox")))
     }
 }

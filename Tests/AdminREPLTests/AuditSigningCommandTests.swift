@@ -111,7 +111,7 @@ import Testing
         let cli = signed.cli
         // Rewrite entry 4 and recompute every hash after it, as an attacker with the file can.
         let store = try SQLiteConsoleStore(path: signed.dbPath)
-        var entries = try store.auditEntries(tenant: nil, afterSeq: 0, limit: 100)
+        var entries = try await store.auditEntries(tenant: nil, afterSeq: 0, limit: 100)
         var previous = AuditEntry.genesisHash
         for index in entries.indices {
             if entries[index].seq == 4 { entries[index].target = "someone-else" }

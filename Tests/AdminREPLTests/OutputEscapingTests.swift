@@ -10,7 +10,7 @@ import Testing
 
     /// Writes a backup whose label and masked email carry terminal control sequences, behind
     /// the importer's back, as an old store or another writer could hold them.
-    func plant(_ cli: CLI) throws {
+    func plant(_ cli: CLI) async throws {
         let store = try SQLiteConsoleStore(path: cli.dbPath)
         let at = Timestamp(seconds: 1_770_000_000)
         let metadata = BackupMetadata(
@@ -30,7 +30,7 @@ import Testing
             syncFactors: [], keys: [.prf(encryptedKey: "00")])
         let record = BackupRecord(
             backupId: Self.id, metadata: metadata, blobSize: nil, blobSHA256: nil, importedAt: 1, updatedAt: 1)
-        try store.writeBackup(
+        try await store.writeBackup(
             tenant: try TenantName("sandbox"),
             BackupWrite(
                 record: record, blob: nil,
@@ -38,11 +38,11 @@ import Testing
             audit: AuditDraft(operatorName: "root", tenant: "sandbox", action: "test.plant"))
     }
 
-    @Test(arguments: CLI.Mode.allCases) func showEscapesWhatCameFromOutside(_ mode: CLI.Mode) throws {
+    @Test(arguments: CLI.Mode.allCases) func showEscapesWhatCameFromOutside(_ mode: CLI.Mode) async throws {
         var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
-        try plant(cli)
+        try await plant(cli)
         for color in ["never", "always"] {
             let shown = try cli.run(["--color", color, "show", Self.id])
             #expect(shown.status == 0, "\(shown.stderr)")

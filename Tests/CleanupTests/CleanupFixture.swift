@@ -2,6 +2,7 @@ import Access
 import BackupCrypto
 import BackupModel
 import BackupService
+import BackupctlTestSupport
 import ConsoleStore
 import Foundation
 import Turnkey
@@ -31,22 +32,22 @@ final class CleanupFixture: @unchecked Sendable {
         let time = self.time
         store = try SQLiteConsoleStore(path: directory.appendingPathComponent("c.db").path, clock: { time.now })
         let access = AccessService(store: store, clock: .manual(time), random: SeededRandom(seed: 3))
-        let token = try access.bootstrap(admin: try OperatorName("root"))
-        let op = try access.authenticate(token: token)
+        let token = try await access.bootstrap(admin: try OperatorName("root"))
+        let op = try await access.authenticate(token: token)
         let name = try TenantName("drill")
-        try access.createTenant(
+        try await access.createTenant(
             TenantRecord(
                 name: name, isSandbox: !live,
                 policy: TenantPolicy(retryCapMillis: 2000, retryAttempts: attempts, turnkeyRPS: 1000),
                 createdAt: time.now / 1000), by: op)
-        session = try access.session(operator: op, tenant: name)
+        session = try await access.session(operator: op, tenant: name)
         // The seeder writes only into sandboxes; a live tenant's backups stand for an import.
         var seedAs = session.tenant
         seedAs.isSandbox = true
-        _ = try SandboxSeeder(store: store, clock: { time.now / 1000 }).run(
+        _ = try await SandboxSeeder(store: store, clock: { time.now / 1000 }).run(
             tenant: seedAs, backups: backups, orphans: 0, seed: 11, operatorName: "root")
         var refs: [String] = []
-        try store.forEachReferencedSubOrg(tenant: name, batchSize: 100) { refs += $0 }
+        try await store.forEachReferencedSubOrg(tenant: name, batchSize: 100) { refs += $0 }
         referenced = refs
         let rng = SeededRandom(seed: 99)
         orphans = (0..<orphanCount).map { _ in rng.uuid() }.sorted()
@@ -96,11 +97,11 @@ final class SleepLog: @unchecked Sendable {
 }
 
 extension TurnkeySandbox {
-    func directoryIds() throws -> [String] {
+    func directoryIds() async throws -> [String] {
         var all: [String] = []
         var after: String?
         while true {
-            let page = try directory.page(after: after, limit: 1000)
+            let page = try await directory.page(after: after, limit: 1000)
             guard let last = page.last else { return all }
             all += page
             after = last

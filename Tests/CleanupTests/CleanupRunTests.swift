@@ -1,5 +1,6 @@
 import Access
 import BackupModel
+import BackupctlTestSupport
 import ConsoleStore
 import Foundation
 import Testing
@@ -37,7 +38,7 @@ struct CleanupRunTests {
         // Every back-off respects the policy: within [0, min(cap, base·2^n)] (no Retry-After here).
         #expect(fixture.sleeps.all.allSatisfy { $0 >= 0 && $0 <= 2000 })
         #expect(!fixture.sleeps.all.isEmpty)
-        let audit = try fixture.store.latestAuditEntries(tenant: fixture.session.tenantName, limit: 1000)
+        let audit = try await fixture.store.latestAuditEntries(tenant: fixture.session.tenantName, limit: 1000)
         #expect(audit.filter { $0.action == "cleanup.delete" }.count == fixture.orphans.count)
     }
 
@@ -89,7 +90,7 @@ struct CleanupRunTests {
                 guard request.path == TurnkeyWire.deleteSubOrganizationPath, !done.on else { return }
                 done.on = true
                 do {
-                    try CleanupRunTests.reference(target, store: store, tenant: tenant)
+                    try await CleanupRunTests.reference(target, store: store, tenant: tenant)
                 } catch {
                     throw TurnkeyError(.badRequest, message: "fixture failed: \(error)")
                 }
@@ -103,9 +104,9 @@ struct CleanupRunTests {
     }
 
     /// Adds a TURNKEY key referencing `subOrgId` to an existing backup and rewrites it.
-    static func reference(_ subOrgId: String, store: SQLiteConsoleStore, tenant: TenantName) throws {
+    static func reference(_ subOrgId: String, store: SQLiteConsoleStore, tenant: TenantName) async throws {
         var first: BackupRecord?
-        try store.forEachBackup(tenant: tenant, batchSize: 1) { page throws(ConsoleError) in
+        try await store.forEachBackup(tenant: tenant, batchSize: 1) { page throws(ConsoleError) in
             if first == nil { first = page.first }
         }
         var record = try #require(first)
@@ -114,8 +115,8 @@ struct CleanupRunTests {
                 TurnkeyKey(
                     encryptedKey: "00", turnkeyAccountId: subOrgId, turnkeyUserId: UUID().uuidString.lowercased(),
                     turnkeyPrivateKeyId: UUID().uuidString.lowercased())))
-        let rows = try store.lookupRows(tenant: tenant, backupId: record.backupId)
-        try store.writeBackup(
+        let rows = try await store.lookupRows(tenant: tenant, backupId: record.backupId)
+        try await store.writeBackup(
             tenant: tenant, BackupWrite(record: record, blob: nil, lookupRows: rows),
             audit: AuditDraft(operatorName: "root", tenant: tenant.rawValue, action: "test.import"))
     }

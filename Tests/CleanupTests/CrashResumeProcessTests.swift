@@ -35,7 +35,7 @@ struct CrashResumeProcessTests {
         #expect(scan.status == 0, "\(scan.stderr)")
         let store = try SQLiteConsoleStore(path: drill.dbPath)
         let now = Int64(Date().timeIntervalSince1970)
-        try store.recordSnapshot(
+        try await store.recordSnapshot(
             tenant: try TenantName("drill"),
             SnapshotRecord(snapshotAt: now, complete: true, importedAt: now, backups: 4),
             audit: nil)
@@ -61,7 +61,7 @@ struct CrashResumeProcessTests {
         try await drill.createLiveTenant(state)
         do {
             let store = try SQLiteConsoleStore(path: drill.dbPath)
-            try store.writeBackups(
+            try await store.writeBackups(
                 tenant: try TenantName("drill"), backups,
                 audit: AuditDraft(operatorName: "root", tenant: "drill", action: "test.import"))
         }
@@ -103,10 +103,10 @@ struct CrashResumeProcessTests {
 
         let store = try SQLiteConsoleStore(path: drill.dbPath)
         let tenant = try TenantName("drill")
-        let audit = try store.latestAuditEntries(tenant: tenant, limit: 100_000)
+        let audit = try await store.latestAuditEntries(tenant: tenant, limit: 100_000)
         for id in orphans {
             let bodies = ended.deleteBodies[id] ?? []
-            let item = try store.cleanupItem(tenant: tenant, subOrgId: id)
+            let item = try await store.cleanupItem(tenant: tenant, subOrgId: id)
             #expect(item?.state == .deleted || item?.state == .alreadyGone, "\(id): \(String(describing: item?.state))")
             if !bodies.isEmpty {
                 #expect(Set(bodies).count == 1, "\(id) got \(Set(bodies).count) different bodies")
@@ -117,7 +117,7 @@ struct CrashResumeProcessTests {
             }
             #expect(endings.count == 1, "\(id) has \(endings.count) terminal audit entries")
         }
-        let counts = try store.cleanupCounts(tenant: tenant)
+        let counts = try await store.cleanupCounts(tenant: tenant)
         #expect((counts[.deleted] ?? 0) + (counts[.alreadyGone] ?? 0) == orphans.count)
         #expect(counts[.pending] == nil && counts[.failed] == nil)
         let verify = try await drill.run(["--tenant", "drill", "--format", "json", "audit", "verify"])

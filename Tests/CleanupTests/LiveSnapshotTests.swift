@@ -14,8 +14,8 @@ import Turnkey
 /// A live tenant's store is a snapshot of the Backup Service: cleanup deletes a sub-org only on
 /// proof that is fresh enough — over loopback HTTP to the Turnkey and Backup Service sandboxes.
 @Suite(.serialized) struct LiveSnapshotTests {
-    func snapshot(_ f: CleanupFixture, at seconds: Int64, complete: Bool = true) throws {
-        try f.store.recordSnapshot(
+    func snapshot(_ f: CleanupFixture, at seconds: Int64, complete: Bool = true) async throws {
+        try await f.store.recordSnapshot(
             tenant: f.session.tenantName,
             SnapshotRecord(snapshotAt: seconds, complete: complete, importedAt: seconds, backups: 12), audit: nil)
     }
@@ -28,7 +28,7 @@ import Turnkey
         let service = f.service()
         let execute = CleanupRunOptions(execute: true, graceSeconds: 3600)
         // The import the tenant has is from before anyone saw these sub-orgs unreferenced.
-        try snapshot(f, at: now(f) - 60)
+        try await snapshot(f, at: now(f) - 60)
         let first = try await service.scan(session: f.session, graceSeconds: 3600)
         #expect(first.orphans.map(\.waitingFor) == ["grace", "grace", "grace"])
         f.time.advance(byMillis: 2 * 3600 * 1000)
@@ -37,10 +37,10 @@ import Turnkey
         #expect(waiting.items.isEmpty && waiting.waitingForSnapshot == 3)
         #expect(try await f.listed() == Set(f.referenced + f.orphans))
         // A partial snapshot proves nothing either.
-        try snapshot(f, at: now(f), complete: false)
+        try await snapshot(f, at: now(f), complete: false)
         #expect(try await service.run(session: f.session, options: execute).items.isEmpty)
         // A complete snapshot taken after first-seen + grace that still does not reference them.
-        try snapshot(f, at: now(f))
+        try await snapshot(f, at: now(f))
         let scan = try await service.scan(session: f.session, graceSeconds: 3600)
         #expect(scan.orphans.allSatisfy { $0.eligible && $0.provenBy == "snapshot" })
         let done = try await service.run(session: f.session, options: execute)
@@ -54,12 +54,12 @@ import Turnkey
         let f = try await CleanupFixture(orphanCount: 1)
         let service = f.service()
         let referenced = try #require(f.referenced.first)
-        let before = try f.store.cleanupItems(tenant: f.session.tenantName, states: nil)
-        let error = #expect(throws: ConsoleError.self) {
-            _ = try service.teardownRequest(session: f.session, subOrgId: referenced)
+        let before = try await f.store.cleanupItems(tenant: f.session.tenantName, states: nil)
+        let error = await #expect(throws: ConsoleError.self) {
+            _ = try await service.teardownRequest(session: f.session, subOrgId: referenced)
         }
         #expect(error?.code == "suborg_referenced")
-        #expect(try f.store.cleanupItems(tenant: f.session.tenantName, states: nil) == before)
+        #expect(try await f.store.cleanupItems(tenant: f.session.tenantName, states: nil) == before)
         await f.stop()
     }
 
@@ -68,12 +68,12 @@ import Turnkey
         let f = try await CleanupFixture(orphanCount: 2, live: true)
         let service = f.service()
         _ = try await service.scan(session: f.session, graceSeconds: 0)
-        try snapshot(f, at: now(f))
+        try await snapshot(f, at: now(f))
         f.time.advance(byMillis: 25 * 3600 * 1000)
         let stale = try await service.run(
             session: f.session, options: CleanupRunOptions(execute: true, graceSeconds: 0))
         #expect(stale.items.isEmpty && stale.waitingForSnapshot == 2)
-        try snapshot(f, at: now(f))
+        try await snapshot(f, at: now(f))
         let fresh = try await service.run(
             session: f.session, options: CleanupRunOptions(execute: true, graceSeconds: 0))
         #expect(fresh.deleted == 2)
@@ -84,37 +84,38 @@ import Turnkey
     func resetAndStatusProofs() async throws {
         let f = try await CleanupFixture(orphanCount: 0, live: true)
         let tenant = f.session.tenantName
-        let ids = try f.store.backupIds(tenant: tenant)
+        let ids = try await f.store.backupIds(tenant: tenant)
         let resetId = ids[0]
         let retiredId = ids[1]
         let liveId = ids[2]
-        let subOrgOf: (String) throws -> [String] = { id in
-            try #require(try f.store.backup(tenant: tenant, id: id)).metadata.turnkeySubOrgIds
+        let subOrgOf: (String) async throws -> [String] = { id in
+            try #require(try await f.store.backup(tenant: tenant, id: id)).metadata.turnkeySubOrgIds
         }
-        let resetSubOrgs = try subOrgOf(resetId)
-        let retiredSubOrgs = try subOrgOf(retiredId)
+        let resetSubOrgs = try await subOrgOf(resetId)
+        let retiredSubOrgs = try await subOrgOf(retiredId)
         // Reset through the service (its 204 recorded), and retired by a complete snapshot.
-        _ = try f.store.recordServiceReset(
+        _ = try await f.store.recordServiceReset(
             tenant: tenant, tokenHash: nil, backupId: resetId, subOrgIds: [], now: now(f),
-            audit: { _ in f.session.audit("test.reset") })
-        _ = try f.store.retireBackups(tenant: tenant, ids: [retiredId], now: now(f), audit: f.session.audit("test"))
+            audit: ResetAuditDraft(f.session.audit("test.reset"), lookupRowsAtLeast: 0))
+        _ = try await f.store.retireBackups(
+            tenant: tenant, ids: [retiredId], now: now(f), audit: f.session.audit("test"))
         // A sub-org whose last backup the service still has: retired here by mistake below.
-        let blocked = try subOrgOf(liveId)[0]
+        let blocked = try await subOrgOf(liveId)[0]
         // The Backup Service: the sandbox over a second store that still holds `liveId` only.
         let serviceStore = try SQLiteConsoleStore(path: f.directory.appendingPathComponent("service.db").path)
         let access = AccessService(store: serviceStore)
-        let op = try access.authenticate(token: try access.bootstrap(admin: try OperatorName("svc")))
-        let svcSession = try access.session(operator: op, tenant: try TenantName("sandbox"))
-        var record = try #require(try f.store.backup(tenant: tenant, id: liveId))
+        let op = try await access.authenticate(token: try await access.bootstrap(admin: try OperatorName("svc")))
+        let svcSession = try await access.session(operator: op, tenant: try TenantName("sandbox"))
+        var record = try #require(try await f.store.backup(tenant: tenant, id: liveId))
         record.blobSize = 1
         record.blobSHA256 = SHA256.hex([1])
-        try serviceStore.writeBackup(
+        try await serviceStore.writeBackup(
             tenant: svcSession.tenantName, BackupWrite(record: record, blob: Data([1]), lookupRows: []),
             audit: svcSession.audit("test"))
         let server = try await BackupServiceSandboxServer.start(
             BackupServiceEmulator.sandbox(store: serviceStore, tenant: svcSession.tenantName))
         let client = try BackupServiceClient(baseURL: server.baseURL, attempts: 1)
-        _ = try f.store.retireBackups(tenant: tenant, ids: [liveId], now: now(f), audit: f.session.audit("test"))
+        _ = try await f.store.retireBackups(tenant: tenant, ids: [liveId], now: now(f), audit: f.session.audit("test"))
         let scan = try await f.service(backupService: client).scan(session: f.session, graceSeconds: 0)
         let verdicts = Dictionary(uniqueKeysWithValues: scan.orphans.map { ($0.subOrgId, $0) })
         for id in resetSubOrgs { #expect(verdicts[id]?.provenBy == "reset") }
@@ -151,11 +152,11 @@ import Turnkey
         #expect(reports.map(\.deleted).reduce(0, +) == 6)
         let bodies = await f.sandbox.deleteBodies
         for id in f.orphans { #expect(bodies[id]?.count == 1, "\(id) was sent \(bodies[id]?.count ?? 0) times") }
-        let audit = try f.store.latestAuditEntries(tenant: f.session.tenantName, limit: 1000)
+        let audit = try await f.store.latestAuditEntries(tenant: f.session.tenantName, limit: 1000)
         #expect(audit.filter { $0.action == "cleanup.delete" }.count == 6)
         // A lease held by a live run refuses at once; an expired one (a killed run) is taken over.
         #expect(
-            try f.store.acquireCleanupLease(
+            try await f.store.acquireCleanupLease(
                 tenant: session.tenantName, holder: "other", now: now(f), expiresAt: now(f) + 120, takeOver: nil) == nil
         )
         let held = await #expect(throws: ConsoleError.self) { _ = try await a.run(session: session, options: options) }

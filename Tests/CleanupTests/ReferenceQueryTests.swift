@@ -15,14 +15,14 @@ struct ReferenceQueryTests {
         // A sorted page mixing both, as list_suborgs returns: the range path.
         let page = Array((referenced.prefix(40) + fixture.orphans).sorted().prefix(60))
         let expected = Set(page).intersection(referenced)
-        #expect(try fixture.store.referencedSubOrgs(tenant: tenant, among: page) == expected)
+        #expect(try await fixture.store.referencedSubOrgs(tenant: tenant, among: page) == expected)
         // Two far-apart ids with many references between them: the IN fallback.
         let sparse = [referenced[0], try #require(referenced.last)] + fixture.orphans.prefix(2)
         #expect(
-            try fixture.store.referencedSubOrgs(tenant: tenant, among: sparse) == [
+            try await fixture.store.referencedSubOrgs(tenant: tenant, among: sparse) == [
                 referenced[0], referenced[referenced.count - 1],
             ])
-        #expect(try fixture.store.referencedSubOrgs(tenant: tenant, among: []) == [])
-        #expect(try fixture.store.referencedSubOrgs(tenant: tenant, among: fixture.orphans).isEmpty)
+        #expect(try await fixture.store.referencedSubOrgs(tenant: tenant, among: []) == [])
+        #expect(try await fixture.store.referencedSubOrgs(tenant: tenant, among: fixture.orphans).isEmpty)
     }
 }

@@ -47,8 +47,8 @@ struct SignerChainTests {
         #expect(run.deleted == 2 && run.needsUser == 1)
 
         // `cleanup teardown-request`: the journaled body, the very bytes the cleanup key sent.
-        let body = try service.teardownRequest(session: session, subOrgId: target)
-        #expect(try fixture.store.cleanupItem(tenant: session.tenantName, subOrgId: target)?.body == body)
+        let body = try await service.teardownRequest(session: session, subOrgId: target)
+        #expect(try await fixture.store.cleanupItem(tenant: session.tenantName, subOrgId: target)?.body == body)
         #expect(await fixture.sandbox.deleteBodies[target] == [body])
         let stamp = try user.stamp(body)
 
@@ -64,7 +64,7 @@ struct SignerChainTests {
         } catch {
             #expect(error.code == "body_mismatch")
         }
-        #expect(try fixture.store.stampedTeardown(tenant: session.tenantName, subOrgId: target) == nil)
+        #expect(try await fixture.store.stampedTeardown(tenant: session.tenantName, subOrgId: target) == nil)
 
         // `cleanup submit`: cleanup key first (PUBLIC_KEY_NOT_FOUND again), then the stamped request.
         let submitted = try await service.submit(session: session, body: Array(body.utf8), stamp: stamp)
@@ -72,13 +72,13 @@ struct SignerChainTests {
         #expect(!(try await fixture.listed()).contains(target))
         let sent = await fixture.sandbox.deleteBodies[target] ?? []
         #expect(sent.count == 3 && Set(sent) == [body])
-        let audit = try fixture.store.latestAuditEntries(tenant: session.tenantName, limit: 100)
+        let audit = try await fixture.store.latestAuditEntries(tenant: session.tenantName, limit: 100)
         #expect(
             audit.contains {
                 $0.action == "cleanup.delete" && $0.target == target && $0.details["signer"] == "break_glass"
             })
         #expect(audit.contains { $0.action == "cleanup.submit" && $0.target == target })
-        #expect(try service.status(session: session).needsUser == 0)
+        await #expect(try service.status(session: session).needsUser == 0)
     }
 
     @Test("no signer left: a stamp by another key, or no cleanup key and no stamp, is needsUser")
@@ -89,7 +89,7 @@ struct SignerChainTests {
         await fixture.sandbox.setUsers(try BreakGlass(seed: 5).users, of: target)
         let service = fixture.service()
         let session = fixture.session
-        let body = try service.teardownRequest(session: session, subOrgId: target)
+        let body = try await service.teardownRequest(session: session, subOrgId: target)
         // Stamped with the wrong Root Key: the stamp is valid for the body, the key is not in the sub-org.
         let item = try await service.submit(
             session: session, body: Array(body.utf8), stamp: try BreakGlass(seed: 6).stamp(body))
@@ -120,7 +120,7 @@ struct SignerChainTests {
             options: CleanupRunOptions(execute: true, concurrency: 2, graceSeconds: 0, maxPolls: 2))
         #expect(first.items.allSatisfy { $0.outcome == "pending" && $0.error?.contains("still pending") == true })
         #expect(counter.count(TurnkeyWire.getActivityPath) == 4 * 2)
-        #expect(try fixture.store.cleanupItems(tenant: fixture.session.tenantName, states: [.pending]).count == 4)
+        #expect(try await fixture.store.cleanupItems(tenant: fixture.session.tenantName, states: [.pending]).count == 4)
         #expect(try await fixture.listed().isSuperset(of: fixture.orphans))
 
         let second = try await service.run(
@@ -181,10 +181,11 @@ struct SignerChainTests {
         #expect(report.deleted == 2 && report.alreadyGone == 1)
         let sent = await fixture.sandbox.deleteBodies[target] ?? []
         #expect(sent.count == 2 && Set(sent).count == 1)
-        let audit = try fixture.store.latestAuditEntries(tenant: fixture.session.tenantName, limit: 100)
+        let audit = try await fixture.store.latestAuditEntries(tenant: fixture.session.tenantName, limit: 100)
         #expect(audit.contains { $0.action == "cleanup.already_gone" && $0.target == target })
         #expect(
-            try fixture.store.cleanupItem(tenant: fixture.session.tenantName, subOrgId: target)?.state == .alreadyGone)
+            try await fixture.store.cleanupItem(tenant: fixture.session.tenantName, subOrgId: target)?.state
+                == .alreadyGone)
     }
 
     @Test("--max refuses a run with more eligible sub-orgs, says how many and how to go on, deletes nothing")

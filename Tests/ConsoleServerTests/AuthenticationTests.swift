@@ -41,7 +41,7 @@ import Testing
             let bob = Caller(token: fixture.bobToken, tenant: "sandbox")
             #expect(try await remote.perform(WhoamiOperation(), as: bob).operator == "bob")
             #expect(try await remote.perform(StatsOperation(), as: bob).tenant == "sandbox")
-            try fixture.access.removeOperator(try OperatorName("bob"), session: try fixture.rootSession())
+            try await fixture.access.removeOperator(try OperatorName("bob"), session: try fixture.rootSession())
             await #expect(throws: ConsoleError.self) { _ = try await remote.perform(StatsOperation(), as: bob) }
             let raw = try await fixture.request(
                 .POST, "/v1/ops/stats", bearer: ServerFixture.text(fixture.bobToken), tenant: "sandbox")
@@ -56,7 +56,8 @@ import Testing
             #expect(
                 try await remote.perform(WhoamiOperation(), as: Caller(token: fixture.bobToken, tenant: nil)).operator
                     == "bob")
-            let fresh = try fixture.access.rotateToken(try OperatorName("bob"), session: try fixture.rootSession())
+            let fresh = try await fixture.access.rotateToken(
+                try OperatorName("bob"), session: try fixture.rootSession())
             let old = try await fixture.request(.POST, "/v1/ops/whoami", bearer: ServerFixture.text(fixture.bobToken))
             #expect(old.status == 401)
             #expect(
@@ -68,7 +69,7 @@ import Testing
         try await ServerFixture.with { fixture in
             let bob = ServerFixture.text(fixture.bobToken)
             #expect(try await fixture.request(.POST, "/v1/ops/stats", bearer: bob, tenant: "sandbox").status == 200)
-            try fixture.access.revoke(try OperatorName("bob"), session: try fixture.rootSession())
+            try await fixture.access.revoke(try OperatorName("bob"), session: try fixture.rootSession())
             #expect(try await fixture.request(.POST, "/v1/ops/stats", bearer: bob, tenant: "sandbox").status == 403)
         }
     }
@@ -114,7 +115,7 @@ import Testing
             } catch let error as ConsoleError {
                 #expect(error.kind == .permissionDenied && error.code == "rate_limited")
             }
-            let failed = try fixture.audit().filter { $0.action == "auth.failed" }
+            let failed = try await fixture.audit().filter { $0.action == "auth.failed" }
             #expect(failed.filter { $0.details["code"] == "invalid_token" }.count == 10)
             // Four refusals while limited, one entry.
             #expect(failed.filter { $0.details["code"] == "rate_limited" }.count == 1)
@@ -126,7 +127,8 @@ import Testing
                 #expect(try await fixture.request(.POST, "/v1/ops/whoami", bearer: token).status == 401)
             }
             #expect(try await fixture.request(.POST, "/v1/ops/whoami", bearer: root).status == 429)
-            let everything = try fixture.audit().map { "\($0.operatorName) \($0.target ?? "") \($0.details)" }.joined()
+            let everything = try await fixture.audit().map { "\($0.operatorName) \($0.target ?? "") \($0.details)" }
+                .joined()
             for token in presented + [root] { #expect(!everything.contains(token)) }
             #expect(!everything.contains("bctl_"))
         }

@@ -46,7 +46,7 @@ import Testing
     @Test func metricsCountRequestsFailuresAndAuditAppends() async throws {
         try await ServerFixture.with { fixture in
             let root = ServerFixture.text(fixture.rootToken)
-            let entriesBefore = try fixture.audit().count
+            let entriesBefore = try await fixture.audit().count
             #expect(try await fixture.request(.POST, "/v1/ops/whoami", bearer: root).status == 200)
             #expect(try await fixture.request(.POST, "/v1/ops/whoami", bearer: unknownToken()).status == 401)
             #expect(try await fixture.request(.POST, "/v1/ops/stats", bearer: root, tenant: "sandbox").status == 200)
@@ -60,7 +60,7 @@ import Testing
             // Exactly the entries appended since the server started (the failed sign-in among them).
             let appended = text.split(separator: "\n").first { $0.hasPrefix("backupctl_audit_appends_total ") }
             let count = appended.flatMap { Int($0.split(separator: " ").last ?? "") }
-            let entriesNow = try fixture.audit().count
+            let entriesNow = try await fixture.audit().count
             #expect(entriesNow > entriesBefore)
             #expect(count == entriesNow - entriesBefore, "\(appended.map(String.init) ?? "no audit counter")")
         }

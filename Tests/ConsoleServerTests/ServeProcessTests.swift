@@ -17,11 +17,11 @@ import Testing
         let setup: StoreSetup
         let environment: [String: String]
 
-        init() throws {
+        init() async throws {
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("serve-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             db = directory.appendingPathComponent("console.db").path
-            setup = try StoreSetup(path: db)
+            setup = try await StoreSetup(path: db)
             environment = [
                 "PATH": "/usr/bin:/bin", "HOME": directory.path, "TERM": "dumb",
                 "XDG_STATE_HOME": directory.appendingPathComponent("state").path,
@@ -40,7 +40,7 @@ import Testing
     }
 
     @Test func printsItsListeningLineFirstAndExitsZeroOnSIGTERM() async throws {
-        let workspace = try Workspace()
+        let workspace = try await Workspace()
         defer { workspace.cleanUp() }
         let server = try await ServeProcess(db: workspace.db, environment: workspace.environment)
         defer { server.kill9() }
@@ -55,7 +55,7 @@ import Testing
     }
 
     @Test func refusesPlainHTTPOnANonLoopbackAddressWithoutTheFlag() async throws {
-        let workspace = try Workspace()
+        let workspace = try await Workspace()
         defer { workspace.cleanUp() }
         let (out, err, status) = try await Self.run(
             ["serve", "--listen", "0.0.0.0:0", "--db", workspace.db], environment: workspace.environment)
@@ -71,7 +71,7 @@ import Testing
     }
 
     @Test func servesHTTPSAndTheConsoleTrustsTheCAFileItIsGiven() async throws {
-        let workspace = try Workspace()
+        let workspace = try await Workspace()
         defer { workspace.cleanUp() }
         let pair = try TLSTests.selfSigned(in: workspace.directory.appendingPathComponent("tls"))
         let server = try await ServeProcess(
@@ -93,7 +93,7 @@ import Testing
     }
 
     @Test func refusesToStartWithoutAStore() async throws {
-        let workspace = try Workspace()
+        let workspace = try await Workspace()
         defer { workspace.cleanUp() }
         let missing = workspace.directory.appendingPathComponent("none.db").path
         let (out, err, status) = try await Self.run(
@@ -105,7 +105,7 @@ import Testing
     }
 
     @Test func theClientExitsSeventySevenWhenRefused() async throws {
-        let workspace = try Workspace()
+        let workspace = try await Workspace()
         defer { workspace.cleanUp() }
         let server = try await ServeProcess(db: workspace.db, environment: workspace.environment)
         defer { server.kill9() }
@@ -124,7 +124,7 @@ import Testing
     }
 
     @Test func anUnreachableServerFailsAtOnceWithExitTwo() async throws {
-        let workspace = try Workspace()
+        let workspace = try await Workspace()
         defer { workspace.cleanUp() }
         let server = try await ServeProcess(db: workspace.db, environment: workspace.environment)
         defer { server.kill9() }
@@ -139,7 +139,7 @@ import Testing
     }
 
     @Test func theClientNeverOpensAStoreFile() async throws {
-        let workspace = try Workspace()
+        let workspace = try await Workspace()
         defer { workspace.cleanUp() }
         let server = try await ServeProcess(db: workspace.db, environment: workspace.environment)
         defer { server.kill9() }
@@ -159,7 +159,7 @@ import Testing
     }
 
     @Test func sigtermWhileAStreamedCheckRunsDrainsItAndExitsZero() async throws {
-        let workspace = try Workspace()
+        let workspace = try await Workspace()
         defer { workspace.cleanUp() }
         var admin = workspace.environment
         admin["BACKUPCTL_TOKEN"] = ServerFixture.text(workspace.setup.rootToken)

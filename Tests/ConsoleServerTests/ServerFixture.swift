@@ -39,7 +39,7 @@ final class ServerFixture: @unchecked Sendable {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         self.directory = directory
         path = directory.appendingPathComponent("console.db").path
-        let made = try StoreSetup(path: path)
+        let made = try await StoreSetup(path: path)
         store = made.store
         access = made.access
         rootToken = made.rootToken
@@ -76,8 +76,9 @@ final class ServerFixture: @unchecked Sendable {
         try? FileManager.default.removeItem(at: directory)
     }
 
-    func rootSession() throws -> Session {
-        try access.session(operator: try access.authenticate(token: rootToken), tenant: try TenantName("sandbox"))
+    func rootSession() async throws -> Session {
+        try await access.session(
+            operator: try await access.authenticate(token: rootToken), tenant: try TenantName("sandbox"))
     }
 
     func remote(caFile: String? = nil) throws -> RemoteConsole {
@@ -112,8 +113,8 @@ final class ServerFixture: @unchecked Sendable {
     }
 
     /// Every audit entry, read here (not through the server).
-    func audit() throws -> [AuditEntry] {
-        try store.auditEntries(tenant: nil, afterSeq: 0, limit: 100_000)
+    func audit() async throws -> [AuditEntry] {
+        try await store.auditEntries(tenant: nil, afterSeq: 0, limit: 100_000)
     }
 }
 
@@ -125,14 +126,15 @@ struct StoreSetup {
     let rootToken: SecretBytes
     let bobToken: SecretBytes
 
-    init(path: String) throws {
+    init(path: String) async throws {
         store = try SQLiteConsoleStore(path: path)
         access = AccessService(store: store, clock: .system, random: SystemRandom())
-        rootToken = try access.bootstrap(admin: try OperatorName("root"))
-        let root = try access.authenticate(token: rootToken)
-        try access.createTenant(TenantRecord(name: try TenantName("beta"), isSandbox: true, createdAt: 1), by: root)
-        let session = try access.session(operator: root, tenant: try TenantName("sandbox"))
-        bobToken = try access.addOperator(try OperatorName("bob"), role: .viewer, session: session)
+        rootToken = try await access.bootstrap(admin: try OperatorName("root"))
+        let root = try await access.authenticate(token: rootToken)
+        try await access.createTenant(
+            TenantRecord(name: try TenantName("beta"), isSandbox: true, createdAt: 1), by: root)
+        let session = try await access.session(operator: root, tenant: try TenantName("sandbox"))
+        bobToken = try await access.addOperator(try OperatorName("bob"), role: .viewer, session: session)
     }
 }
 

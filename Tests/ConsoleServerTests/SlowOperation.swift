@@ -12,7 +12,7 @@ struct SlowOperation: ConsoleOperation {
     var gate: String
 
     func run(_ context: OperationContext) async throws(ConsoleError) -> Done {
-        _ = try context.operatorRecord()
+        _ = try await context.operatorRecord()
         try context.progress(ProgressEvent(done: 1, total: 2))
         for _ in 0..<3000 {
             if Gates.isOpen(gate) { break }
@@ -39,7 +39,7 @@ struct SlowPlainOperation: ConsoleOperation {
     var gate: String
 
     func run(_ context: OperationContext) async throws(ConsoleError) -> Done {
-        _ = try context.operatorRecord()
+        _ = try await context.operatorRecord()
         Gates.noteStarted(gate)
         for _ in 0..<3000 where !Gates.isOpen(gate) {
             try? await Task.sleep(nanoseconds: 10_000_000)
@@ -58,7 +58,7 @@ struct CleanupRunProbe: ConsoleOperation {
     static let streams = true
 
     func run(_ context: OperationContext) async throws(ConsoleError) -> Done {
-        _ = try context.operatorRecord()
+        _ = try await context.operatorRecord()
         try context.progress(ProgressEvent(done: 3, total: 7))
         try context.progress(ProgressEvent(done: 5, total: 7))
         return Done()

@@ -18,14 +18,14 @@ import Testing
         let publicKey: AuditPublicKey
         let caller: Caller
 
-        init() throws {
+        init() async throws {
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("signing-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             path = directory.appendingPathComponent("console.db").path
             keyPath = directory.appendingPathComponent("audit.key").path
             publicKey = try AuditKeyFile.generate(to: keyPath, random: SystemRandom())
             let store = try SQLiteConsoleStore(path: path, clock: WallClock.manual(time).millis)
-            let token = try AccessService(store: store, clock: .manual(time)).bootstrap(
+            let token = try await AccessService(store: store, clock: .manual(time)).bootstrap(
                 admin: try OperatorName("root"))
             caller = Caller(token: token, tenant: "sandbox")
         }
@@ -36,8 +36,8 @@ import Testing
                 auditCheckpointEvery: every)
         }
 
-        func checkpoints() throws -> [AuditCheckpoint] {
-            try SQLiteConsoleStore(path: path, clock: WallClock.manual(time).millis).auditCheckpoints()
+        func checkpoints() async throws -> [AuditCheckpoint] {
+            try await SQLiteConsoleStore(path: path, clock: WallClock.manual(time).millis).auditCheckpoints()
         }
 
         func cleanUp() { try? FileManager.default.removeItem(at: directory) }
@@ -56,17 +56,17 @@ import Testing
     }
 
     @Test func requestsSignACheckpointEveryNEntries() async throws {
-        let setup = try Setup()
+        let setup = try await Setup()
         defer { setup.cleanUp() }
         let console = try setup.console(signing: true, every: 3)
         #expect(console.auditSigner?.publicKey == setup.publicKey)
         // `stats` writes one read audit; the bootstrap wrote entry 1.
         for _ in 0..<7 { _ = try await console.perform(StatsOperation(), as: setup.caller) }
-        #expect(try setup.checkpoints().map(\.seq) == [2, 5, 8])
+        await #expect(try setup.checkpoints().map(\.seq) == [2, 5, 8])
         // A refused request is audited too, and counts.
         let stranger = Caller(token: setup.caller.token, tenant: "elsewhere")
         for _ in 0..<3 { _ = try? await console.perform(StatsOperation(), as: stranger) }
-        #expect(try setup.checkpoints().map(\.seq) == [2, 5, 8, 11])
+        await #expect(try setup.checkpoints().map(\.seq) == [2, 5, 8, 11])
 
         // `audit verify` without a key checks with the console's own.
         let result = try await console.perform(AuditVerifyOperation(), as: setup.caller)
@@ -85,7 +85,7 @@ import Testing
     }
 
     @Test func theLoopSignsWhatArrivedEachIntervalAndOnStop() async throws {
-        let setup = try Setup()
+        let setup = try await Setup()
         defer { setup.cleanUp() }
         let console = try setup.console(signing: true)
         let ticks = Ticks()
@@ -108,14 +108,14 @@ import Testing
             }
         }
         #expect(ticks.value == 3)
-        let checkpoints = try setup.checkpoints()
+        let checkpoints = try await setup.checkpoints()
         #expect(checkpoints.map(\.seq) == [2, 3, 4])
         #expect(checkpoints.map(\.atMillis) == [start + 60_000, start + 60_000, start + 180_000])
         #expect(console.auditSigner?.lastError == nil)
     }
 
     @Test func withoutAKeyNothingIsSignedAndTheLoopOnlyWaits() async throws {
-        let setup = try Setup()
+        let setup = try await Setup()
         defer { setup.cleanUp() }
         let console = try setup.console(signing: false)
         #expect(console.auditSigner == nil)
@@ -126,13 +126,13 @@ import Testing
             if ticks.next() == 3 { throw CancellationError() }
         }
         #expect(ticks.value == 3)
-        #expect(try setup.checkpoints().isEmpty)
+        await #expect(try setup.checkpoints().isEmpty)
         let result = try await console.perform(AuditVerifyOperation(), as: setup.caller)
         #expect(result.ok && result.checkpoints == nil && result.keyFingerprint == nil)
     }
 
-    @Test func aKeyFileOthersCanReadIsRefusedInOneLine() throws {
-        let setup = try Setup()
+    @Test func aKeyFileOthersCanReadIsRefusedInOneLine() async throws {
+        let setup = try await Setup()
         defer { setup.cleanUp() }
         let secret = try String(contentsOfFile: setup.keyPath, encoding: .utf8)
             .trimmingCharacters(in: .whitespacesAndNewlines)

@@ -17,27 +17,27 @@ import Testing
         let store: SQLiteConsoleStore
         let admin: SecretBytes
 
-        init() throws {
+        init() async throws {
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("local-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let path = directory.appendingPathComponent("console.db").path
             let clock = WallClock.manual(time)
             store = try SQLiteConsoleStore(path: path, clock: clock.millis)
-            admin = try AccessService(store: store, clock: clock).bootstrap(admin: try OperatorName("root"))
+            admin = try await AccessService(store: store, clock: clock).bootstrap(admin: try OperatorName("root"))
             console = LocalConsole(store: store, path: path, clock: clock)
         }
 
         func cleanUp() { try? FileManager.default.removeItem(at: directory) }
 
-        func session(_ token: SecretBytes) throws -> Session {
+        func session(_ token: SecretBytes) async throws -> Session {
             let access = AccessService(store: store, clock: .manual(time))
-            return try access.session(
-                operator: try access.authenticate(token: token), tenant: try TenantName("sandbox"))
+            return try await access.session(
+                operator: try await access.authenticate(token: token), tenant: try TenantName("sandbox"))
         }
     }
 
     @Test func noTokenAndUnknownTokenAreRefusedAsUnauthenticated() async throws {
-        let fixture = try Fixture()
+        let fixture = try await Fixture()
         defer { fixture.cleanUp() }
         do {
             _ = try await fixture.console.perform(WhoamiOperation(), as: Caller(token: nil, tenant: nil))
@@ -57,19 +57,19 @@ import Testing
     }
 
     /// A viewer `bob` added by root, his caller, and root's access service to change him with.
-    func viewerBob(_ fixture: Fixture) throws -> (AccessService, Session, Caller) {
+    func viewerBob(_ fixture: Fixture) async throws -> (AccessService, Session, Caller) {
         let access = AccessService(store: fixture.store, clock: .manual(fixture.time))
-        let rootSession = try fixture.session(fixture.admin)
-        let bob = try access.addOperator(try OperatorName("bob"), role: .viewer, session: rootSession)
+        let rootSession = try await fixture.session(fixture.admin)
+        let bob = try await access.addOperator(try OperatorName("bob"), role: .viewer, session: rootSession)
         return (access, rootSession, Caller(token: bob, tenant: "sandbox"))
     }
 
     @Test func aRevokedRoleStopsWorkingOnTheNextCall() async throws {
-        let fixture = try Fixture()
+        let fixture = try await Fixture()
         defer { fixture.cleanUp() }
-        let (access, rootSession, caller) = try viewerBob(fixture)
+        let (access, rootSession, caller) = try await viewerBob(fixture)
         #expect(try await fixture.console.perform(StatsOperation(), as: caller).tenant == "sandbox")
-        try access.revoke(try OperatorName("bob"), session: rootSession)
+        try await access.revoke(try OperatorName("bob"), session: rootSession)
         // The revocation went around this console (straight to the store): its cached session
         // is retired by the store's access version, with no time passing.
         do {
@@ -82,11 +82,11 @@ import Testing
     }
 
     @Test func aRemovedOperatorIsRefusedOnTheNextCall() async throws {
-        let fixture = try Fixture()
+        let fixture = try await Fixture()
         defer { fixture.cleanUp() }
-        let (access, rootSession, caller) = try viewerBob(fixture)
+        let (access, rootSession, caller) = try await viewerBob(fixture)
         _ = try await fixture.console.perform(StatsOperation(), as: caller)
-        try access.removeOperator(try OperatorName("bob"), session: rootSession)
+        try await access.removeOperator(try OperatorName("bob"), session: rootSession)
         // Authentication is never cached: no clock movement needed.
         do {
             _ = try await fixture.console.perform(StatsOperation(), as: caller)
@@ -97,7 +97,7 @@ import Testing
     }
 
     @Test func theTenantIsTheChosenOneOrTheOnlyOne() async throws {
-        let fixture = try Fixture()
+        let fixture = try await Fixture()
         defer { fixture.cleanUp() }
         let only = try await fixture.console.perform(WhoamiOperation(), as: Caller(token: fixture.admin, tenant: nil))
         #expect(only.tenant == "sandbox")
@@ -115,11 +115,11 @@ import Testing
     }
 
     @Test func cancellingTheCallerStopsALongJobWithInterrupted() async throws {
-        let fixture = try Fixture()
+        let fixture = try await Fixture()
         defer { fixture.cleanUp() }
         let caller = Caller(token: fixture.admin, tenant: "sandbox")
-        let session = try fixture.session(fixture.admin)
-        _ = try DataAdminService(store: fixture.store).seed(backups: 3_000, orphans: 0, seed: 4, session: session)
+        let session = try await fixture.session(fixture.admin)
+        _ = try await DataAdminService(store: fixture.store).seed(backups: 3_000, orphans: 0, seed: 4, session: session)
         // The job's task is cancelled at its first progress report: a checkpoint, not a delay.
         let console = fixture.console
         let handle = CancelAtCheckpoint()

@@ -187,21 +187,21 @@ import Testing
         let tenant: TenantName
         let access: AccessService
 
-        init(orphans: Int) throws {
+        init(orphans: Int) async throws {
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("ops-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let path = directory.appendingPathComponent("console.db").path
             store = try SQLiteConsoleStore(path: path)
             access = AccessService(store: store)
-            let token = try access.bootstrap(admin: try OperatorName("root"))
-            let op = try access.authenticate(token: token)
+            let token = try await access.bootstrap(admin: try OperatorName("root"))
+            let op = try await access.authenticate(token: token)
             tenant = try TenantName("drill")
             let record = TenantRecord(
                 name: tenant, isSandbox: true,
                 policy: TenantPolicy(cleanupGraceSeconds: 0, retryCapMillis: 50, turnkeyRPS: 10_000),
                 createdAt: Int64(Date().timeIntervalSince1970))
-            try access.createTenant(record, by: op)
-            _ = try SandboxSeeder(store: store).run(
+            try await access.createTenant(record, by: op)
+            _ = try await SandboxSeeder(store: store).run(
                 tenant: record, backups: 5, orphans: orphans, seed: 21, operatorName: "root")
             console = LocalConsole(store: store, path: path)
             caller = Caller(token: token, tenant: tenant.rawValue)
@@ -213,10 +213,10 @@ import Testing
         }
 
         /// Another operator of the tenant, with `role`.
-        func caller(_ name: String, role: Role) throws -> Caller {
-            let root = try access.session(
-                operator: try access.authenticate(token: try #require(caller.token)), tenant: tenant)
-            let token = try access.addOperator(try OperatorName(name), role: role, session: root)
+        func caller(_ name: String, role: Role) async throws -> Caller {
+            let root = try await access.session(
+                operator: try await access.authenticate(token: try #require(caller.token)), tenant: tenant)
+            let token = try await access.addOperator(try OperatorName(name), role: role, session: root)
             return Caller(token: token, tenant: tenant.rawValue)
         }
     }
@@ -245,7 +245,7 @@ import Testing
 
     /// Runs `body` on a fresh sandbox console, then stops its emulators and removes its files.
     func withSandbox(orphans: Int, _ body: (SandboxConsole) async throws -> Void) async throws {
-        let f = try SandboxConsole(orphans: orphans)
+        let f = try await SandboxConsole(orphans: orphans)
         do {
             try await body(f)
         } catch {
@@ -285,7 +285,7 @@ import Testing
             #expect(
                 report.items.allSatisfy { $0.outcome == "deleted" || $0.outcome == "alreadyGone" }, "\(report.items)")
             #expect(report.failed == 0)
-            let journal = try f.store.cleanupItems(tenant: f.tenant, states: nil)
+            let journal = try await f.store.cleanupItems(tenant: f.tenant, states: nil)
             #expect(journal.count == orphans)
             let done = Set(report.items.map(\.subOrgId))
             for item in journal {
@@ -320,7 +320,7 @@ import Testing
                     as: f.caller)
             }
             #expect(refused?.kind == .usage && refused?.message.contains("drill") == true)
-            #expect(try f.store.cleanupCounts(tenant: f.tenant)[.deleted] == nil)
+            #expect(try await f.store.cleanupCounts(tenant: f.tenant)[.deleted] == nil)
             let dry = try await f.console.perform(
                 CleanupRunOperation(execute: false, max: 10, concurrency: 1, graceSeconds: 0, confirmed: false),
                 as: f.caller)
@@ -343,13 +343,13 @@ import Testing
     /// teardown submit that only a cleaner may send.
     @Test func walkthroughRunsOnTheOperations() async throws {
         try await withSandbox(orphans: 0) { f in
-            let imported = try BackupImporter(store: f.store).run(
+            let imported = try await BackupImporter(store: f.store).run(
                 directory: Self.fixtures.appendingPathComponent("export"), tenant: f.tenant, dryRun: false,
                 operatorName: "root")
             #expect(imported.imported == 2)
             let backupId = "backup_account_030b2e4ce2de76318c0ef50964d225910b64019d8e43620d6d166b6bd100ad26e8"
-            let support = try f.caller("sam", role: .support)
-            let viewer = try f.caller("vera", role: .viewer)
+            let support = try await f.caller("sam", role: .support)
+            let viewer = try await f.caller("vera", role: .viewer)
             let denied = await #expect(throws: ConsoleError.self) {
                 try await f.console.perform(ResetWalkthroughOperation(), as: viewer)
             }
@@ -386,24 +386,24 @@ import Testing
                 return
             }
             #expect(result.wiped && result.backupId == backupId && !needStamps)
-            #expect(try f.store.backup(tenant: f.tenant, id: backupId) == nil)
+            #expect(try await f.store.backup(tenant: f.tenant, id: backupId) == nil)
             let stamped = items.compactMap { item in
                 item.stamp.map { ResetTeardownOperation.Item(subOrgId: item.subOrgId, body: item.body.text, stamp: $0) }
             }
             #expect(stamped.count == 1)
 
             // Submitting is a cleaner's action: for support nothing is sent and no refusal is audited.
-            let before = try f.store.latestAuditEntries(tenant: f.tenant, limit: 1000)
+            let before = try await f.store.latestAuditEntries(tenant: f.tenant, limit: 1000)
             let notSent = try await f.console.perform(ResetTeardownOperation(items: stamped), as: support)
             #expect(notSent == ResetTeardownOperation.Output(permitted: false, outcomes: []))
-            #expect(try f.store.latestAuditEntries(tenant: f.tenant, limit: 1000).count == before.count)
-            #expect(try f.store.stampedTeardown(tenant: f.tenant, subOrgId: stamped[0].subOrgId) == nil)
+            #expect(try await f.store.latestAuditEntries(tenant: f.tenant, limit: 1000).count == before.count)
+            #expect(try await f.store.stampedTeardown(tenant: f.tenant, subOrgId: stamped[0].subOrgId) == nil)
             let sent = try await f.console.perform(ResetTeardownOperation(items: stamped), as: f.caller)
             #expect(sent.permitted && sent.outcomes.count == 1 && sent.outcomes[0].notSent == nil, "\(sent)")
             #expect(["deleted", "alreadyGone"].contains(sent.outcomes[0].outcome ?? ""), "\(sent)")
             try roundTrip(sent)
 
-            let audit = try f.store.latestAuditEntries(tenant: f.tenant, limit: 1000)
+            let audit = try await f.store.latestAuditEntries(tenant: f.tenant, limit: 1000)
             let actions = Set(audit.filter { $0.operatorName == "sam" }.map(\.action))
             #expect(
                 actions.isSuperset(of: ["reset.walkthrough.review", "reset.begin", "reset.complete"]), "\(actions)")

@@ -1,5 +1,6 @@
 import BackupCrypto
 import BackupModel
+import BackupctlTestSupport
 import Foundation
 import GRDB
 import Testing
@@ -11,9 +12,9 @@ import Testing
 @Suite("Derived factors and summaries")
 struct DerivedIndexTests {
     /// Every backup's derived rows recomputed from its metadata, and no derived row without a backup.
-    func expectConsistent(_ store: SQLiteConsoleStore, _ tenant: TenantName) throws {
+    func expectConsistent(_ store: SQLiteConsoleStore, _ tenant: TenantName) async throws {
         var backups = 0
-        try store.forEachBackup(tenant: tenant, batchSize: 50) { page throws(ConsoleError) in
+        try await store.forEachBackup(tenant: tenant, batchSize: 50) { page throws(ConsoleError) in
             for record in page {
                 backups += 1
                 let stored = try? store.pool.read { db in
@@ -29,13 +30,13 @@ struct DerivedIndexTests {
             }
         }
         var summaries: [BackupSummary] = []
-        try store.forEachBackupSummary(tenant: tenant, batchSize: 7) { summaries += $0 }
+        try await store.forEachBackupSummary(tenant: tenant, batchSize: 7) { summaries += $0 }
         #expect(summaries.count == backups)
         for summary in summaries {
-            let record = try #require(try store.backup(tenant: tenant, id: summary.backupId))
+            let record = try #require(try await store.backup(tenant: tenant, id: summary.backupId))
             #expect(summary == BackupSummary(metadata: record.metadata, blobSize: record.blobSize))
         }
-        let strays = try store.pool.read { db in
+        let strays = try await store.pool.read { db in
             try Int.fetchOne(
                 db,
                 sql: """
@@ -48,75 +49,76 @@ struct DerivedIndexTests {
         #expect(strays == 0)
     }
 
-    @Test func writeRewriteAndResetKeepItConsistent() throws {
-        try withStore { store, _ in
+    @Test func writeRewriteAndResetKeepItConsistent() async throws {
+        try await withStore { store, _ in
             let f = Fixtures()
             let id = f.backupId()
             let (a, b, c) = (f.credential(), f.credential(), f.credential())
-            try store.writeBackup(
+            try await store.writeBackup(
                 tenant: alpha, f.write(f.metadata(id: id, passkeys: [a, b], googleSubs: ["9"], subOrgs: [f.uuid()])),
                 audit: draft("w"))
-            try expectConsistent(store, alpha)
+            try await expectConsistent(store, alpha)
             // Re-write: a factor removed, one added, a blob now stored.
             var updated = f.metadata(id: id, passkeys: [b, c], sync: ["BAAA"])
             // The same passkey twice (a damaged backup): one derived row, two copies.
             updated.factors.append(updated.factors[0])
-            try store.writeBackup(tenant: alpha, f.write(updated, blob: Data([1, 2, 3])), audit: draft("w"))
-            try expectConsistent(store, alpha)
-            let summary = try #require(try firstSummary(store, alpha))
+            try await store.writeBackup(tenant: alpha, f.write(updated, blob: Data([1, 2, 3])), audit: draft("w"))
+            try await expectConsistent(store, alpha)
+            let summary = try await #require(try firstSummary(store, alpha))
             #expect(summary.blobSize == 3 && summary.passkeys == 3 && summary.badSyncFactors == 1)
             #expect(summary.firstBadSyncFactor?.problem == .wrongLength(3))
             // A batch (what import and seed use).
             let more = (0..<5).map { _ in
                 f.metadata(id: f.backupId(), passkeys: [f.credential()], googleSubs: ["x\(f.uuid())"])
             }
-            try store.writeBackups(tenant: alpha, more.map { f.write($0) }, audit: draft("w"))
-            try expectConsistent(store, alpha)
+            try await store.writeBackups(tenant: alpha, more.map { f.write($0) }, audit: draft("w"))
+            try await expectConsistent(store, alpha)
             // A reset wipes the derived rows with the backup.
-            try store.insertResetChallenge(
+            try await store.insertResetChallenge(
                 ResetChallengeRecord(
                     tokenHash: "t", tenant: alpha, backupId: id, context: "reset", challenge: [1], createdAt: 1,
                     expiresAt: 10),
                 audit: draft("r"))
-            _ = try store.recordServiceReset(
-                tenant: alpha, tokenHash: "t", backupId: id, subOrgIds: [], now: 5, audit: { _ in draft("r") })
-            try expectConsistent(store, alpha)
-            #expect(try store.resolveLookup(tenant: alpha, pk: passkeyPK(b)) == nil)
+            _ = try await store.recordServiceReset(
+                tenant: alpha, tokenHash: "t", backupId: id, subOrgIds: [], now: 5,
+                audit: ResetAuditDraft(draft("r"), lookupRowsAtLeast: 0))
+            try await expectConsistent(store, alpha)
+            #expect(try await store.resolveLookup(tenant: alpha, pk: passkeyPK(b)) == nil)
         }
     }
 
-    func firstSummary(_ store: SQLiteConsoleStore, _ tenant: TenantName) throws -> BackupSummary? {
+    func firstSummary(_ store: SQLiteConsoleStore, _ tenant: TenantName) async throws -> BackupSummary? {
         var first: BackupSummary?
-        try store.forEachBackupSummary(tenant: tenant, batchSize: 1) { if first == nil { first = $0.first } }
+        try await store.forEachBackupSummary(tenant: tenant, batchSize: 1) { if first == nil { first = $0.first } }
         return first
     }
 
-    @Test func importAndSeedKeepItConsistent() throws {
-        try withStore { store, dir in
+    @Test func importAndSeedKeepItConsistent() async throws {
+        try await withStore { store, dir in
             let f = Fixtures()
             let export = try ExportBuilder(in: dir)
             try export.add(
                 f.metadata(id: f.backupId(), passkeys: [f.credential()], googleSubs: ["104"]), blob: Data([9]))
             try export.add(f.metadata(id: f.backupId(), googleSubs: ["105"]), form: .exported)
-            _ = try BackupImporter(store: store) { 1 }.run(
+            _ = try await BackupImporter(store: store) { 1 }.run(
                 directory: export.root, tenant: alpha, dryRun: false, operatorName: "tester")
-            try expectConsistent(store, alpha)
-            let sandbox = try #require(try store.tenant(beta))
+            try await expectConsistent(store, alpha)
+            let sandbox = try #require(try await store.tenant(beta))
             var seeder = SandboxSeeder(store: store) { 1_780_000_000 }
             seeder.batchSize = 64
-            _ = try seeder.run(tenant: sandbox, backups: 150, orphans: 0, seed: 3, operatorName: "tester")
-            try expectConsistent(store, beta)
+            _ = try await seeder.run(tenant: sandbox, backups: 150, orphans: 0, seed: 3, operatorName: "tester")
+            try await expectConsistent(store, beta)
         }
     }
 
-    @Test func resolveLookupTellsHitUnauthorizedDanglingAndMiss() throws {
-        try withStore { store, _ in
+    @Test func resolveLookupTellsHitUnauthorizedDanglingAndMiss() async throws {
+        try await withStore { store, _ in
             let f = Fixtures()
             let (kept, stale) = (f.credential(), f.credential())
             let metadata = f.metadata(id: f.backupId(), passkeys: [kept])
-            try store.writeBackup(tenant: alpha, f.write(metadata), audit: draft("w"))
+            try await store.writeBackup(tenant: alpha, f.write(metadata), audit: draft("w"))
             let ghost = f.backupId()
-            try store.writeLookupRows(
+            try await store.writeLookupRows(
                 tenant: alpha,
                 [
                     LookupRow(pk: passkeyPK(stale), backupId: metadata.id),
@@ -124,21 +126,21 @@ struct DerivedIndexTests {
                 ],
                 audit: draft("rows"))
             #expect(
-                try store.resolveLookup(tenant: alpha, pk: passkeyPK(kept))
+                try await store.resolveLookup(tenant: alpha, pk: passkeyPK(kept))
                     == LookupResolution(backupId: metadata.id, backupExists: true, factorId: metadata.factors[0].id))
             #expect(
-                try store.resolveLookup(tenant: alpha, pk: passkeyPK(stale))
+                try await store.resolveLookup(tenant: alpha, pk: passkeyPK(stale))
                     == LookupResolution(backupId: metadata.id, backupExists: true, factorId: nil))
             #expect(
-                try store.resolveLookup(tenant: alpha, pk: "MAIN#PK|Z2hvc3Q")
+                try await store.resolveLookup(tenant: alpha, pk: "MAIN#PK|Z2hvc3Q")
                     == LookupResolution(backupId: ghost, backupExists: false, factorId: nil))
-            #expect(try store.resolveLookup(tenant: alpha, pk: passkeyPK(f.credential())) == nil)
-            #expect(try store.resolveLookup(tenant: beta, pk: passkeyPK(kept)) == nil)
+            #expect(try await store.resolveLookup(tenant: alpha, pk: passkeyPK(f.credential())) == nil)
+            #expect(try await store.resolveLookup(tenant: beta, pk: passkeyPK(kept)) == nil)
         }
     }
 
     /// A store made before v4 gets its derived rows when it is opened.
-    @Test func migrationBackfillsExistingBackups() throws {
+    @Test func migrationBackfillsExistingBackups() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("derived-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: dir) }
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -148,7 +150,7 @@ struct DerivedIndexTests {
         do {
             let queue = try DatabaseQueue(path: path)
             try Migrations.migrator.migrate(queue, upTo: "v3-cleanup-stamped")
-            try queue.write { db in
+            try await queue.write { db in
                 try db.execute(
                     sql: "INSERT INTO tenants (name, is_sandbox, policy, created_at) VALUES ('alpha', 0, '{}', 1)")
                 try db.execute(
@@ -165,11 +167,13 @@ struct DerivedIndexTests {
             }
         }
         let store = try SQLiteConsoleStore(path: path)
-        try expectConsistent(store, alpha)
-        let summary = try #require(try firstSummary(store, alpha))
+        try await expectConsistent(store, alpha)
+        let summary = try await #require(try firstSummary(store, alpha))
         #expect(
             summary.blobSize == 12 && summary.badSyncFactors == 1 && summary.firstBadSyncFactor?.problem == .notBase64)
-        #expect(try store.resolveLookup(tenant: alpha, pk: "MAIN#OIDC|https://accounts.google.com|7")?.factorId != nil)
+        #expect(
+            try await store.resolveLookup(tenant: alpha, pk: "MAIN#OIDC|https://accounts.google.com|7")?.factorId != nil
+        )
     }
 
     @Test func syncProblemCodesRoundTrip() {

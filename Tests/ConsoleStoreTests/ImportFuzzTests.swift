@@ -1,5 +1,6 @@
 import BackupCrypto
 import BackupModel
+import BackupctlTestSupport
 import Foundation
 import Testing
 
@@ -112,8 +113,8 @@ struct ImportFuzzTests {
 
     @Test(
         "whole exports: every backup imported or refused with a reason; rows likewise", arguments: [21, 22] as [UInt64])
-    func exports(seed: UInt64) throws {
-        try withStore { store, dir in
+    func exports(seed: UInt64) async throws {
+        try await withStore { store, dir in
             var rng = Stream(state: seed)
             let f = Fixtures(seed: seed)
             let export = try ExportBuilder(in: dir)
@@ -134,16 +135,16 @@ struct ImportFuzzTests {
             }
             try Data(lines.joined(separator: "\n").utf8).write(
                 to: export.root.appendingPathComponent("factor_lookup.jsonl"))
-            let report = try BackupImporter(store: store) { 1_780_000_000 }.run(
+            let report = try await BackupImporter(store: store) { 1_780_000_000 }.run(
                 directory: export.root, tenant: alpha, dryRun: false, operatorName: "fuzz")
             #expect(report.backupsSeen == 60)
             #expect(report.imported + report.unchanged + report.failed == 60)
             let backupProblems = report.problems.filter { !$0.path.hasPrefix("factor_lookup.jsonl") }
             #expect(backupProblems.count + report.conflicts.count >= report.failed)
-            #expect(try store.backupCount(tenant: alpha) == report.imported)
+            #expect(try await store.backupCount(tenant: alpha) == report.imported)
             // Every stored backup reads back and is within the limits.
             var read = 0
-            try store.forEachBackup(tenant: alpha, batchSize: 16) { records throws(ConsoleError) in
+            try await store.forEachBackup(tenant: alpha, batchSize: 16) { records throws(ConsoleError) in
                 for record in records { try record.metadata.validate() }
                 read += records.count
             }

@@ -35,22 +35,22 @@ struct ImportHardeningTests {
     @Test(
         "createdAt far outside any real date is refused, dry run included, never a trap",
         arguments: [Int64.min, Int64.min + 1, Int64.max, -62_135_596_801, 253_402_300_800])
-    func extremeTimestamps(createdAt: Int64) throws {
+    func extremeTimestamps(createdAt: Int64) async throws {
         for dryRun in [true, false] {
-            try withStore { store, dir in
+            try await withStore { store, dir in
                 let f = Fixtures()
                 let export = try ExportBuilder(in: dir)
                 let good = f.metadata(id: f.backupId(), passkeys: [f.credential()])
                 try export.add(good, form: .exported)
                 let bad = f.metadata(id: f.backupId(), passkeys: [f.credential()])
                 try export.addRaw(bad.id, metadata: try crafted(bad) { setFirstFactor(&$0, "createdAt", createdAt) })
-                let report = try importer(store).run(
+                let report = try await importer(store).run(
                     directory: export.root, tenant: alpha, dryRun: dryRun, operatorName: "tester")
                 #expect(report.imported == 1 && report.failed == 1)
                 #expect(report.problems.map(\.path) == ["\(bad.id)/metadata"])
                 #expect(report.problems.first?.code == "invalid_metadata")
                 #expect(report.problems.first?.reason.contains("createdAt") == true)
-                #expect(try store.backupExists(tenant: alpha, id: bad.id) == false)
+                #expect(try await store.backupExists(tenant: alpha, id: bad.id) == false)
             }
         }
     }
@@ -65,8 +65,8 @@ struct ImportHardeningTests {
     }
 
     @Test("an index key with a NUL cannot overwrite a real user's row")
-    func nulInIndexKey() throws {
-        try withStore { store, dir in
+    func nulInIndexKey() async throws {
+        try await withStore { store, dir in
             let f = Fixtures()
             let export = try ExportBuilder(in: dir)
             let victim = f.metadata(id: f.backupId(), googleSubs: ["1045"])
@@ -77,13 +77,13 @@ struct ImportHardeningTests {
             try export.index(
                 [(pk, victim.id), (pk + "\\u0000x", attacker.id), ("MAIN#PK|a\\u001b[2Jb", attacker.id)]
                     + attacker.lookupKeys.map { ($0.rawValue, attacker.id) })
-            let report = try importer(store).run(
+            let report = try await importer(store).run(
                 directory: export.root, tenant: alpha, dryRun: false, operatorName: "tester")
             #expect(report.imported == 2)
             #expect(report.problems.map(\.path) == ["factor_lookup.jsonl:2", "factor_lookup.jsonl:3"])
             #expect(report.problems.allSatisfy { $0.code == "invalid_lookup_key" })
-            #expect(try store.lookup(tenant: alpha, pk: pk)?.backupId == victim.id)
-            #expect(try store.lookupRows(tenant: alpha, backupId: attacker.id).count == 1)
+            #expect(try await store.lookup(tenant: alpha, pk: pk)?.backupId == victim.id)
+            #expect(try await store.lookupRows(tenant: alpha, backupId: attacker.id).count == 1)
         }
     }
 
@@ -97,13 +97,13 @@ struct ImportHardeningTests {
             ("label", String(repeating: "x", count: 3_000_000), "string_too_long"),
             ("credentialId", "AQID\u{0}", "invalid_metadata"),
         ])
-    func badText(field: String, value: String, code: String) throws {
-        try withStore { store, dir in
+    func badText(field: String, value: String, code: String) async throws {
+        try await withStore { store, dir in
             let f = Fixtures()
             let export = try ExportBuilder(in: dir)
             let bad = f.metadata(id: f.backupId(), passkeys: [f.credential()])
             try export.addRaw(bad.id, metadata: try crafted(bad) { setFirstKind(&$0, field, value) })
-            let report = try importer(store).run(
+            let report = try await importer(store).run(
                 directory: export.root, tenant: alpha, dryRun: false, operatorName: "tester")
             #expect(report.failed == 1 && report.imported == 0)
             let problem = try #require(report.problems.first)
@@ -115,8 +115,8 @@ struct ImportHardeningTests {
     }
 
     @Test("the service's limits: factor counts, one key per kind, duplicates, manifest hash, curve point")
-    func serviceLimits() throws {
-        try withStore { store, dir in
+    func serviceLimits() async throws {
+        try await withStore { store, dir in
             let f = Fixtures()
             let export = try ExportBuilder(in: dir)
             var expected: [String: String] = [:]
@@ -148,17 +148,17 @@ struct ImportHardeningTests {
             let good = f.metadata(id: f.backupId(), passkeys: [f.credential()], sync: (0..<25).map { "K\($0)" })
             try export.add(good)
 
-            let report = try importer(store).run(
+            let report = try await importer(store).run(
                 directory: export.root, tenant: alpha, dryRun: false, operatorName: "tester")
             #expect(Dictionary(uniqueKeysWithValues: report.problems.map { ($0.path, $0.code) }) == expected)
             #expect(report.imported == 1 && report.failed == expected.count)
-            #expect(try store.backupCount(tenant: alpha) == 1)
+            #expect(try await store.backupCount(tenant: alpha) == 1)
         }
     }
 
     @Test("index rows whose backup id is empty, not an id, or huge are refused")
-    func badIndexBackupIds() throws {
-        try withStore { store, dir in
+    func badIndexBackupIds() async throws {
+        try await withStore { store, dir in
             let f = Fixtures()
             let export = try ExportBuilder(in: dir)
             let good = f.metadata(id: f.backupId(), passkeys: [f.credential()])
@@ -169,7 +169,7 @@ struct ImportHardeningTests {
                     ("MAIN#PK|CCCC", String(repeating: "a", count: 100_000)),
                     ("MAIN#PK|DDDD", "backup_account_" + String(repeating: "0", count: 30_000)),
                 ])
-            let report = try importer(store).run(
+            let report = try await importer(store).run(
                 directory: export.root, tenant: alpha, dryRun: false, operatorName: "tester")
             #expect(report.imported == 1)
             #expect(report.problems.map(\.path) == (2...5).map { "factor_lookup.jsonl:\($0)" })
@@ -179,14 +179,14 @@ struct ImportHardeningTests {
                     "invalid_lookup_row",
                 ])
             for pk in ["MAIN#PK|AAAA", "MAIN#PK|BBBB", "MAIN#PK|CCCC", "MAIN#PK|DDDD"] {
-                #expect(try store.lookup(tenant: alpha, pk: pk) == nil)
+                #expect(try await store.lookup(tenant: alpha, pk: pk) == nil)
             }
         }
     }
 
     @Test("a blob that is a symlink, FIFO or directory is a rejection, not a silent skip")
-    func blobThatIsNotAFile() throws {
-        try withStore { store, dir in
+    func blobThatIsNotAFile() async throws {
+        try await withStore { store, dir in
             let f = Fixtures()
             let export = try ExportBuilder(in: dir)
             let fm = FileManager.default
@@ -214,7 +214,7 @@ struct ImportHardeningTests {
             let good = f.metadata(id: f.backupId(), passkeys: [f.credential()])
             try export.add(good, blob: Data([9]))
 
-            let report = try importer(store).run(
+            let report = try await importer(store).run(
                 directory: export.root, tenant: alpha, dryRun: false, operatorName: "tester")
             #expect(report.imported == 1 && report.failed == 4)
             for problem in report.problems where problem.path.hasSuffix("/backup") {
@@ -222,19 +222,19 @@ struct ImportHardeningTests {
                 #expect(problem.reason.contains(ids[problem.path] ?? "?"))
             }
             #expect(report.problems.first { $0.path == real.id }?.code == "not_a_directory")
-            #expect(try store.backupCount(tenant: alpha) == 1)
+            #expect(try await store.backupCount(tenant: alpha) == 1)
         }
     }
 
     @Test("an index that is a FIFO is refused without blocking; the backups still import")
-    func indexThatIsAFIFO() throws {
-        try withStore { store, dir in
+    func indexThatIsAFIFO() async throws {
+        try await withStore { store, dir in
             let f = Fixtures()
             let export = try ExportBuilder(in: dir)
             let good = f.metadata(id: f.backupId(), passkeys: [f.credential()])
             try export.add(good)
             #expect(mkfifo(export.root.appendingPathComponent("factor_lookup.jsonl").path, 0o600) == 0)
-            let report = try importer(store).run(
+            let report = try await importer(store).run(
                 directory: export.root, tenant: alpha, dryRun: false, operatorName: "tester")
             #expect(report.imported == 1)
             #expect(report.problems.map(\.code) == ["not_a_regular_file"])
@@ -243,12 +243,12 @@ struct ImportHardeningTests {
     }
 
     @Test("an export where every backup fails imports nothing and says so per backup")
-    func everyBackupFails() throws {
-        try withStore { store, dir in
+    func everyBackupFails() async throws {
+        try await withStore { store, dir in
             let f = Fixtures()
             let export = try ExportBuilder(in: dir)
             for _ in 0..<3 { try export.addRaw(f.backupId(), metadata: Data("{}".utf8)) }
-            let report = try importer(store).run(
+            let report = try await importer(store).run(
                 directory: export.root, tenant: alpha, dryRun: false, operatorName: "tester")
             #expect(report.failed == 3 && report.imported == 0 && report.problems.count == 3)
         }

@@ -35,8 +35,8 @@ struct ExportBuilder {
 struct ImportTests {
     func importer(_ store: SQLiteConsoleStore) -> BackupImporter { BackupImporter(store: store) { 1_780_000_000 } }
 
-    @Test func happyPathBothFormsWithoutIndex() throws {
-        try withStore { store, dir in
+    @Test func happyPathBothFormsWithoutIndex() async throws {
+        try await withStore { store, dir in
             let f = Fixtures()
             let export = try ExportBuilder(in: dir)
             let a = f.metadata(id: f.backupId(), passkeys: [f.credential()], googleSubs: ["104"], subOrgs: [f.uuid()])
@@ -47,26 +47,28 @@ struct ImportTests {
             try FileManager.default.createDirectory(
                 at: export.root.appendingPathComponent(".hidden"), withIntermediateDirectories: true)
             var ticks: [Int] = []
-            let report = try importer(store).run(
+            let report = try await importer(store).run(
                 directory: export.root, tenant: alpha, dryRun: false, operatorName: "tester",
                 progress: { ticks.append($0) })
             #expect(report.backupsSeen == 2 && report.imported == 2 && report.failed == 0 && report.unchanged == 0)
             #expect(report.problems.isEmpty && report.drift.isEmpty && report.conflicts.isEmpty)
             #expect(report.lookupRowsImported == 4)
             #expect(ticks == [1, 2])
-            let stored = try #require(try store.backup(tenant: alpha, id: a.id))
+            let stored = try #require(try await store.backup(tenant: alpha, id: a.id))
             #expect(stored.metadata == a && stored.blobSize == 1000 && stored.blobSHA256?.count == 64)
-            #expect(try store.sealedBlob(tenant: alpha, backupId: a.id) == Data(repeating: 5, count: 1000))
-            #expect(try store.lookup(tenant: alpha, pk: "MAIN#OIDC|https://accounts.google.com|104")?.backupId == a.id)
-            #expect(try store.lookup(tenant: alpha, pk: "SYNC#EC_KEYPAIR|BAAA")?.backupId == b.id)
-            #expect(try store.subOrgReference(tenant: alpha, subOrgId: a.turnkeySubOrgIds[0]) == a.id)
+            #expect(try await store.sealedBlob(tenant: alpha, backupId: a.id) == Data(repeating: 5, count: 1000))
+            #expect(
+                try await store.lookup(tenant: alpha, pk: "MAIN#OIDC|https://accounts.google.com|104")?.backupId == a.id
+            )
+            #expect(try await store.lookup(tenant: alpha, pk: "SYNC#EC_KEYPAIR|BAAA")?.backupId == b.id)
+            #expect(try await store.subOrgReference(tenant: alpha, subOrgId: a.turnkeySubOrgIds[0]) == a.id)
             // The exported form has no OIDC sub, but passkeys keep their credential id.
-            #expect(try store.backup(tenant: alpha, id: b.id)?.metadata.factors.count == 1)
+            #expect(try await store.backup(tenant: alpha, id: b.id)?.metadata.factors.count == 1)
         }
     }
 
-    @Test func indexIsImportedAsItIsAndDriftIsReported() throws {
-        try withStore { store, dir in
+    @Test func indexIsImportedAsItIsAndDriftIsReported() async throws {
+        try await withStore { store, dir in
             let f = Fixtures()
             let export = try ExportBuilder(in: dir)
             let (kept, missing, stale, orphanCred) = (f.credential(), f.credential(), f.credential(), f.credential())
@@ -76,7 +78,7 @@ struct ImportTests {
             try export.index(
                 [(passkeyPK(kept), a.id), (passkeyPK(stale), a.id), (passkeyPK(orphanCred), ghost)],
                 extraLines: ["not json", #"{"PK": "BOGUS#PK|x", "BackupId": "y"}"#])
-            let report = try importer(store).run(
+            let report = try await importer(store).run(
                 directory: export.root, tenant: alpha, dryRun: false, operatorName: "tester")
             #expect(report.imported == 1)
             #expect(
@@ -89,17 +91,17 @@ struct ImportTests {
             #expect(report.problems.map(\.code) == ["invalid_lookup_row", "invalid_lookup_key"])
             // Rows as they are: the stale one is there, the missing one is not, the orphan too.
             #expect(
-                Set(try store.lookupRows(tenant: alpha, backupId: a.id).map(\.pk)) == [
+                Set(try await store.lookupRows(tenant: alpha, backupId: a.id).map(\.pk)) == [
                     passkeyPK(kept), passkeyPK(stale),
                 ])
-            #expect(try store.lookup(tenant: alpha, pk: passkeyPK(missing)) == nil)
-            #expect(try store.lookup(tenant: alpha, pk: passkeyPK(orphanCred))?.backupId == ghost)
+            #expect(try await store.lookup(tenant: alpha, pk: passkeyPK(missing)) == nil)
+            #expect(try await store.lookup(tenant: alpha, pk: passkeyPK(orphanCred))?.backupId == ghost)
             #expect(report.lookupRowsImported == 3)
         }
     }
 
-    @Test func conflictFailsOnlyThatBackup() throws {
-        try withStore { store, dir in
+    @Test func conflictFailsOnlyThatBackup() async throws {
+        try await withStore { store, dir in
             let f = Fixtures()
             let export = try ExportBuilder(in: dir)
             let shared = f.credential()
@@ -108,18 +110,18 @@ struct ImportTests {
             let c = f.metadata(id: f.backupId(), passkeys: [f.credential()])
             for m in [a, b, c] { try export.add(m) }
             let (first, second) = a.id < b.id ? (a.id, b.id) : (b.id, a.id)
-            let report = try importer(store).run(
+            let report = try await importer(store).run(
                 directory: export.root, tenant: alpha, dryRun: false, operatorName: "tester")
             #expect(report.imported == 2 && report.failed == 1)
             #expect(report.conflicts == [ImportConflict(pk: passkeyPK(shared), backupIds: [first, second])])
-            #expect(try store.backupExists(tenant: alpha, id: first))
-            #expect(try !store.backupExists(tenant: alpha, id: second))
-            #expect(try store.backupExists(tenant: alpha, id: c.id))
+            #expect(try await store.backupExists(tenant: alpha, id: first))
+            await #expect(try !store.backupExists(tenant: alpha, id: second))
+            #expect(try await store.backupExists(tenant: alpha, id: c.id))
         }
     }
 
-    @Test func badFilesAreReportedAndTheRestImported() throws {
-        try withStore { store, dir in
+    @Test func badFilesAreReportedAndTheRestImported() async throws {
+        try await withStore { store, dir in
             let f = Fixtures()
             let export = try ExportBuilder(in: dir)
             let good = f.metadata(id: f.backupId(), passkeys: [f.credential()])
@@ -134,7 +136,7 @@ struct ImportTests {
             try export.add(huge, blob: Data(count: BackupMetadata.maxBlobBytes + 1))
             try export.addRaw("not-a-backup-id", metadata: Data("{}".utf8))
 
-            let report = try importer(store).run(
+            let report = try await importer(store).run(
                 directory: export.root, tenant: alpha, dryRun: false, operatorName: "tester")
             #expect(report.backupsSeen == 6 && report.imported == 1 && report.failed == 5)
             let byPath = Dictionary(uniqueKeysWithValues: report.problems.map { ($0.path, $0.code) })
@@ -144,12 +146,12 @@ struct ImportTests {
             #expect(byPath["\(huge.id)/backup"] == "blob_too_large")
             #expect(byPath["not-a-backup-id"] == "invalid_backup_account_id")
             #expect(report.problems.allSatisfy { !$0.reason.isEmpty })
-            #expect(try store.backupCount(tenant: alpha) == 1)
+            #expect(try await store.backupCount(tenant: alpha) == 1)
         }
     }
 
-    @Test func reimportIsIdempotentAndDryRunWritesNothing() throws {
-        try withStore { store, dir in
+    @Test func reimportIsIdempotentAndDryRunWritesNothing() async throws {
+        try await withStore { store, dir in
             let f = Fixtures()
             let export = try ExportBuilder(in: dir)
             var metas: [BackupMetadata] = []
@@ -158,46 +160,47 @@ struct ImportTests {
                 metas.append(m)
                 try export.add(m, blob: Data(repeating: UInt8(i), count: 10))
             }
-            let dry = try importer(store).run(
+            let dry = try await importer(store).run(
                 directory: export.root, tenant: alpha, dryRun: true, operatorName: "tester")
             #expect(dry.dryRun && dry.imported == 5)
-            #expect(try store.backupCount(tenant: alpha) == 0)
-            let auditBefore = try store.auditEntries(tenant: nil, afterSeq: 0, limit: 1000).count
+            #expect(try await store.backupCount(tenant: alpha) == 0)
+            let auditBefore = try await store.auditEntries(tenant: nil, afterSeq: 0, limit: 1000).count
 
-            var wet = try importer(store).run(
+            var wet = try await importer(store).run(
                 directory: export.root, tenant: alpha, dryRun: false, operatorName: "tester")
             wet.dryRun = true
             #expect(wet == dry)
-            let afterFirst = try store.auditEntries(tenant: nil, afterSeq: 0, limit: 1000)
+            let afterFirst = try await store.auditEntries(tenant: nil, afterSeq: 0, limit: 1000)
             // One batch entry plus one `import` entry, not one per backup.
             #expect(afterFirst.count - auditBefore == 2)
-            let updatedAt = try store.backup(tenant: alpha, id: metas[0].id)?.updatedAt
+            let updatedAt = try await store.backup(tenant: alpha, id: metas[0].id)?.updatedAt
 
-            let again = try BackupImporter(store: store) { 1_790_000_000 }
+            let again = try await BackupImporter(store: store) { 1_790_000_000 }
                 .run(directory: export.root, tenant: alpha, dryRun: false, operatorName: "tester")
             #expect(again.unchanged == 5 && again.imported == 0 && again.lookupRowsImported == 0)
-            let afterSecond = try store.auditEntries(tenant: nil, afterSeq: 0, limit: 1000)
+            let afterSecond = try await store.auditEntries(tenant: nil, afterSeq: 0, limit: 1000)
             #expect(afterSecond.count - afterFirst.count == 1)
             #expect(afterSecond.last?.action == "import")
-            #expect(try store.backup(tenant: alpha, id: metas[0].id)?.updatedAt == updatedAt)
+            #expect(try await store.backup(tenant: alpha, id: metas[0].id)?.updatedAt == updatedAt)
 
             // A changed blob makes that backup (only) be rewritten.
             try Data([42]).write(to: export.root.appendingPathComponent("\(metas[2].id)/backup"))
-            let third = try importer(store).run(
+            let third = try await importer(store).run(
                 directory: export.root, tenant: alpha, dryRun: false, operatorName: "tester")
             #expect(third.imported == 1 && third.unchanged == 4)
-            #expect(try store.sealedBlob(tenant: alpha, backupId: metas[2].id) == Data([42]))
+            #expect(try await store.sealedBlob(tenant: alpha, backupId: metas[2].id) == Data([42]))
         }
     }
 
-    @Test func unknownTenantAndMissingDirectoryThrow() throws {
-        try withStore { store, dir in
-            #expect(throws: ConsoleError.self) {
-                try importer(store).run(
+    @Test func unknownTenantAndMissingDirectoryThrow() async throws {
+        try await withStore { store, dir in
+            await #expect(throws: ConsoleError.self) {
+                try await importer(store).run(
                     directory: dir.appendingPathComponent("nope"), tenant: alpha, dryRun: true, operatorName: "t")
             }
-            #expect(throws: ConsoleError.self) {
-                try importer(store).run(directory: dir, tenant: try TenantName("zeta"), dryRun: true, operatorName: "t")
+            await #expect(throws: ConsoleError.self) {
+                try await importer(store).run(
+                    directory: dir, tenant: try TenantName("zeta"), dryRun: true, operatorName: "t")
             }
         }
     }

@@ -1,5 +1,6 @@
 import BackupCrypto
 import BackupModel
+import BackupctlTestSupport
 import Foundation
 import Testing
 
@@ -13,93 +14,95 @@ struct SeederTests {
         return seeder
     }
 
-    func allBackupIds(_ store: SQLiteConsoleStore, _ tenant: TenantName) throws -> [String] {
+    func allBackupIds(_ store: SQLiteConsoleStore, _ tenant: TenantName) async throws -> [String] {
         var ids: [String] = []
-        try store.forEachBackup(tenant: tenant, batchSize: 500) { ids += $0.map(\.backupId) }
+        try await store.forEachBackup(tenant: tenant, batchSize: 500) { ids += $0.map(\.backupId) }
         return ids
     }
 
-    @Test func sameSeedSameBackups() throws {
-        let first = try withStore { store, _ in
-            let sandbox = try #require(try store.tenant(beta))
-            let report = try seeder(store).run(
+    @Test func sameSeedSameBackups() async throws {
+        let first = try await withStore { store, _ in
+            let sandbox = try #require(try await store.tenant(beta))
+            let report = try await seeder(store).run(
                 tenant: sandbox, backups: 40, orphans: 3, seed: 7, operatorName: "tester")
             #expect(report.backups == 40 && report.orphanSubOrgs == 3)
-            return try allBackupIds(store, beta)
+            return try await allBackupIds(store, beta)
         }
-        let second = try withStore { store, _ in
-            let sandbox = try #require(try store.tenant(beta))
-            _ = try seeder(store).run(tenant: sandbox, backups: 40, orphans: 3, seed: 7, operatorName: "tester")
-            return try allBackupIds(store, beta)
+        let second = try await withStore { store, _ in
+            let sandbox = try #require(try await store.tenant(beta))
+            _ = try await seeder(store).run(tenant: sandbox, backups: 40, orphans: 3, seed: 7, operatorName: "tester")
+            return try await allBackupIds(store, beta)
         }
-        let other = try withStore { store, _ in
-            let sandbox = try #require(try store.tenant(beta))
-            _ = try seeder(store).run(tenant: sandbox, backups: 40, orphans: 0, seed: 8, operatorName: "tester")
-            return try allBackupIds(store, beta)
+        let other = try await withStore { store, _ in
+            let sandbox = try #require(try await store.tenant(beta))
+            _ = try await seeder(store).run(tenant: sandbox, backups: 40, orphans: 0, seed: 8, operatorName: "tester")
+            return try await allBackupIds(store, beta)
         }
         #expect(first.count == 40 && first == second)
         #expect(Set(first).isDisjoint(with: other))
     }
 
-    @Test func reRunAddsAndAuditsOnlyNewBackups() throws {
-        try withStore { store, _ in
-            let sandbox = try #require(try store.tenant(beta))
-            let first = try seeder(store).run(tenant: sandbox, backups: 40, orphans: 0, seed: 7, operatorName: "tester")
+    @Test func reRunAddsAndAuditsOnlyNewBackups() async throws {
+        try await withStore { store, _ in
+            let sandbox = try #require(try await store.tenant(beta))
+            let first = try await seeder(store).run(
+                tenant: sandbox, backups: 40, orphans: 0, seed: 7, operatorName: "tester")
             #expect(first.backups == 40 && first.existing == 0)
-            let before = try store.auditEntries(tenant: beta, afterSeq: 0, limit: 1000).count
-            let again = try seeder(store).run(tenant: sandbox, backups: 40, orphans: 0, seed: 7, operatorName: "tester")
+            let before = try await store.auditEntries(tenant: beta, afterSeq: 0, limit: 1000).count
+            let again = try await seeder(store).run(
+                tenant: sandbox, backups: 40, orphans: 0, seed: 7, operatorName: "tester")
             #expect(again.backups == 0 && again.existing == 40 && again.lookupRows == 0)
-            let added = try store.auditEntries(tenant: beta, afterSeq: 0, limit: 1000).dropFirst(before)
+            let added = try await store.auditEntries(tenant: beta, afterSeq: 0, limit: 1000).dropFirst(before)
             #expect(added.map(\.action) == ["seed"])
             #expect(added.first?.details["backups"] == "0" && added.first?.details["existing"] == "40")
             // Growing the same seed adds only the backups past the first run's.
-            let grown = try seeder(store).run(
+            let grown = try await seeder(store).run(
                 tenant: sandbox, backups: 100, orphans: 0, seed: 7, operatorName: "tester")
             #expect(grown.backups == 60 && grown.existing == 40)
-            let counts = try store.auditEntries(tenant: beta, afterSeq: 0, limit: 1000).filter {
+            let counts = try await store.auditEntries(tenant: beta, afterSeq: 0, limit: 1000).filter {
                 $0.action == "seed.backups"
             }.map { $0.details["count"] }
             #expect(counts == ["40", "24", "36"])
-            #expect(try store.backupCount(tenant: beta) == 100)
+            #expect(try await store.backupCount(tenant: beta) == 100)
         }
     }
 
-    @Test func refusesProductionTenants() throws {
-        try withStore { store, _ in
-            let production = try #require(try store.tenant(alpha))
-            let error = #expect(throws: ConsoleError.self) {
-                try seeder(store).run(tenant: production, backups: 1, orphans: 0, seed: 1, operatorName: "tester")
+    @Test func refusesProductionTenants() async throws {
+        try await withStore { store, _ in
+            let production = try #require(try await store.tenant(alpha))
+            let error = await #expect(throws: ConsoleError.self) {
+                try await seeder(store).run(tenant: production, backups: 1, orphans: 0, seed: 1, operatorName: "tester")
             }
             #expect(error?.code == "not_sandbox" && error?.kind == .invalidInput)
-            #expect(try store.backupCount(tenant: alpha) == 0)
+            #expect(try await store.backupCount(tenant: alpha) == 0)
         }
     }
 
-    @Test func dataIsRealisticOrphansUnreferencedAndDriftPresent() throws {
-        try withStore { store, _ in
-            let sandbox = try #require(try store.tenant(beta))
-            let report = try seeder(store).run(
+    @Test func dataIsRealisticOrphansUnreferencedAndDriftPresent() async throws {
+        try await withStore { store, _ in
+            let sandbox = try #require(try await store.tenant(beta))
+            let report = try await seeder(store).run(
                 tenant: sandbox, backups: 600, orphans: 25, seed: 2026, operatorName: "tester")
             #expect(report.driftedBackups > 0 && report.driftedBackups < 40)
 
             var referenced: Set<String> = []
-            try store.forEachReferencedSubOrg(tenant: beta, batchSize: 100) { referenced.formUnion($0) }
+            try await store.forEachReferencedSubOrg(tenant: beta, batchSize: 100) { referenced.formUnion($0) }
             var listed: Set<String> = []
-            try store.forEachSandboxSubOrg(tenant: beta, batchSize: 100) { listed.formUnion($0) }
+            try await store.forEachSandboxSubOrg(tenant: beta, batchSize: 100) { listed.formUnion($0) }
             #expect(referenced.count == report.referencedSubOrgs && !referenced.isEmpty)
             #expect(listed.count == referenced.count + 25)
             let orphans = listed.subtracting(referenced)
             #expect(orphans.count == 25)
-            for orphan in orphans { #expect(try store.subOrgReference(tenant: beta, subOrgId: orphan) == nil) }
+            for orphan in orphans { #expect(try await store.subOrgReference(tenant: beta, subOrgId: orphan) == nil) }
 
             var drift = 0
             var kinds: [String: Int] = [:]
-            try store.forEachBackup(tenant: beta, batchSize: 200) { page throws(ConsoleError) in
+            try await store.forEachBackup(tenant: beta, batchSize: 200) { page throws(ConsoleError) in
                 for record in page {
                     // Ids are real Backup Account IDs: a point on secp256k1.
                     try BackupAccountKey.validate(try BackupAccountID(record.backupId))
                     let implied = Set(record.metadata.lookupKeys.map(\.rawValue))
-                    let indexed = Set(try store.lookupRows(tenant: beta, backupId: record.backupId).map(\.pk))
+                    let indexed = Set(try await store.lookupRows(tenant: beta, backupId: record.backupId).map(\.pk))
                     if implied != indexed { drift += 1 }
                     for factor in record.metadata.factors + record.metadata.syncFactors {
                         kinds[factor.kind.tag, default: 0] += 1
@@ -108,7 +111,7 @@ struct SeederTests {
                             #expect(bytes.count == 65 && P256.isValidPublicKey(bytes))
                         }
                     }
-                    let blob = try store.sealedBlob(tenant: beta, backupId: record.backupId)
+                    let blob = try await store.sealedBlob(tenant: beta, backupId: record.backupId)
                     #expect(blob.map { Hex.encode(SHA256.hash($0)) } == record.blobSHA256)
                     #expect((1024...65536).contains(record.blobSize ?? 0))
                 }
@@ -117,7 +120,7 @@ struct SeederTests {
             #expect(
                 (kinds["PASSKEY"] ?? 0) > 300 && (kinds["OIDC_ACCOUNT"] ?? 0) > 100 && (kinds["EC_KEYPAIR"] ?? 0) > 600)
             // One audit entry per batch, not per backup.
-            let actions = try store.auditEntries(tenant: beta, afterSeq: 0, limit: 1000).map(\.action)
+            let actions = try await store.auditEntries(tenant: beta, afterSeq: 0, limit: 1000).map(\.action)
             #expect(actions.filter { $0 == "seed.backups" }.count == 10)
         }
     }

@@ -1,4 +1,5 @@
 import BackupModel
+import BackupctlTestSupport
 import Foundation
 import GRDB
 import Testing
@@ -7,9 +8,9 @@ import Testing
 
 @Suite("Schema and tenant isolation")
 struct StoreSchemaTests {
-    @Test func migrationsCreateStrictTables() throws {
-        try withStore { store, _ in
-            let tables = try store.pool.read { db in
+    @Test func migrationsCreateStrictTables() async throws {
+        try await withStore { store, _ in
+            let tables = try await store.pool.read { db in
                 try Row.fetchAll(
                     db,
                     sql:
@@ -25,15 +26,15 @@ struct StoreSchemaTests {
             for (name, sql) in tables {
                 #expect(sql.contains(") STRICT"), "table \(name) is not STRICT")
             }
-            let foreignKeys = try store.pool.read { db in try Bool.fetchOne(db, sql: "PRAGMA foreign_keys") }
+            let foreignKeys = try await store.pool.read { db in try Bool.fetchOne(db, sql: "PRAGMA foreign_keys") }
             #expect(foreignKeys == true)
-            let journal = try store.pool.read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") }
+            let journal = try await store.pool.read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") }
             #expect(journal == "wal")
         }
     }
 
-    @Test func fileAndDirectoryAreOwnerOnly() throws {
-        try withStore { store, dir in
+    @Test func fileAndDirectoryAreOwnerOnly() async throws {
+        try await withStore { store, dir in
             let fm = FileManager.default
             let fileMode = try fm.attributesOfItem(atPath: store.path)[.posixPermissions] as? Int
             let dirMode =
@@ -43,15 +44,15 @@ struct StoreSchemaTests {
         }
     }
 
-    @Test func checkConstraintsRejectBadRows() throws {
-        try withStore { store, _ in
-            #expect(throws: (any Error).self) {
-                try store.pool.write { db in
+    @Test func checkConstraintsRejectBadRows() async throws {
+        try await withStore { store, _ in
+            await #expect(throws: (any Error).self) {
+                try await store.pool.write { db in
                     try db.execute(sql: "INSERT INTO grants (operator, tenant, role) VALUES ('x', 'alpha', 5)")
                 }
             }
-            #expect(throws: (any Error).self) {
-                try store.pool.write { db in
+            await #expect(throws: (any Error).self) {
+                try await store.pool.write { db in
                     try db.execute(
                         sql:
                             "INSERT INTO cleanup_items (tenant, suborg_id, reason, first_seen_at, state, updated_at) VALUES ('alpha', 's', 'r', 1, 'bogus', 1)"
@@ -61,68 +62,72 @@ struct StoreSchemaTests {
         }
     }
 
-    @Test func tenantIsolationOnEveryRead() throws {
-        try withStore { store, _ in
+    @Test func tenantIsolationOnEveryRead() async throws {
+        try await withStore { store, _ in
             let f = Fixtures()
             let id = f.backupId()
             let cred = f.credential()
             let subOrg = f.uuid()
             let metadata = f.metadata(id: id, passkeys: [cred], subOrgs: [subOrg])
-            try store.writeBackup(
+            try await store.writeBackup(
                 tenant: alpha, f.write(metadata, blob: Data([1, 2, 3])), audit: draft("w", tenant: alpha))
 
-            #expect(try store.backup(tenant: alpha, id: id)?.metadata == metadata)
-            #expect(try store.backup(tenant: beta, id: id) == nil)
-            #expect(try store.backupExists(tenant: beta, id: id) == false)
-            #expect(try store.backupCount(tenant: beta) == 0)
-            #expect(try store.lookup(tenant: beta, pk: passkeyPK(cred)) == nil)
-            #expect(try store.lookupRows(tenant: beta, backupId: id).isEmpty)
-            #expect(try store.sealedBlob(tenant: beta, backupId: id) == nil)
-            #expect(try store.subOrgReference(tenant: beta, subOrgId: subOrg) == nil)
+            #expect(try await store.backup(tenant: alpha, id: id)?.metadata == metadata)
+            #expect(try await store.backup(tenant: beta, id: id) == nil)
+            #expect(try await store.backupExists(tenant: beta, id: id) == false)
+            #expect(try await store.backupCount(tenant: beta) == 0)
+            #expect(try await store.lookup(tenant: beta, pk: passkeyPK(cred)) == nil)
+            #expect(try await store.lookupRows(tenant: beta, backupId: id).isEmpty)
+            #expect(try await store.sealedBlob(tenant: beta, backupId: id) == nil)
+            #expect(try await store.subOrgReference(tenant: beta, subOrgId: subOrg) == nil)
             var seen = 0
-            try store.forEachBackup(tenant: beta, batchSize: 10) { seen += $0.count }
-            try store.forEachLookupRow(tenant: beta, batchSize: 10) { seen += $0.count }
-            try store.forEachReferencedSubOrg(tenant: beta, batchSize: 10) { seen += $0.count }
+            try await store.forEachBackup(tenant: beta, batchSize: 10) { seen += $0.count }
+            try await store.forEachLookupRow(tenant: beta, batchSize: 10) { seen += $0.count }
+            try await store.forEachReferencedSubOrg(tenant: beta, batchSize: 10) { seen += $0.count }
             #expect(seen == 0)
 
             // The same factor may exist in both tenants.
             let other = f.metadata(id: f.backupId(), passkeys: [cred])
-            try store.writeBackup(tenant: beta, f.write(other), audit: draft("w", tenant: beta))
-            #expect(try store.lookup(tenant: alpha, pk: passkeyPK(cred))?.backupId == id)
-            #expect(try store.lookup(tenant: beta, pk: passkeyPK(cred))?.backupId == other.id)
+            try await store.writeBackup(tenant: beta, f.write(other), audit: draft("w", tenant: beta))
+            #expect(try await store.lookup(tenant: alpha, pk: passkeyPK(cred))?.backupId == id)
+            #expect(try await store.lookup(tenant: beta, pk: passkeyPK(cred))?.backupId == other.id)
         }
     }
 
-    @Test func operatorsGrantsAndBootstrap() throws {
-        try withStore { store, _ in
+    @Test func operatorsGrantsAndBootstrap() async throws {
+        try await withStore { store, _ in
             let admin = OperatorRecord(name: try OperatorName("root"), canCreateTenants: true, createdAt: 1)
-            try store.bootstrap(
+            try await store.bootstrap(
                 admin: admin, tokenHash: "h1",
                 tenant: TenantRecord(name: try TenantName("gamma"), isSandbox: false, createdAt: 1),
                 audit: draft("init"))
-            #expect(throws: ConsoleError.self) {
-                try store.bootstrap(
+            await #expect(throws: ConsoleError.self) {
+                try await store.bootstrap(
                     admin: admin, tokenHash: "h2", tenant: TenantRecord(name: alpha, isSandbox: false, createdAt: 1),
                     audit: draft("init"))
             }
-            #expect(try store.operatorRecord(tokenHash: "h1") == admin)
-            #expect(try store.grants(operator: admin.name).map(\.role) == [.admin])
+            #expect(try await store.operatorRecord(tokenHash: "h1") == admin)
+            #expect(try await store.grants(operator: admin.name).map(\.role) == [.admin])
             let bob = OperatorRecord(name: try OperatorName("bob"), canCreateTenants: false, createdAt: 2)
-            try store.addOperator(bob, tokenHash: "h3", audit: draft("operator.add"))
-            let error = #expect(throws: ConsoleError.self) {
-                try store.addOperator(bob, tokenHash: "h4", audit: draft("operator.add"))
+            try await store.addOperator(bob, tokenHash: "h3", audit: draft("operator.add"))
+            let error = await #expect(throws: ConsoleError.self) {
+                try await store.addOperator(bob, tokenHash: "h4", audit: draft("operator.add"))
             }
             #expect(error?.kind == .conflict)
-            try store.grant(GrantRecord(operatorName: bob.name, tenant: alpha, role: .viewer), audit: draft("grant"))
-            try store.grant(GrantRecord(operatorName: bob.name, tenant: alpha, role: .support), audit: draft("grant"))
+            try await store.grant(
+                GrantRecord(operatorName: bob.name, tenant: alpha, role: .viewer), audit: draft("grant"))
+            try await store.grant(
+                GrantRecord(operatorName: bob.name, tenant: alpha, role: .support), audit: draft("grant"))
             #expect(
-                try store.grants(tenant: alpha) == [GrantRecord(operatorName: bob.name, tenant: alpha, role: .support)])
-            #expect(try store.revoke(operator: bob.name, tenant: alpha, audit: draft("revoke")) == true)
-            #expect(try store.revoke(operator: bob.name, tenant: alpha, audit: draft("revoke")) == false)
-            #expect(try store.operators().map(\.name.rawValue) == ["bob", "root"])
-            #expect(try store.operatorCount() == 2)
-            #expect(try store.tenants().map(\.name.rawValue) == ["alpha", "beta", "gamma"])
-            #expect(try store.tenant(beta)?.isSandbox == true)
+                try await store.grants(tenant: alpha) == [
+                    GrantRecord(operatorName: bob.name, tenant: alpha, role: .support)
+                ])
+            #expect(try await store.revoke(operator: bob.name, tenant: alpha, audit: draft("revoke")) == true)
+            #expect(try await store.revoke(operator: bob.name, tenant: alpha, audit: draft("revoke")) == false)
+            #expect(try await store.operators().map(\.name.rawValue) == ["bob", "root"])
+            #expect(try await store.operatorCount() == 2)
+            #expect(try await store.tenants().map(\.name.rawValue) == ["alpha", "beta", "gamma"])
+            #expect(try await store.tenant(beta)?.isSandbox == true)
         }
     }
 }

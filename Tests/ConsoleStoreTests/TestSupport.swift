@@ -12,15 +12,15 @@ let beta = try! TenantName("beta")
 
 /// Opens a real SQLite store in a fresh temporary directory with tenants `alpha` (production)
 /// and `beta` (sandbox), runs `body`, and removes the directory.
-func withStore<T>(_ body: (SQLiteConsoleStore, URL) throws -> T) throws -> T {
+func withStore<T>(_ body: (SQLiteConsoleStore, URL) async throws -> T) async throws -> T {
     let dir = FileManager.default.temporaryDirectory.appendingPathComponent("consolestore-\(UUID().uuidString)")
     defer { try? FileManager.default.removeItem(at: dir) }
     let store = try SQLiteConsoleStore(path: dir.appendingPathComponent("db/console.db").path) { testClockMillis }
-    try store.createTenant(
+    try await store.createTenant(
         TenantRecord(name: alpha, isSandbox: false, createdAt: 1), audit: draft("tenant.create", target: "alpha"))
-    try store.createTenant(
+    try await store.createTenant(
         TenantRecord(name: beta, isSandbox: true, createdAt: 1), audit: draft("tenant.create", target: "beta"))
-    return try body(store, dir)
+    return try await body(store, dir)
 }
 
 func draft(_ action: String, tenant: TenantName? = nil, target: String? = nil) -> AuditDraft {

@@ -7,8 +7,8 @@ import Testing
 @testable import Inspect
 
 @Suite struct HealthCheckTests {
-    func show(_ t: TempStore, _ id: String) throws -> BackupReport {
-        try BackupInspector(store: t.store).show(backupId: id, session: t.session)
+    func show(_ t: TempStore, _ id: String) async throws -> BackupReport {
+        try await BackupInspector(store: t.store).show(backupId: id, session: t.session)
     }
 
     func status(_ report: BackupReport, _ check: HealthCheckName) -> HealthStatus? {
@@ -20,14 +20,14 @@ import Testing
         Dictionary(uniqueKeysWithValues: report.health.filter { $0.status != .ok }.map { ($0.check, $0.status) })
     }
 
-    @Test func cleanBackupIsAllOk() throws {
-        let t = try TempStore()
+    @Test func cleanBackupIsAllOk() async throws {
+        let t = try await TempStore()
         let id = try t.backupId()
         var metadata = try t.healthyMetadata(id: id)
         metadata.factors.append(t.google("1045"))
         metadata.keys.append(t.turnkeyKey())
-        try t.write(metadata)
-        let report = try show(t, id)
+        try await t.write(metadata)
+        let report = try await show(t, id)
         #expect(report.health.map(\.check) == HealthCheckName.allCases.map(\.rawValue))
         #expect(problems(report).isEmpty, "\(report.health)")
         #expect(report.overall == .ok)
@@ -36,8 +36,8 @@ import Testing
 
     /// Each case: how to spoil a healthy backup, and the one check (with status) that must catch it.
     @Test(arguments: HealthCheckName.allCases)
-    func everyCheckTriggers(_ check: HealthCheckName) throws {
-        let t = try TempStore()
+    func everyCheckTriggers(_ check: HealthCheckName) async throws {
+        let t = try await TempStore()
         let id = try t.backupId()
         var metadata = try t.healthyMetadata(id: id)
         var blob: Data? = Data(repeating: 1, count: 100)
@@ -55,7 +55,7 @@ import Testing
             let other = try t.backupId()
             var first = try t.healthyMetadata(id: other)
             first.factors = metadata.factors
-            try t.write(first)
+            try await t.write(first)
             rows = Array(metadata.lookupKeys.map(\.rawValue).dropFirst())
         case .factorKeys:
             metadata.factors.append(t.google("77"))
@@ -77,19 +77,19 @@ import Testing
         case .manifestHash:
             metadata.manifestHash = "not-a-hash"
         }
-        try t.write(metadata, blob: blob, rows: rows)
-        let report = try show(t, id)
+        try await t.write(metadata, blob: blob, rows: rows)
+        let report = try await show(t, id)
         #expect(problems(report) == [check.rawValue: expected], "\(report.health)")
     }
 
-    @Test func moreSyncFactorProblems() {
-        let good = HealthChecks.syncKeyProblem(Base64.encode(try! TempStore().p256().uncompressed))
+    @Test func moreSyncFactorProblems() async {
+        let good = await HealthChecks.syncKeyProblem(Base64.encode(try! TempStore().p256().uncompressed))
         #expect(good == nil)
-        var offCurve = (try? TempStore().p256().uncompressed) ?? []
+        var offCurve = await (try? TempStore().p256().uncompressed) ?? []
         offCurve[64] ^= 1
         #expect(HealthChecks.syncKeyProblem(Base64.encode(offCurve))?.contains("not a point") == true)
         #expect(HealthChecks.syncKeyProblem("***")?.contains("not standard base64") == true)
-        let unpadded = Base64.encode(try! TempStore().p256().uncompressed, padding: false)
+        let unpadded = await Base64.encode(try! TempStore().p256().uncompressed, padding: false)
         #expect(HealthChecks.syncKeyProblem(unpadded)?.contains("stored form") == true)
     }
 

@@ -16,8 +16,8 @@ import Testing
         let device: (uncompressed: [UInt8], compressed: [UInt8])
         var service: LookupService { LookupService(store: t.store) }
 
-        init() throws {
-            t = try TempStore()
+        init() async throws {
+            t = try await TempStore()
             id = try t.backupId()
             // 32 bytes: base64 needs one padding character, so padded and unpadded forms differ;
             // 0xfb/0xff make '+', '/', '-' and '_' appear.
@@ -32,10 +32,12 @@ import Testing
                 ],
                 syncFactors: [t.keypair(device.uncompressed)],
                 keys: [.prf(encryptedKey: "aa"), t.turnkeyKey(), t.turnkeyKey(), .icloud(encryptedKey: "bb")])
-            try t.write(metadata)
+            try await t.write(metadata)
         }
 
-        func lookup(_ query: LookupQuery) throws -> LookupResult { try service.lookup(query, session: t.session) }
+        func lookup(_ query: LookupQuery) async throws -> LookupResult {
+            try await service.lookup(query, session: t.session)
+        }
     }
 
     static let credentialForms: [(String, @Sendable ([UInt8]) -> String)] = [
@@ -49,9 +51,9 @@ import Testing
     ]
 
     @Test(arguments: 0..<credentialForms.count)
-    func passkeyNormalisation(_ form: Int) throws {
-        let w = try World()
-        let result = try w.lookup(.passkey(credentialId: Self.credentialForms[form].1(w.credential)))
+    func passkeyNormalisation(_ form: Int) async throws {
+        let w = try await World()
+        let result = try await w.lookup(.passkey(credentialId: Self.credentialForms[form].1(w.credential)))
         #expect(result.backupId == w.id)
         #expect(result.scope == "MAIN")
         #expect(result.lookupKey == "MAIN#PK|" + Base64.encode(w.credential, alphabet: .url, padding: false))
@@ -60,17 +62,17 @@ import Testing
     }
 
     @Test(arguments: ["google", "GOOGLE", "https://accounts.google.com", "https://accounts.google.com/"])
-    func googleProviders(_ provider: String) throws {
-        let w = try World()
-        let result = try w.lookup(.oidc(provider: provider, sub: "104512345"))
+    func googleProviders(_ provider: String) async throws {
+        let w = try await World()
+        let result = try await w.lookup(.oidc(provider: provider, sub: "104512345"))
         #expect(result.backupId == w.id)
         #expect(result.lookupKey == "MAIN#OIDC|https://accounts.google.com|104512345")
     }
 
     @Test(arguments: ["apple", "https://appleid.apple.com", "https://appleid.apple.com/"])
-    func appleProviders(_ provider: String) throws {
-        let w = try World()
-        let result = try w.lookup(.oidc(provider: provider, sub: "001234.abcd.1234"))
+    func appleProviders(_ provider: String) async throws {
+        let w = try await World()
+        let result = try await w.lookup(.oidc(provider: provider, sub: "001234.abcd.1234"))
         #expect(result.lookupKey == "MAIN#OIDC|https://appleid.apple.com|001234.abcd.1234")
     }
 
@@ -83,63 +85,67 @@ import Testing
     ]
 
     @Test(arguments: 0..<keyForms.count, [false, true])
-    func keypairNormalisation(_ form: Int, compressed: Bool) throws {
-        let w = try World()
+    func keypairNormalisation(_ form: Int, compressed: Bool) async throws {
+        let w = try await World()
         let encode = Self.keyForms[form].1
-        let main = try w.lookup(
+        let main = try await w.lookup(
             .keypair(publicKey: encode(compressed ? w.keychain.compressed : w.keychain.uncompressed), sync: false))
         #expect(main.backupId == w.id)
         #expect(main.lookupKey == "MAIN#EC_KEYPAIR|" + Base64.encode(w.keychain.uncompressed))
-        let sync = try w.lookup(
+        let sync = try await w.lookup(
             .keypair(publicKey: encode(compressed ? w.device.compressed : w.device.uncompressed), sync: true))
         #expect(sync.scope == "SYNC")
         #expect(sync.lookupKey == "SYNC#EC_KEYPAIR|" + Base64.encode(w.device.uncompressed))
     }
 
-    @Test func scopeMatters() throws {
-        let w = try World()
-        let error = consoleError {
-            _ = try w.lookup(.keypair(publicKey: Base64.encode(w.device.uncompressed), sync: false))
+    @Test func scopeMatters() async throws {
+        let w = try await World()
+        let error = await consoleError {
+            _ = try await w.lookup(.keypair(publicKey: Base64.encode(w.device.uncompressed), sync: false))
         }
         #expect(error?.code == "not_found")
     }
 
-    @Test func accountLookup() throws {
-        let w = try World()
-        let result = try w.lookup(.account(w.id))
+    @Test func accountLookup() async throws {
+        let w = try await World()
+        let result = try await w.lookup(.account(w.id))
         #expect(result == LookupResult(backupId: w.id, scope: "ACCOUNT", lookupKey: w.id, kind: "account"))
         let missing = try w.t.backupId()
-        #expect(consoleError { _ = try w.lookup(.account(missing)) }?.code == "not_found")
+        #expect(await consoleError { _ = try await w.lookup(.account(missing)) }?.code == "not_found")
     }
 
-    @Test func unauthorizedFactorIsNotAHit() throws {
-        let w = try World()
+    @Test func unauthorizedFactorIsNotAHit() async throws {
+        let w = try await World()
         let stale = "MAIN#PK|" + Base64.encode([1, 2, 3, 4, 5, 6], alphabet: .url, padding: false)
-        try w.t.writeRows([LookupRow(pk: stale, backupId: w.id)])
-        let error = consoleError { _ = try w.lookup(.passkey(credentialId: "AQIDBAUG")) }
+        try await w.t.writeRows([LookupRow(pk: stale, backupId: w.id)])
+        let error = await consoleError { _ = try await w.lookup(.passkey(credentialId: "AQIDBAUG")) }
         #expect(error?.code == "unauthorized_factor")
         #expect(error?.kind == .notFound)
-        let audited = try w.t.audit("backup.lookup")
+        let audited = try await w.t.audit("backup.lookup")
         #expect(audited.last?.details["outcome"] == "unauthorized_factor")
     }
 
-    @Test func danglingRow() throws {
-        let w = try World()
+    @Test func danglingRow() async throws {
+        let w = try await World()
         let ghost = try w.t.backupId()
-        try w.t.writeRows([LookupRow(pk: "MAIN#OIDC|https://accounts.google.com|999", backupId: ghost)])
-        let error = consoleError { _ = try w.lookup(.oidc(provider: "google", sub: "999")) }
+        try await w.t.writeRows([LookupRow(pk: "MAIN#OIDC|https://accounts.google.com|999", backupId: ghost)])
+        let error = await consoleError { _ = try await w.lookup(.oidc(provider: "google", sub: "999")) }
         #expect(error?.code == "dangling_lookup")
         #expect(error?.message.contains(ghost) == true)
     }
 
-    @Test func misses() throws {
-        let w = try World()
+    @Test func misses() async throws {
+        let w = try await World()
         #expect(
-            consoleError { _ = try w.lookup(.passkey(credentialId: "AAAAAAAAAAAAAAAAAAAAAA")) }?.code == "not_found")
-        #expect(consoleError { _ = try w.lookup(.oidc(provider: "apple", sub: "nobody")) }?.code == "not_found")
+            await consoleError { _ = try await w.lookup(.passkey(credentialId: "AAAAAAAAAAAAAAAAAAAAAA")) }?.code
+                == "not_found")
+        #expect(
+            await consoleError { _ = try await w.lookup(.oidc(provider: "apple", sub: "nobody")) }?.code == "not_found")
         let other = try w.t.p256()
         #expect(
-            consoleError { _ = try w.lookup(.keypair(publicKey: Hex.encode(other.compressed), sync: true)) }?.code
+            await consoleError {
+                _ = try await w.lookup(.keypair(publicKey: Hex.encode(other.compressed), sync: true))
+            }?.code
                 == "not_found")
     }
 
@@ -157,51 +163,53 @@ import Testing
         (.account("backup_account_zz"), "invalid_backup_account_id", "Backup Account ID"),
         (.account("account_02"), "invalid_backup_account_id", "Backup Account ID"),
     ])
-    func badInput(_ query: LookupQuery, code: String, field: String) throws {
-        let w = try World()
-        let error = consoleError { _ = try w.lookup(query) }
+    func badInput(_ query: LookupQuery, code: String, field: String) async throws {
+        let w = try await World()
+        let error = await consoleError { _ = try await w.lookup(query) }
         #expect(error?.code == code)
         #expect(error?.kind == .invalidInput)
         #expect(error?.message.contains(field) == true)
         #expect(error?.message.contains("\n") == false)
     }
 
-    @Test func offCurvePointsAreBadInput() throws {
-        let w = try World()
+    @Test func offCurvePointsAreBadInput() async throws {
+        let w = try await World()
         // An uncompressed point with one bit of y flipped is off the curve.
         var bad = w.device.uncompressed
         bad[64] ^= 1
-        let error = consoleError { _ = try w.lookup(.keypair(publicKey: Base64.encode(bad), sync: true)) }
+        let error = await consoleError { _ = try await w.lookup(.keypair(publicKey: Base64.encode(bad), sync: true)) }
         #expect(error?.code == "invalid_public_key")
         // x = 2^256 - 1 is above the field prime: the right shape, but not a secp256k1 point.
-        let idError = consoleError {
-            _ = try w.lookup(.account("backup_account_02" + String(repeating: "ff", count: 32)))
+        let idError = await consoleError {
+            _ = try await w.lookup(.account("backup_account_02" + String(repeating: "ff", count: 32)))
         }
         #expect(idError?.code == "invalid_backup_account_id")
     }
 
-    @Test func hitsAreAudited() throws {
-        let w = try World()
-        _ = try w.lookup(.oidc(provider: "google", sub: "104512345"))
-        _ = try w.lookup(.account(w.id))
-        let entries = try w.t.audit("backup.lookup")
+    @Test func hitsAreAudited() async throws {
+        let w = try await World()
+        _ = try await w.lookup(.oidc(provider: "google", sub: "104512345"))
+        _ = try await w.lookup(.account(w.id))
+        let entries = try await w.t.audit("backup.lookup")
         #expect(entries.count == 2)
         #expect(entries.allSatisfy { $0.target == w.id && $0.operatorName == "root" })
         #expect(entries.map { $0.details["kind"] } == ["oidc", "account"])
-        _ = consoleError { _ = try w.lookup(.passkey(credentialId: "AAAAAAAAAAAAAAAAAAAAAA")) }
-        #expect(try w.t.audit("backup.lookup").count == 2)
+        _ = await consoleError { _ = try await w.lookup(.passkey(credentialId: "AAAAAAAAAAAAAAAAAAAAAA")) }
+        await #expect(try w.t.audit("backup.lookup").count == 2)
     }
 
-    @Test func otherTenantsBackupsAreInvisible() throws {
-        let w = try World()
-        let other = try w.t.otherSession()
-        let error = consoleError { _ = try w.service.lookup(.account(w.id), session: other) }
+    @Test func otherTenantsBackupsAreInvisible() async throws {
+        let w = try await World()
+        let other = try await w.t.otherSession()
+        let error = await consoleError { _ = try await w.service.lookup(.account(w.id), session: other) }
         #expect(error?.code == "not_found")
-        let byFactor = consoleError {
-            _ = try w.service.lookup(.oidc(provider: "google", sub: "104512345"), session: other)
+        let byFactor = await consoleError {
+            _ = try await w.service.lookup(.oidc(provider: "google", sub: "104512345"), session: other)
         }
         #expect(byFactor?.code == "not_found")
-        let show = consoleError { _ = try BackupInspector(store: w.t.store).show(backupId: w.id, session: other) }
+        let show = await consoleError {
+            _ = try await BackupInspector(store: w.t.store).show(backupId: w.id, session: other)
+        }
         #expect(show?.code == "not_found")
     }
 }

@@ -8,8 +8,8 @@ import Testing
 @testable import Inspect
 
 @Suite struct ReportTests {
-    @Test func showListsEverythingButKeyBytes() throws {
-        let t = try TempStore()
+    @Test func showListsEverythingButKeyBytes() async throws {
+        let t = try await TempStore()
         let id = try t.backupId()
         var metadata = try t.healthyMetadata(id: id)
         metadata.factors.append(t.google("1045"))
@@ -25,8 +25,8 @@ import Testing
             case .icloud: key
             }
         }
-        try t.write(metadata)
-        let report = try BackupInspector(store: t.store).show(backupId: id, session: t.session)
+        try await t.write(metadata)
+        let report = try await BackupInspector(store: t.store).show(backupId: id, session: t.session)
         #expect(report.backupId == id)
         #expect(report.factors.map(\.kind) == ["PASSKEY", "OIDC_ACCOUNT"])
         #expect(report.factors[1].provider == "GOOGLE")
@@ -58,56 +58,57 @@ import Testing
         #expect(json.hasPrefix("{\"backupId\":"))
     }
 
-    @Test func showWithoutBlobHasNullBlobFields() throws {
-        let t = try TempStore()
+    @Test func showWithoutBlobHasNullBlobFields() async throws {
+        let t = try await TempStore()
         let id = try t.backupId()
-        try t.write(try t.healthyMetadata(id: id), blob: nil)
-        let report = try BackupInspector(store: t.store).show(backupId: id, session: t.session)
+        try await t.write(try t.healthyMetadata(id: id), blob: nil)
+        let report = try await BackupInspector(store: t.store).show(backupId: id, session: t.session)
         #expect(report.jsonLine().contains("\"sealedBlob\":{\"bytes\":null,\"sha256\":null}"))
     }
 
-    @Test func showIsAuditedAndChecksTheId() throws {
-        let t = try TempStore()
+    @Test func showIsAuditedAndChecksTheId() async throws {
+        let t = try await TempStore()
         let id = try t.backupId()
-        try t.write(try t.healthyMetadata(id: id))
+        try await t.write(try t.healthyMetadata(id: id))
         let inspector = BackupInspector(store: t.store)
-        _ = try inspector.show(backupId: id, session: t.session)
-        let entries = try t.audit("backup.show")
+        _ = try await inspector.show(backupId: id, session: t.session)
+        let entries = try await t.audit("backup.show")
         #expect(entries.count == 1)
         #expect(entries[0].target == id)
         #expect(entries[0].details["health"] == "ok")
         #expect(
-            consoleError { _ = try inspector.show(backupId: "nope", session: t.session) }?.code
+            await consoleError { _ = try await inspector.show(backupId: "nope", session: t.session) }?.code
                 == "invalid_backup_account_id")
         #expect(
-            consoleError { _ = try inspector.show(backupId: try t.backupId(), session: t.session) }?.code == "not_found"
+            await consoleError { _ = try await inspector.show(backupId: try t.backupId(), session: t.session) }?.code
+                == "not_found"
         )
-        #expect(try t.audit("backup.show").count == 1)
+        await #expect(try t.audit("backup.show").count == 1)
     }
 
-    @Test func checkOneBackup() throws {
-        let t = try TempStore()
+    @Test func checkOneBackup() async throws {
+        let t = try await TempStore()
         let id = try t.backupId()
         var metadata = try t.healthyMetadata(id: id)
         metadata.manifestHash = "short"
-        try t.write(metadata)
-        let report = try HealthScan(store: t.store).check(backupId: id, session: t.session)
+        try await t.write(metadata)
+        let report = try await HealthScan(store: t.store).check(backupId: id, session: t.session)
         #expect(report.scope == "backup")
         #expect(report.backups == 1)
         #expect(report.backupsFailing == 1)
         #expect(report.findings.map(\.check) == ["manifest_hash"])
-        #expect(try t.audit("backup.check").first?.target == id)
+        await #expect(try t.audit("backup.check").first?.target == id)
     }
 
-    @Test func checkSeededTenantStreams() throws {
-        let t = try TempStore()
-        let seeded = try SandboxSeeder(store: t.store).run(
+    @Test func checkSeededTenantStreams() async throws {
+        let t = try await TempStore()
+        let seeded = try await SandboxSeeder(store: t.store).run(
             tenant: t.session.tenant, backups: 300, orphans: 0, seed: 5, operatorName: "root")
         // Two crafted problems on top of the seeder's ~2% drift.
         let id = try t.backupId()
-        try t.write(try t.healthyMetadata(id: id), blob: nil)
+        try await t.write(try t.healthyMetadata(id: id), blob: nil)
         let scan = HealthScan(store: t.store, batchSize: 7, findingLimit: 5, workers: 3)
-        let report = try scan.check(backupId: nil, session: t.session)
+        let report = try await scan.check(backupId: nil, session: t.session)
         #expect(report.scope == "tenant")
         #expect(report.backups == 301)
         #expect(report.summary.map(\.check) == HealthCheckName.allCases.map(\.rawValue))
@@ -120,16 +121,17 @@ import Testing
         #expect(report.findingsOmitted == report.findingsTotal - report.findings.count)
         #expect(report.findings.map(\.backupId) == report.findings.map(\.backupId).sorted())
         // Deterministic whatever the interleaving of workers.
-        let again = try HealthScan(store: t.store, batchSize: 50, findingLimit: 5, workers: 1).scan(tenant: t.tenant)
+        let again = try await HealthScan(store: t.store, batchSize: 50, findingLimit: 5, workers: 1).scan(
+            tenant: t.tenant)
         #expect(again == report)
-        #expect(try t.audit("backup.check").first?.details["backups"] == "301")
+        await #expect(try t.audit("backup.check").first?.details["backups"] == "301")
     }
 
-    @Test func statsOverSeededTenant() throws {
-        let t = try TempStore()
-        _ = try SandboxSeeder(store: t.store).run(
+    @Test func statsOverSeededTenant() async throws {
+        let t = try await TempStore()
+        _ = try await SandboxSeeder(store: t.store).run(
             tenant: t.session.tenant, backups: 200, orphans: 3, seed: 9, operatorName: "root")
-        let stats = try StatsService(store: t.store).stats(session: t.session)
+        let stats = try await StatsService(store: t.store).stats(session: t.session)
         #expect(stats.backups == 200)
         #expect(stats.factorMix.reduce(0) { $0 + $1.backups } == 200)
         #expect(stats.factorMix.map(\.backups) == stats.factorMix.map(\.backups).sorted(by: >))
@@ -139,6 +141,6 @@ import Testing
         #expect(stats.blobSizes.reduce(0) { $0 + $1.backups } == 200)
         #expect(stats.subOrgsReferenced > 0)
         #expect(stats.backupsWithSubOrg > 0)
-        #expect(try t.audit("backup.stats").count == 1)
+        await #expect(try t.audit("backup.stats").count == 1)
     }
 }

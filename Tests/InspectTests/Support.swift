@@ -16,14 +16,14 @@ final class TempStore {
     let session: Session
     let rng = SeededRandom(seed: 99)
 
-    init() throws {
+    init() async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("inspect-\(UUID().uuidString)")
         let time = self.time
         store = try SQLiteConsoleStore(path: directory.appendingPathComponent("console.db").path, clock: { time.now })
         let access = AccessService(store: store, clock: .manual(time), random: SeededRandom(seed: 7))
-        let token = try access.bootstrap(admin: try OperatorName("root"))
-        op = try access.authenticate(token: token)
-        session = try access.session(operator: op, tenant: try TenantName("sandbox"))
+        let token = try await access.bootstrap(admin: try OperatorName("root"))
+        op = try await access.authenticate(token: token)
+        session = try await access.session(operator: op, tenant: try TenantName("sandbox"))
     }
 
     deinit { try? FileManager.default.removeItem(at: directory) }
@@ -31,11 +31,11 @@ final class TempStore {
     var tenant: TenantName { session.tenantName }
 
     /// A session in a second tenant `other`, where `root` is admin.
-    func otherSession() throws -> Session {
+    func otherSession() async throws -> Session {
         let access = AccessService(store: store, clock: .manual(time), random: SeededRandom(seed: 8))
         let name = try TenantName("other")
-        try access.createTenant(TenantRecord(name: name, isSandbox: true, createdAt: 1), by: op)
-        return try access.session(operator: op, tenant: name)
+        try await access.createTenant(TenantRecord(name: name, isSandbox: true, createdAt: 1), by: op)
+        return try await access.session(operator: op, tenant: name)
     }
 
     // MARK: Fixtures
@@ -97,32 +97,33 @@ final class TempStore {
     }
 
     /// Writes `metadata` with a blob; `rows` defaults to exactly what the metadata implies.
-    func write(_ metadata: BackupMetadata, blob: Data? = Data(repeating: 7, count: 2048), rows: [String]? = nil) throws
+    func write(_ metadata: BackupMetadata, blob: Data? = Data(repeating: 7, count: 2048), rows: [String]? = nil)
+        async throws
     {
         let record = BackupRecord(
             backupId: metadata.id, metadata: metadata, blobSize: blob?.count,
             blobSHA256: blob.map { SHA256.hex(Array($0)) }, importedAt: 1, updatedAt: 1)
         let pks = rows ?? metadata.lookupKeys.map(\.rawValue)
-        try store.writeBackup(
+        try await store.writeBackup(
             tenant: tenant,
             BackupWrite(record: record, blob: blob, lookupRows: pks.map { LookupRow(pk: $0, backupId: metadata.id) }),
             audit: session.audit("test.write", target: metadata.id))
     }
 
     /// Index rows exactly as given (drift).
-    func writeRows(_ rows: [LookupRow]) throws {
-        try store.writeLookupRows(tenant: tenant, rows, audit: session.audit("test.rows"))
+    func writeRows(_ rows: [LookupRow]) async throws {
+        try await store.writeLookupRows(tenant: tenant, rows, audit: session.audit("test.rows"))
     }
 
-    func audit(_ action: String) throws -> [AuditEntry] {
-        try store.latestAuditEntries(tenant: tenant, limit: 1000).filter { $0.action == action }
+    func audit(_ action: String) async throws -> [AuditEntry] {
+        try await store.latestAuditEntries(tenant: tenant, limit: 1000).filter { $0.action == action }
     }
 }
 
 /// Runs `body` and returns the ConsoleError it threw, or nil.
-func consoleError(_ body: () throws -> Void) -> ConsoleError? {
+func consoleError(_ body: () async throws -> Void) async -> ConsoleError? {
     do {
-        try body()
+        try await body()
         return nil
     } catch let error as ConsoleError {
         return error

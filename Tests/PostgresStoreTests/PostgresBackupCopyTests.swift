@@ -37,9 +37,9 @@ struct PostgresBackupCopyTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("console.db").path
         let sqlite = try SQLiteConsoleStore(path: path)
-        try sqlite.createTenant(Self.sandbox(tenant), audit: Self.audit)
-        try sqlite.writeBackups(tenant: tenant, first, audit: Self.audit)
-        try sqlite.writeBackups(tenant: tenant, second, audit: Self.audit)
+        try await sqlite.createTenant(Self.sandbox(tenant), audit: Self.audit)
+        try await sqlite.writeBackups(tenant: tenant, first, audit: Self.audit)
+        try await sqlite.writeBackups(tenant: tenant, second, audit: Self.audit)
         let expected = try await DatabaseQueue(path: path).read { db in
             try Self.tables.map { table in
                 try Row.fetchAll(

@@ -279,29 +279,28 @@ struct PostgresConsoleStoreTests {
                 AuditDraft(operatorName: "bob", tenant: "alpha", action: "tenant.delete", target: "alpha"),
             ]
             clock.set(1_780_000_000_000 + 7)
-            try sqlite.bootstrap(admin: admin, tokenHash: "h1", tenant: tenant, audit: drafts[0])
+            try await sqlite.bootstrap(admin: admin, tokenHash: "h1", tenant: tenant, audit: drafts[0])
             try await store.bootstrap(admin: admin, tokenHash: "h1", tenant: tenant, audit: drafts[0])
             clock.set(1_780_000_000_000 + 14)
-            try sqlite.addOperator(carol, tokenHash: "h2", audit: drafts[1])
+            try await sqlite.addOperator(carol, tokenHash: "h2", audit: drafts[1])
             try await store.addOperator(carol, tokenHash: "h2", audit: drafts[1])
             clock.set(1_780_000_000_000 + 21)
-            try sqlite.grant(grant, audit: drafts[2])
+            try await sqlite.grant(grant, audit: drafts[2])
             try await store.grant(grant, audit: drafts[2])
             clock.set(1_780_000_000_000 + 28)
-            try sqlite.appendReadAudit(drafts[3])
+            try await sqlite.appendAudit(drafts[3])
             try await store.appendReadAudit(drafts[3])
             clock.set(1_780_000_000_000 + 35)
-            #expect(try sqlite.revoke(operator: Self.carol, tenant: Self.alpha, audit: drafts[4]))
+            #expect(try await sqlite.revoke(operator: Self.carol, tenant: Self.alpha, audit: drafts[4]))
             #expect(try await store.revoke(operator: Self.carol, tenant: Self.alpha, audit: drafts[4]))
             clock.set(1_780_000_000_000 + 42)
-            let sqliteRemoved = try sqlite.deleteTenant(Self.alpha) { count in
-                var draft = drafts[5]
-                draft.details["backups"] = "\(count)"
-                return draft
-            }
+            var tenantDelete = drafts[5]
+            tenantDelete.details["backups"] = nil
+            let sqliteRemoved = try await sqlite.deleteTenant(
+                Self.alpha, audit: CountedAuditDraft(tenantDelete, countKey: "backups"))
             #expect(try await store.deleteTenant(Self.alpha, audit: drafts[5]) == sqliteRemoved)
 
-            let expected = try sqlite.auditEntries(tenant: nil, afterSeq: 0, limit: 100)
+            let expected = try await sqlite.auditEntries(tenant: nil, afterSeq: 0, limit: 100)
             let actual = try await store.auditEntries(tenant: nil, afterSeq: 0, limit: 100)
             #expect(expected.count == drafts.count)
             #expect(actual == expected)

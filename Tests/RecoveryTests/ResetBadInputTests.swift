@@ -22,16 +22,16 @@ import Testing
         let b: ResetChallenge
 
         init() async throws {
-            f = try Fixture()
+            f = try await Fixture()
             service = try await f.service()
-            idA = try f.addBackup(keyA)
-            idB = try f.addBackup(keyB, subOrgs: ["suborg-c"])
+            idA = try await f.addBackup(keyA)
+            idB = try await f.addBackup(keyB, subOrgs: ["suborg-c"])
             a = try await service.begin(backupAccountId: idA.rawValue, session: f.session)
             b = try await service.begin(backupAccountId: idB.rawValue, session: f.session)
         }
 
-        func snapshot() throws -> Fixture.Snapshot {
-            try f.snapshot(ids: [idA, idB], tokenHashes: [a.tokenHash, b.tokenHash])
+        func snapshot() async throws -> Fixture.Snapshot {
+            try await f.snapshot(ids: [idA, idB], tokenHashes: [a.tokenHash, b.tokenHash])
         }
 
         /// Runs `complete` and checks the code, the audited refusal, and that nothing else changed.
@@ -39,8 +39,8 @@ import Testing
             _ code: String, token: SecretBytes? = nil, signature: String, backupAccountId: String? = nil,
             session: Session? = nil, audited: Bool = true, sourceLocation: SourceLocation = #_sourceLocation
         ) async throws {
-            let before = try snapshot()
-            let refusalsBefore = try refusals()
+            let before = try await snapshot()
+            let refusalsBefore = try await refusals()
             let error = await consoleError {
                 _ = try await service.complete(
                     token: token ?? a.token, signature: signature, backupAccountId: backupAccountId,
@@ -49,8 +49,8 @@ import Testing
             #expect(error?.code == code, sourceLocation: sourceLocation)
             #expect(
                 error.map { $0.kind != .internalError && $0.kind != .remote } == true, sourceLocation: sourceLocation)
-            #expect(try snapshot() == before, sourceLocation: sourceLocation)
-            let added = try refusals().dropFirst(refusalsBefore.count)
+            await #expect(try snapshot() == before, sourceLocation: sourceLocation)
+            let added = try await refusals().dropFirst(refusalsBefore.count)
             if audited {
                 #expect(added.map { $0.details["code"] } == [code], sourceLocation: sourceLocation)
             } else {
@@ -58,8 +58,10 @@ import Testing
             }
         }
 
-        func refusals() throws -> [AuditEntry] {
-            try f.store.auditEntries(tenant: nil, afterSeq: 0, limit: 100_000).filter { $0.action == "reset.refused" }
+        func refusals() async throws -> [AuditEntry] {
+            try await f.store.auditEntries(tenant: nil, afterSeq: 0, limit: 100_000).filter {
+                $0.action == "reset.refused"
+            }
         }
 
         var goodSignature: String { (try? UserRecovery.signChallenge(a.challenge, rootKey: keyA)) ?? "" }
@@ -141,21 +143,21 @@ import Testing
             }
         }
         #expect(error?.code == "invalid_backup_account_id" && error?.kind == .invalidInput)
-        #expect(try s.snapshot().backups.count == 2)
+        await #expect(try s.snapshot().backups.count == 2)
         await s.f.stop()
     }
 
     @Test func tokenFromAnotherTenantIsAContextMismatch() async throws {
         let s = try await Scene()
-        let other = try s.f.otherTenant()
-        let idC = try s.f.addBackup(rootKey("45"), tenant: other.tenantName)
+        let other = try await s.f.otherTenant()
+        let idC = try await s.f.addBackup(rootKey("45"), tenant: other.tenantName)
         let otherService = try await s.f.service(tenant: other.tenantName)
         let c = try await otherService.begin(backupAccountId: idC.rawValue, session: other)
         let signature = try UserRecovery.signChallenge(c.challenge, rootKey: rootKey("45"))
         try await s.expectRefused("invalid_challenge_context", token: c.token, signature: signature, audited: false)
         try await s.expectRefused(
             "invalid_challenge_context", signature: s.goodSignature, session: other, audited: false)
-        let otherBefore = try s.f.snapshot(ids: [idC], tokenHashes: [c.tokenHash], tenant: other.tenantName)
+        let otherBefore = try await s.f.snapshot(ids: [idC], tokenHashes: [c.tokenHash], tenant: other.tenantName)
         #expect(otherBefore.backups == [idC.rawValue])
         await s.f.stop()
     }
@@ -174,7 +176,7 @@ import Testing
         // As the service: with the backup gone the replay is not_found (existence is checked before use) …
         try await s.expectRefused("not_found", signature: good)
         // … and once the user re-creates the backup (same Root Key, same ID) it is already_used.
-        try s.f.addBackup(s.keyA)
+        try await s.f.addBackup(s.keyA)
         try await s.expectRefused("already_used", signature: good)
         // A bad signature with a used token still reports the signature first.
         try await s.expectRefused(

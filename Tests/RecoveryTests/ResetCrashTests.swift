@@ -31,11 +31,11 @@ struct ResetCrashTests {
         do {
             let store = try SQLiteConsoleStore(path: template.path)
             let access = AccessService(store: store)
-            let adminToken = try access.bootstrap(admin: try OperatorName("root"))
-            let op = try access.authenticate(token: adminToken)
-            let session = try access.session(operator: op, tenant: try TenantName("sandbox"))
+            let adminToken = try await access.bootstrap(admin: try OperatorName("root"))
+            let op = try await access.authenticate(token: adminToken)
+            let session = try await access.session(operator: op, tenant: try TenantName("sandbox"))
             let f = try FixtureWriter(store: store, tenant: session.tenantName)
-            let id = try f.addBackup(key)
+            let id = try await f.addBackup(key)
             // The token comes from the tenant's sandbox Backup Service, as `reset begin` gets it.
             let server = try await BackupServiceSandboxServer.start(
                 BackupServiceEmulator.sandbox(store: store, tenant: session.tenantName))
@@ -77,22 +77,24 @@ struct ResetCrashTests {
     enum Outcome { case intact, serviceDone, wiped }
 
     /// The all-or-nothing invariant, and a valid audit chain, in the store at `path`.
-    static func outcome(_ p: Prepared, _ path: String, sourceLocation: SourceLocation = #_sourceLocation) throws
+    static func outcome(_ p: Prepared, _ path: String, sourceLocation: SourceLocation = #_sourceLocation) async throws
         -> Outcome?
     {
         let store = try SQLiteConsoleStore(path: path)
         let t = try TenantName("sandbox")
-        let backup = try store.backup(tenant: t, id: p.backupId)
-        let blob = try store.sealedBlob(tenant: t, backupId: p.backupId)
-        let rows = try store.lookupRows(tenant: t, backupId: p.backupId)
-        let refs = try store.subOrgReference(tenant: t, subOrgId: "suborg-a")
-        let queued = try store.cleanupItems(tenant: t, states: nil).filter { $0.reason == "reset" }.map(\.subOrgId)
-            .sorted()
-        let used = try #require(try store.resetChallenge(tokenHash: p.tokenHash)).usedAt != nil
-        let audited = try store.auditEntries(tenant: t, afterSeq: 0, limit: 1000).contains {
+        let backup = try await store.backup(tenant: t, id: p.backupId)
+        let blob = try await store.sealedBlob(tenant: t, backupId: p.backupId)
+        let rows = try await store.lookupRows(tenant: t, backupId: p.backupId)
+        let refs = try await store.subOrgReference(tenant: t, subOrgId: "suborg-a")
+        let queued = try await store.cleanupItems(tenant: t, states: nil).filter { $0.reason == "reset" }.map(
+            \.subOrgId
+        )
+        .sorted()
+        let used = try #require(try await store.resetChallenge(tokenHash: p.tokenHash)).usedAt != nil
+        let audited = try await store.auditEntries(tenant: t, afterSeq: 0, limit: 1000).contains {
             $0.action == "reset.complete"
         }
-        #expect(try AuditLog.verify(store: store).ok, sourceLocation: sourceLocation)
+        #expect(try await AuditLog.verify(store: store).ok, sourceLocation: sourceLocation)
         if backup != nil, blob != nil, rows.count == 3, refs != nil, queued.isEmpty, !used, !audited { return .intact }
         if backup == nil, blob == nil, rows.isEmpty, refs == nil, queued.isEmpty, !used, !audited {
             return .serviceDone
@@ -120,21 +122,21 @@ struct ResetCrashTests {
             let env = Binary.cleanEnvironment(["BACKUPCTL_TOKEN": p.adminToken, "BACKUPCTL_CRASH_AT": point.rawValue])
             let run = try Binary.run(Self.args(p, db: db), environment: env)
             #expect(run.status == 137, "\(point): \(run.stderr)")
-            #expect(try Self.outcome(p, db) == expected[point], "\(point)")
-            try Self.rerunConverges(p, db, after: "\(point)")
+            await #expect(try Self.outcome(p, db) == expected[point], "\(point)")
+            try await Self.rerunConverges(p, db, after: "\(point)")
         }
         let db = try Self.copy(p, 99)
         let run = try Binary.run(
             Self.args(p, db: db), environment: Binary.cleanEnvironment(["BACKUPCTL_TOKEN": p.adminToken]))
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout.contains(#""wiped":true"#))
-        #expect(try Self.outcome(p, db) == .wiped)
+        await #expect(try Self.outcome(p, db) == .wiped)
     }
 
     /// The command run again on `db`: exit 0 and wiped (unless the first run already finished,
     /// when the service answers not_found and nothing changes).
-    static func rerunConverges(_ p: Prepared, _ db: String, after: String) throws {
-        let before = try outcome(p, db)
+    static func rerunConverges(_ p: Prepared, _ db: String, after: String) async throws {
+        let before = try await outcome(p, db)
         let run = try Binary.run(
             args(p, db: db), environment: Binary.cleanEnvironment(["BACKUPCTL_TOKEN": p.adminToken]))
         if before == .wiped {
@@ -142,9 +144,10 @@ struct ResetCrashTests {
         } else {
             #expect(run.status == 0, "rerun after \(after): \(run.stderr)")
         }
-        #expect(try outcome(p, db) == .wiped, "rerun after \(after)")
+        await #expect(try outcome(p, db) == .wiped, "rerun after \(after)")
         let store = try SQLiteConsoleStore(path: db)
-        let completes = try store.auditEntries(tenant: try TenantName("sandbox"), afterSeq: 0, limit: 1000).filter {
+        let completes = try await store.auditEntries(tenant: try TenantName("sandbox"), afterSeq: 0, limit: 1000).filter
+        {
             $0.action == "reset.complete"
         }
         #expect(completes.count == 1, "rerun after \(after)")
@@ -170,10 +173,10 @@ struct ResetCrashTests {
             let delay = UInt32(Double(fullMicros) * (0.1 + 1.9 * fraction))
             let db = try Self.copy(p, n)
             let run = try Binary.runAndKill(Self.args(p, db: db), after: delay, environment: env)
-            if let outcome = try Self.outcome(p, db) {
+            if let outcome = try await Self.outcome(p, db) {
                 outcomes[outcome, default: 0] += 1
                 if outcome == .wiped { #expect(run.status == 0 || run.signaled) }
-                try Self.rerunConverges(p, db, after: "a kill at \(delay) µs")
+                try await Self.rerunConverges(p, db, after: "a kill at \(delay) µs")
             }
             try? FileManager.default.removeItem(atPath: db)
         }
@@ -191,7 +194,7 @@ struct FixtureWriter {
         self.tenant = tenant
     }
 
-    func addBackup(_ key: RootKey) throws -> BackupAccountID {
+    func addBackup(_ key: RootKey) async throws -> BackupAccountID {
         let id = try BackupAccountKey.derive(rootKey: key)
         let rng = SeededRandom(seed: 5)
         let at = Timestamp(seconds: 1_770_000_000)
@@ -218,7 +221,7 @@ struct FixtureWriter {
                         turnkeyPrivateKeyId: rng.uuid()))
             })
         let blob = Data(rng.bytes(4096))
-        try store.writeBackup(
+        try await store.writeBackup(
             tenant: tenant,
             BackupWrite(
                 record: BackupRecord(

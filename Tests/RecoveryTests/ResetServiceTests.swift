@@ -20,10 +20,10 @@ import Testing
 
     /// The whole live-tenant path over loopback HTTP: status, challenge, /v1/reset, local part.
     @Test func beginThenCompleteThroughTheService() async throws {
-        let f = try Fixture()
+        let f = try await Fixture()
         let key = rootKey("42")
-        let id = try f.addBackup(key)
-        let keep = try f.addBackup(rootKey("43"), subOrgs: ["suborg-c"])
+        let id = try await f.addBackup(key)
+        let keep = try await f.addBackup(rootKey("43"), subOrgs: ["suborg-c"])
         let service = try await f.service()
         let begun = try await service.begin(backupAccountId: id.rawValue, session: f.session)
         #expect(begun.challenge.count == 32)
@@ -31,7 +31,7 @@ import Testing
         #expect(begun.expiresAt == f.clock.seconds + 900)
         #expect(begun.factors.map(\.kind) == ["PASSKEY", "OIDC_ACCOUNT"])
         #expect(begun.factors.map(\.accountKind) == [nil, "GOOGLE"])
-        let stored = try #require(try f.store.resetChallenge(tokenHash: begun.tokenHash))
+        let stored = try #require(try await f.store.resetChallenge(tokenHash: begun.tokenHash))
         #expect(stored.context == "reset" && stored.backupId == id.rawValue && stored.challenge == begun.challenge)
 
         let signature = try UserRecovery.signChallenge(begun.challenge, rootKey: key)
@@ -41,7 +41,7 @@ import Testing
                 == ResetResult(
                     backupId: id.rawValue, wiped: true, lookupRowsRemoved: 3,
                     turnkeySubOrgIds: ["suborg-a", "suborg-b"]))
-        let after = try f.snapshot(ids: [id, keep], tokenHashes: [begun.tokenHash])
+        let after = try await f.snapshot(ids: [id, keep], tokenHashes: [begun.tokenHash])
         #expect(after.backups == [keep.rawValue])
         #expect(after.blobs[id.rawValue] == nil && after.lookupRows[id.rawValue] == [])
         #expect(after.lookupRows[keep.rawValue]?.count == 3)
@@ -49,7 +49,7 @@ import Testing
         #expect(after.challenges[begun.tokenHash] != nil)
 
         // The audit has both steps and never the token or the signature.
-        let entries = try f.store.auditEntries(tenant: f.session.tenantName, afterSeq: 0, limit: 1000)
+        let entries = try await f.store.auditEntries(tenant: f.session.tenantName, afterSeq: 0, limit: 1000)
         let resets = entries.filter { $0.action.hasPrefix("reset.") }
         #expect(resets.map(\.action) == ["reset.begin", "reset.complete"])
         #expect(resets.last?.details["via"] == "backup_service")
@@ -64,10 +64,10 @@ import Testing
     }
 
     @Test func beginRefusals() async throws {
-        let f = try Fixture()
+        let f = try await Fixture()
         let service = try await f.service()
-        let viewer = try f.session(role: .viewer, name: "vera")
-        let id = try f.addBackup(rootKey("42"))
+        let viewer = try await f.session(role: .viewer, name: "vera")
+        let id = try await f.addBackup(rootKey("42"))
         let unknown = try BackupAccountKey.derive(rootKey: rootKey("44"))
         let offCurve = "backup_account_02" + String(repeating: "ff", count: 32)
         let cases: [(String, Session, String)] = [
@@ -78,11 +78,11 @@ import Testing
             (id.rawValue, viewer, "permission_denied"),
         ]
         for (text, session, code) in cases {
-            let before = try f.snapshot(ids: [id])
+            let before = try await f.snapshot(ids: [id])
             #expect(
                 await consoleError { _ = try await service.begin(backupAccountId: text, session: session) }?.code
                     == code)
-            #expect(try f.snapshot(ids: [id]) == before)
+            await #expect(try f.snapshot(ids: [id]) == before)
         }
         // A support operator may.
         _ = try await service.begin(backupAccountId: id.rawValue, session: try f.session(role: .support, name: "sam"))
@@ -92,9 +92,9 @@ import Testing
     /// The answer to /v1/reset is lost after the service committed: status says not_found, so
     /// the console finishes the local part and says how it knew.
     @Test func droppedAnswerAfterCommitIsResolvedByStatus() async throws {
-        let f = try Fixture()
+        let f = try await Fixture()
         let key = rootKey("42")
-        let id = try f.addBackup(key)
+        let id = try await f.addBackup(key)
         let service = try await f.service()
         let begun = try await service.begin(backupAccountId: id.rawValue, session: f.session)
         f.faults.dropAfterReset()
@@ -102,9 +102,9 @@ import Testing
             token: begun.token, signature: try UserRecovery.signChallenge(begun.challenge, rootKey: key),
             session: f.session)
         #expect(result.resolvedBy == "status" && result.turnkeySubOrgIds == ["suborg-a", "suborg-b"])
-        let after = try f.snapshot(ids: [id], tokenHashes: [begun.tokenHash])
+        let after = try await f.snapshot(ids: [id], tokenHashes: [begun.tokenHash])
         #expect(after.backups.isEmpty && after.cleanup == ["suborg-a:reset", "suborg-b:reset"])
-        let last = try #require(try f.store.latestAuditEntries(tenant: f.session.tenantName, limit: 1).first)
+        let last = try #require(try await f.store.latestAuditEntries(tenant: f.session.tenantName, limit: 1).first)
         #expect(last.action == "reset.complete" && last.details["resolvedBy"] == "status")
         await f.stop()
     }
@@ -113,14 +113,14 @@ import Testing
     /// console's copy untouched, and the same token still works afterwards.
     @Test func droppedAnswerBeforeCommitSaysTheResetDidNotHappen() async throws {
         let (f, id, service, begun, signature) = try await Self.begun()
-        let before = try f.snapshot(ids: [id])
+        let before = try await f.snapshot(ids: [id])
         f.faults.dropBeforeReset()
         let error = await consoleError {
             _ = try await service.complete(token: begun.token, signature: signature, session: f.session)
         }
         #expect(error?.code == "reset_not_applied" && error?.kind == .remote)
         #expect(error?.message.contains("already_used") == true)
-        #expect(try f.snapshot(ids: [id]) == before)
+        await #expect(try f.snapshot(ids: [id]) == before)
         let result = try await service.complete(token: begun.token, signature: signature, session: f.session)
         #expect(result.wiped && result.resolvedBy == nil)
         await f.stop()
@@ -131,14 +131,14 @@ import Testing
     @Test func rerunAfterAnUnrecordedSendFinishesTheLocalPart() async throws {
         let (f, id, service, begun, signature) = try await Self.begun()
         // What the killed process did: marked the ledger sent; the service reset the backup.
-        try f.store.markResetSent(tokenHash: begun.tokenHash, subOrgIds: ["suborg-a", "suborg-b"], now: 1)
+        try await f.store.markResetSent(tokenHash: begun.tokenHash, subOrgIds: ["suborg-a", "suborg-b"], now: 1)
         #expect(
-            try f.store.sandboxServiceReset(
+            try await f.store.sandboxServiceReset(
                 tenant: f.session.tenantName, tokenHash: SHA256.hex(Array(begun.tokenText.utf8)), backupId: id.rawValue,
                 now: 1))
         let result = try await service.complete(token: begun.token, signature: signature, session: f.session)
         #expect(result.resolvedBy == "status" && result.turnkeySubOrgIds == ["suborg-a", "suborg-b"])
-        #expect(try f.snapshot(ids: [id]).cleanup == ["suborg-a:reset", "suborg-b:reset"])
+        await #expect(try f.snapshot(ids: [id]).cleanup == ["suborg-a:reset", "suborg-b:reset"])
         await f.stop()
     }
 
@@ -146,7 +146,7 @@ import Testing
     /// without a blob cannot be reset, and a second try says so instead of guessing.
     @Test func aBackupWithoutABlobIsNotFoundForTheService() async throws {
         let (f, id, service, begun, signature) = try await Self.begun(withBlob: false)
-        let before = try f.snapshot(ids: [id])
+        let before = try await f.snapshot(ids: [id])
         let first = await consoleError {
             _ = try await service.complete(token: begun.token, signature: signature, session: f.session)
         }
@@ -155,14 +155,14 @@ import Testing
             _ = try await service.complete(token: begun.token, signature: signature, session: f.session)
         }
         #expect(second?.code == "reset_not_applied" && second?.message.contains("sealed blob") == true)
-        #expect(try f.snapshot(ids: [id]) == before)
+        await #expect(try f.snapshot(ids: [id]) == before)
         await f.stop()
     }
 
     @Test func serviceFailuresAreExit2AndChangeNothing() async throws {
-        let f = try Fixture()
+        let f = try await Fixture()
         let key = rootKey("42")
-        let id = try f.addBackup(key)
+        let id = try await f.addBackup(key)
         let service = try await f.service()
         f.faults.fail("/v1/backup/status", status: 503, count: 5)
         let error = await consoleError { _ = try await service.begin(backupAccountId: id.rawValue, session: f.session) }
@@ -172,20 +172,20 @@ import Testing
         let begun = try await service.begin(backupAccountId: id.rawValue, session: f.session)
         // /v1/reset is never retried: a 500 is relayed, exit 2.
         f.faults.fail("/v1/reset", status: 500, count: 1)
-        let before = try f.snapshot(ids: [id])
+        let before = try await f.snapshot(ids: [id])
         let failed = await consoleError {
             _ = try await service.complete(
                 token: begun.token, signature: try UserRecovery.signChallenge(begun.challenge, rootKey: key),
                 session: f.session)
         }
         #expect(failed?.kind == .remote && failed?.code == "internal_server_error")
-        #expect(try f.snapshot(ids: [id]) == before)
+        await #expect(try f.snapshot(ids: [id]) == before)
         await f.stop()
     }
 
     @Test func unreachableServiceIsExit2() async throws {
-        let f = try Fixture()
-        let id = try f.addBackup(rootKey("42"))
+        let f = try await Fixture()
+        let id = try await f.addBackup(rootKey("42"))
         // A port nothing listens on: start a server, note its port, stop it.
         _ = try await f.service()
         let service = try await f.service()
@@ -199,9 +199,9 @@ import Testing
     static func begun(withBlob: Bool = true) async throws -> (
         Fixture, BackupAccountID, ResetService, ResetChallenge, String
     ) {
-        let f = try Fixture()
+        let f = try await Fixture()
         let key = rootKey("42")
-        let id = try f.addBackup(key, withBlob: withBlob)
+        let id = try await f.addBackup(key, withBlob: withBlob)
         let service = try await f.service()
         let begun = try await service.begin(backupAccountId: id.rawValue, session: f.session)
         return (f, id, service, begun, try UserRecovery.signChallenge(begun.challenge, rootKey: key))

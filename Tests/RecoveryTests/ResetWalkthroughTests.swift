@@ -10,7 +10,7 @@ import Turnkey
 
 @Suite struct ResetWalkthroughTests {
     func walk(_ f: Fixture, session: Session? = nil) async throws -> ResetWalkthrough {
-        try ResetWalkthrough(
+        try await ResetWalkthrough(
             store: f.store, session: session ?? f.session, service: try await f.service(),
             finder: TestLookupFinder(store: f.store), clock: f.clock)
     }
@@ -28,9 +28,9 @@ import Turnkey
     enum Failure: Error { case unexpected }
 
     @Test func remoteProofWithStampsPastedByTheUser() async throws {
-        let f = try Fixture()
+        let f = try await Fixture()
         let key = rootKey("42")
-        let id = try f.addBackup(key)
+        let id = try await f.addBackup(key)
         var w = try await walk(f)
         #expect(w.firstPrompt == .askIdentity)
         let challenge = try await toProof(&w, query: id.rawValue)
@@ -51,7 +51,7 @@ import Turnkey
         #expect(result.backupId == id.rawValue && needStamps)
         #expect(items.map(\.subOrgId) == ["suborg-a", "suborg-b"])
         #expect(items.allSatisfy { $0.stamp == nil && $0.body.text.contains("\"organizationId\":\"\($0.subOrgId)\"") })
-        #expect(try f.store.backup(tenant: f.session.tenantName, id: id.rawValue) == nil)
+        #expect(try await f.store.backup(tenant: f.session.tenantName, id: id.rawValue) == nil)
 
         // A stamp by another key is refused; the user's stamp over the exact body is accepted.
         let foreign = try UserRecovery.stamp(body: items[0].body.bytes, rootKey: rootKey("43")).headerValue
@@ -68,10 +68,10 @@ import Turnkey
     }
 
     @Test func presentUserProofFoundByFactor() async throws {
-        let f = try Fixture()
+        let f = try await Fixture()
         let key = rootKey("42")
-        let id = try f.addBackup(key)
-        let passkey = try #require(
+        let id = try await f.addBackup(key)
+        let passkey = try await #require(
             f.store.lookupRows(tenant: f.session.tenantName, backupId: id.rawValue).first {
                 $0.pk.hasPrefix("MAIN#PK|")
             })
@@ -96,28 +96,28 @@ import Turnkey
     }
 
     @Test func wrongTenantNameAtConfirmChangesNothing() async throws {
-        let f = try Fixture()
+        let f = try await Fixture()
         let key = rootKey("42")
-        let id = try f.addBackup(key)
+        let id = try await f.addBackup(key)
         var w = try await walk(f)
         let oidc = try #require(
-            try f.store.lookupRows(tenant: f.session.tenantName, backupId: id.rawValue)
+            try await f.store.lookupRows(tenant: f.session.tenantName, backupId: id.rawValue)
                 .first { $0.pk.hasPrefix("MAIN#OIDC|") })
         let parts = oidc.pk.split(separator: "|", maxSplits: 2)
         let challenge = try await toProof(&w, query: "oidc \(parts[1]) \(parts[2])")
         _ = try await w.handle(.remoteProof(signature: try UserRecovery.signChallenge(challenge, rootKey: key)))
-        let before = try f.snapshot(ids: [id])
+        let before = try await f.snapshot(ids: [id])
         #expect(
             await consoleError { _ = try await w.handle(.confirm(tenantName: "production")) }?.code == "not_confirmed")
         #expect(w.step == .confirm)
         #expect(await consoleError { _ = try await w.handle(.wipe) }?.code == "usage")
         #expect(try await w.handle(.abort) == .aborted(step: "confirm"))
-        #expect(try f.snapshot(ids: [id]) == before)
+        await #expect(try f.snapshot(ids: [id]) == before)
         #expect(before.backups == [id.rawValue])
     }
 
     @Test func findRefusals() async throws {
-        let f = try Fixture()
+        let f = try await Fixture()
         var w = try await walk(f)
         #expect(await consoleError { _ = try await w.handle(.identify("passkey nope")) }?.code == "not_found")
         #expect(await consoleError { _ = try await w.handle(.identify("fax 123")) }?.code == "invalid_query")
@@ -125,7 +125,7 @@ import Turnkey
             await consoleError { _ = try await w.handle(.identify("backup_account_00")) }?.code
                 == "invalid_backup_account_id")
         #expect(w.step == .find)
-        let viewer = try f.session(role: .viewer, name: "vi")
+        let viewer = try await f.session(role: .viewer, name: "vi")
         #expect(await consoleError { _ = try await walk(f, session: viewer) }?.code == "permission_denied")
         await f.stop()
     }
@@ -133,14 +133,14 @@ import Turnkey
     /// The walkthrough finds backups by the lookup service's rules: an index row whose factor
     /// the backup no longer has is `unauthorized_factor` for both, never a hit.
     @Test func findAgreesWithLookupOnUnauthorizedFactors() async throws {
-        let f = try Fixture()
-        let id = try f.addBackup(rootKey("42"))
+        let f = try await Fixture()
+        let id = try await f.addBackup(rootKey("42"))
         let stale = Base64.encode([UInt8](repeating: 9, count: 16), alphabet: .url, padding: false)
-        try f.store.writeLookupRows(
+        try await f.store.writeLookupRows(
             tenant: f.session.tenantName, [LookupRow(pk: "MAIN#PK|\(stale)", backupId: id.rawValue)],
             audit: f.session.audit("test.drift"))
-        let lookup = consoleError {
-            _ = try LookupService(store: f.store).lookup(.passkey(credentialId: stale), session: f.session)
+        let lookup = await consoleError {
+            _ = try await LookupService(store: f.store).lookup(.passkey(credentialId: stale), session: f.session)
         }
         var w = try await walk(f)
         let found = await consoleError { _ = try await w.handle(.identify("passkey \(stale)")) }
@@ -154,9 +154,9 @@ import Turnkey
 struct TestLookupFinder: BackupFinder {
     let store: any ConsoleStore
 
-    func find(_ query: String, session: Session) throws(ConsoleError) -> BackupRecord {
-        let result = try LookupService(store: store).lookup(try LookupQuery(text: query), session: session)
-        guard let record = try store.backup(tenant: session.tenantName, id: result.backupId) else {
+    func find(_ query: String, session: Session) async throws(ConsoleError) -> BackupRecord {
+        let result = try await LookupService(store: store).lookup(try LookupQuery(text: query), session: session)
+        guard let record = try await store.backup(tenant: session.tenantName, id: result.backupId) else {
             throw .notFound("Backup \(result.backupId) does not exist.")
         }
         return record

@@ -44,15 +44,15 @@ final class Fixture {
     let session: Session
     let rng = SeededRandom(seed: 99)
 
-    init() throws {
+    init() async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("recovery-\(UUID().uuidString)")
         path = directory.appendingPathComponent("console.db").path
         let time = self.time
         store = try SQLiteConsoleStore(path: path, clock: { time.now })
         let access = AccessService(store: store, clock: .manual(time), random: SeededRandom(seed: 7))
-        adminToken = try access.bootstrap(admin: try OperatorName("root"))
-        admin = try access.authenticate(token: adminToken)
-        session = try access.session(operator: admin, tenant: try TenantName("sandbox"))
+        adminToken = try await access.bootstrap(admin: try OperatorName("root"))
+        admin = try await access.authenticate(token: adminToken)
+        session = try await access.session(operator: admin, tenant: try TenantName("sandbox"))
     }
 
     deinit { try? FileManager.default.removeItem(at: directory) }
@@ -87,24 +87,25 @@ final class Fixture {
     var access: AccessService { AccessService(store: store, clock: clock, random: accessRandom) }
 
     /// A second tenant `other` where root is admin.
-    func otherTenant(policy: TenantPolicy = TenantPolicy()) throws -> Session {
+    func otherTenant(policy: TenantPolicy = TenantPolicy()) async throws -> Session {
         let name = try TenantName("other")
-        try access.createTenant(TenantRecord(name: name, isSandbox: true, policy: policy, createdAt: 1), by: admin)
-        return try access.session(operator: admin, tenant: name)
+        try await access.createTenant(
+            TenantRecord(name: name, isSandbox: true, policy: policy, createdAt: 1), by: admin)
+        return try await access.session(operator: admin, tenant: name)
     }
 
     /// A session with `role` for a new operator in the fixture's tenant.
-    func session(role: Role, name: String) throws -> Session {
-        let token = try access.addOperator(try OperatorName(name), role: role, session: session)
-        let op = try access.authenticate(token: token)
-        return try access.session(operator: op, tenant: session.tenantName)
+    func session(role: Role, name: String) async throws -> Session {
+        let token = try await access.addOperator(try OperatorName(name), role: role, session: session)
+        let op = try await access.authenticate(token: token)
+        return try await access.session(operator: op, tenant: session.tenantName)
     }
 
     /// Writes a backup owned by `key` with a passkey, a Google account, a device and sub-orgs.
     @discardableResult
     func addBackup(
         _ key: RootKey, tenant: TenantName? = nil, subOrgs: [String] = ["suborg-a", "suborg-b"], withBlob: Bool = true
-    ) throws -> BackupAccountID {
+    ) async throws -> BackupAccountID {
         let id = try BackupAccountKey.derive(rootKey: key)
         let at = Timestamp(seconds: 1_770_000_000)
         let credential = Base64.encode(rng.bytes(24), alphabet: .url, padding: false)
@@ -136,7 +137,7 @@ final class Fixture {
         let record = BackupRecord(
             backupId: id.rawValue, metadata: metadata, blobSize: blob?.count, blobSHA256: blob.map { SHA256.hex($0) },
             importedAt: 1, updatedAt: 1)
-        try store.writeBackup(
+        try await store.writeBackup(
             tenant: tenant ?? session.tenantName,
             BackupWrite(
                 record: record, blob: blob,
@@ -156,18 +157,20 @@ final class Fixture {
         var auditCount: Int
     }
 
-    func snapshot(ids: [BackupAccountID], tokenHashes: [String] = [], tenant: TenantName? = nil) throws -> Snapshot {
+    func snapshot(ids: [BackupAccountID], tokenHashes: [String] = [], tenant: TenantName? = nil) async throws
+        -> Snapshot
+    {
         let t = tenant ?? session.tenantName
         var s = Snapshot(backups: [], blobs: [:], lookupRows: [:], cleanup: [], challenges: [:], auditCount: 0)
         for id in ids {
-            if try store.backup(tenant: t, id: id.rawValue) != nil { s.backups.append(id.rawValue) }
-            s.blobs[id.rawValue] = try store.sealedBlob(tenant: t, backupId: id.rawValue)?.count
-            s.lookupRows[id.rawValue] = try store.lookupRows(tenant: t, backupId: id.rawValue).map(\.pk).sorted()
+            if try await store.backup(tenant: t, id: id.rawValue) != nil { s.backups.append(id.rawValue) }
+            s.blobs[id.rawValue] = try await store.sealedBlob(tenant: t, backupId: id.rawValue)?.count
+            s.lookupRows[id.rawValue] = try await store.lookupRows(tenant: t, backupId: id.rawValue).map(\.pk).sorted()
         }
-        s.cleanup = try store.cleanupItems(tenant: t, states: nil).map { "\($0.subOrgId):\($0.reason)" }.sorted()
-        for hash in tokenHashes { s.challenges[hash] = try store.resetChallenge(tokenHash: hash)?.usedAt }
+        s.cleanup = try await store.cleanupItems(tenant: t, states: nil).map { "\($0.subOrgId):\($0.reason)" }.sorted()
+        for hash in tokenHashes { s.challenges[hash] = try await store.resetChallenge(tokenHash: hash)?.usedAt }
         // Refusals are audited (reset.refused, access.denied); everything else counts.
-        s.auditCount = try store.auditEntries(tenant: nil, afterSeq: 0, limit: 100_000).filter {
+        s.auditCount = try await store.auditEntries(tenant: nil, afterSeq: 0, limit: 100_000).filter {
             $0.action != "reset.refused" && $0.action != "access.denied"
         }.count
         return s

@@ -27,7 +27,7 @@ struct DemoCommand: ConsoleCommand {
         let directory = GlobalSettings.dataHome(environment: ctx.environment) + "/backupctl/demo"
         let db = directory + "/console.db"
         let tokenFile = directory + "/token"
-        try Self.confirmSwitch(ctx, to: db)
+        try await Self.confirmSwitch(ctx, to: db)
         if fresh { try? FileManager.default.removeItem(atPath: directory) }
         ctx.switchStore(to: db)
         var seeded: SeedReport?
@@ -35,14 +35,14 @@ struct DemoCommand: ConsoleCommand {
             try? FileManager.default.removeItem(atPath: directory)
             let store = try ctx.store()
             let access = AccessService(store: store, clock: ctx.clock, random: ctx.random)
-            let token = try access.bootstrap(admin: try OperatorName("demo"))
+            let token = try await access.bootstrap(admin: try OperatorName("demo"))
             try Self.writePrivate(token, to: tokenFile)
             ctx.tokenOverride = token
             ctx.tenantName = AccessService.defaultTenant
-            let session = try ctx.session()
+            let session = try await ctx.session()
             let progress = Progress(label: "seeding the demo tenant", total: backups)
             defer { progress.finish() }
-            seeded = try DataAdminService(store: store, clock: ctx.clock).seed(
+            seeded = try await DataAdminService(store: store, clock: ctx.clock).seed(
                 backups: backups, orphans: orphans, seed: 42, session: session, progress: progress.update)
         } else {
             guard let bytes = FileManager.default.contents(atPath: tokenFile) else {
@@ -83,9 +83,9 @@ struct DemoCommand: ConsoleCommand {
     /// to the demo store and its `demo` operator: it says so and asks (REPL), or needs `--yes`
     /// (script). As the process's own command it has no session to take over.
     @MainActor
-    static func confirmSwitch(_ ctx: CommandContext, to db: String) throws(ConsoleError) {
+    static func confirmSwitch(_ ctx: CommandContext, to db: String) async throws(ConsoleError) {
         guard ctx.inREPL || ctx.batchLine != nil, ctx.settings.dbPath != db, !ctx.settings.yes else { return }
-        let who = (try? ctx.currentOperator()).map { "operator \($0.name)" } ?? "your operator"
+        let who = await (try? ctx.currentOperator()).map { "operator \($0.name)" } ?? "your operator"
         let what =
             "`demo` switches this session from the store \(ctx.settings.dbPath) (\(who)) to the demo store \(db) "
             + "as operator demo, tenant sandbox"

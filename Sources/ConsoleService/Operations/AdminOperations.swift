@@ -58,7 +58,7 @@ public struct TenantUpdateOperation: ConsoleOperation {
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
         let url = try backupServiceURL.map { (text) throws(ConsoleError) in try TenantSpec.serviceURL(text) }
-        let session = try context.session(in: tenant)
+        let session = try await context.session(in: tenant)
         try await context.access.setBackupServiceURL(url, session: session) { url throws(ConsoleError) in
             try await BackupServiceHealth.check(url)
         }
@@ -89,7 +89,7 @@ public struct TenantListOperation: ConsoleOperation {
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
         Output(
-            tenants: try context.access.tenants(visibleTo: try context.operatorRecord()).map {
+            tenants: try await context.access.tenants(visibleTo: try context.operatorRecord()).map {
                 Row(
                     name: $0.0.name.rawValue, sandbox: $0.0.isSandbox, role: $0.1.name, turnkeyOrg: $0.0.turnkeyOrgId,
                     backupServiceUrl: $0.0.backupServiceURL, turnkeyApiKey: $0.0.turnkeyAPIKeyFile != nil,
@@ -118,10 +118,10 @@ public struct TenantDeleteOperation: ConsoleOperation {
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
         let name = try TenantName(tenant)
-        let session = try context.session(in: name.rawValue)
-        try session.require(.manageOperators)
+        let session = try await context.session(in: name.rawValue)
+        try await session.require(.manageOperators)
         guard !checkOnly else { return Output(tenant: name.rawValue, deleted: false, backups: 0) }
-        let backups = try context.access.deleteTenant(session: session)
+        let backups = try await context.access.deleteTenant(session: session)
         context.console.forgetSessions()
         return Output(tenant: name.rawValue, deleted: true, backups: backups)
     }
@@ -152,7 +152,7 @@ public struct OperatorAddOperation: ConsoleOperation {
     public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
         let name = try OperatorName(operatorName)
         let role = try Role(name: role)
-        let token = try context.access.addOperator(name, role: role, session: try context.session(in: tenant))
+        let token = try await context.access.addOperator(name, role: role, session: try context.session(in: tenant))
         return Output(
             operator: name.rawValue, tenant: tenant, role: role.name,
             token: token.withUnsafeBytes { String(decoding: $0, as: UTF8.self) })
@@ -182,11 +182,11 @@ public struct OperatorGrantOperation: ConsoleOperation {
     public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
         let name = try OperatorName(operatorName)
         let role = try role.map { (text) throws(ConsoleError) in try Role(name: text) }
-        let session = try context.session(in: tenant)
+        let session = try await context.session(in: tenant)
         if let role {
-            try context.access.grant(name, role: role, session: session)
+            try await context.access.grant(name, role: role, session: session)
         } else {
-            try context.access.revoke(name, session: session)
+            try await context.access.revoke(name, session: session)
         }
         // A role changed here must not live on in this process's session cache.
         context.console.forgetSessions()
@@ -206,8 +206,8 @@ public struct OperatorListOperation: ConsoleOperation {
     public init() {}
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
-        let session = try context.session()
-        let grants = try context.access.operators(session: session)
+        let session = try await context.session()
+        let grants = try await context.access.operators(session: session)
         return Output(
             tenant: session.tenantName.rawValue,
             operators: grants.map { ["operator": $0.operatorName.rawValue, "role": $0.role.name] })
@@ -234,11 +234,11 @@ public struct OperatorRemoveOperation: ConsoleOperation {
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
         let name = try OperatorName(operatorName)
-        let session = try context.session()
+        let session = try await context.session()
         guard !checkOnly else {
             return Output(operator: name.rawValue, tenant: session.tenantName.rawValue, removed: false)
         }
-        try context.access.removeOperator(name, session: session)
+        try await context.access.removeOperator(name, session: session)
         context.console.forgetSessions()
         return Output(operator: name.rawValue, tenant: session.tenantName.rawValue, removed: true)
     }
@@ -258,7 +258,7 @@ public struct OperatorTokenRotateOperation: ConsoleOperation {
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
         let name = try OperatorName(operatorName)
-        let token = try context.access.rotateToken(name, session: try context.session())
+        let token = try await context.access.rotateToken(name, session: try context.session())
         context.console.forgetSessions()
         return Output(operator: name.rawValue, token: token.withUnsafeBytes { String(decoding: $0, as: UTF8.self) })
     }
@@ -282,10 +282,10 @@ public struct ImportOperation: ConsoleOperation {
     }
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> ImportReport {
-        let session = try context.session()
+        let session = try await context.session()
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         let total = entries.filter { $0 != "factor_lookup.jsonl" && $0 != SnapshotManifest.fileName }.count
-        return try DataAdminService(store: try context.store(), clock: context.clock).importExport(
+        return try await DataAdminService(store: try context.store(), clock: context.clock).importExport(
             directory: directory, dryRun: dryRun, session: session, snapshotAt: snapshotAt, complete: complete,
             progress: { done throws(ConsoleError) in try context.progress(ProgressEvent(done: done, total: total)) })
     }
@@ -307,7 +307,7 @@ public struct SeedOperation: ConsoleOperation {
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> SeedReport {
         let total = backups
-        return try DataAdminService(store: try context.store(), clock: context.clock).seed(
+        return try await DataAdminService(store: try context.store(), clock: context.clock).seed(
             backups: backups, orphans: orphans, seed: seed, session: try context.session(),
             progress: { done throws(ConsoleError) in try context.progress(ProgressEvent(done: done, total: total)) })
     }
@@ -315,9 +315,9 @@ public struct SeedOperation: ConsoleOperation {
 
 extension OperationContext {
     /// The caller's session in `tenant` (named by the command, not the one chosen with `use`).
-    public func session(in tenant: String) throws(ConsoleError) -> Session {
+    public func session(in tenant: String) async throws(ConsoleError) -> Session {
         var caller = caller
         caller.tenant = try TenantName(tenant).rawValue
-        return try console.session(caller)
+        return try await console.session(caller)
     }
 }

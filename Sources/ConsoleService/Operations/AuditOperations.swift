@@ -32,7 +32,7 @@ public struct AuditListOperation: ConsoleOperation {
     }
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
-        let entries = try AuditLog(store: try context.store()).list(
+        let entries = try await AuditLog(store: try context.store()).list(
             session: try context.session(), operatorName: operatorName, action: action, sinceMillis: sinceMillis,
             afterSeq: afterSeq, limit: limit)
         return Output(entries: entries)
@@ -57,7 +57,8 @@ public struct AuditVerifyOperation: ConsoleOperation {
         if keys.isEmpty, let own = context.console.auditSigner?.publicKey {
             keys = [own] + context.console.retiredAuditKeys
         }
-        return try SignedAuditLog(store: try context.store()).verify(session: try context.session(), publicKeys: keys)
+        return try await SignedAuditLog(store: try context.store()).verify(
+            session: try context.session(), publicKeys: keys)
     }
 }
 
@@ -76,7 +77,7 @@ public struct AuditExportOperation: ConsoleOperation {
     }
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> AuditExportPage {
-        try SignedAuditLog(store: try context.store()).export(
+        try await SignedAuditLog(store: try context.store()).export(
             session: try context.session(), sinceMillis: sinceMillis, afterSeq: afterSeq, limit: limit)
     }
 }

@@ -26,7 +26,7 @@ public struct CleanupScanOperation: ConsoleOperation {
     }
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
-        let session = try context.session()
+        let session = try await context.session()
         let report = try await context.cleanupService(session).scan(session: session, graceSeconds: graceSeconds)
         return Output(tenant: session.tenantName.rawValue, sandbox: session.tenant.isSandbox, report: report)
     }
@@ -86,7 +86,7 @@ public struct CleanupRunOperation: ConsoleOperation {
     }
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
-        let session = try context.session()
+        let session = try await context.session()
         guard max >= 0, (1...64).contains(concurrency) else {
             throw ConsoleError.usage("--max must be ≥ 0 and --concurrency between 1 and 64.")
         }
@@ -141,7 +141,7 @@ public struct CleanupStatusOperation: ConsoleOperation {
     }
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> StatusReport {
-        let session = try context.session()
+        let session = try await context.session()
         var parsed: Set<CleanupItemRecord.State>?
         if !states.isEmpty {
             parsed = []
@@ -172,7 +172,7 @@ public struct CleanupIngestLogOperation: ConsoleOperation {
     public init(text: String) { self.text = text }
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> IngestReport {
-        let session = try context.session()
+        let session = try await context.session()
         return try await context.cleanupService(session).ingestLog(session: session, text: text)
     }
 }
@@ -197,7 +197,7 @@ public struct CleanupTeardownRequestOperation: ConsoleOperation {
     }
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
-        let session = try context.session()
+        let session = try await context.session()
         let body = try await context.cleanupService(session).teardownRequest(session: session, subOrgId: subOrgId)
         return Output(subOrgId: subOrgId.lowercased(), body: body)
     }
@@ -216,7 +216,7 @@ public struct CleanupSubmitOperation: ConsoleOperation {
     }
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> RunReport.Item {
-        let session = try context.session()
+        let session = try await context.session()
         return try await context.cleanupService(session).submit(
             session: session, body: Array(body), stamp: stamp.trimmingCharacters(in: .whitespacesAndNewlines))
     }

@@ -14,12 +14,12 @@ public struct LookupOperation: ConsoleOperation {
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> LookupResult {
         let service = LookupService(store: try context.store())
-        let session = try context.session()
+        let session = try await context.session()
         do {
-            return try service.lookup(query, session: session)
+            return try await service.lookup(query, session: session)
         } catch  where error.code == "not_found" {
             guard case .keypair(let key, let sync) = query,
-                (try? service.resolve(.keypair(publicKey: key, sync: !sync), tenant: session.tenantName)) != nil
+                await (try? service.resolve(.keypair(publicKey: key, sync: !sync), tenant: session.tenantName)) != nil
             else { throw error }
             let hint =
                 sync
@@ -39,7 +39,7 @@ public struct ShowOperation: ConsoleOperation {
     public init(backupId: String) { self.backupId = backupId }
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> BackupReport {
-        try BackupInspector(store: try context.store(), clock: context.clock).show(
+        try await BackupInspector(store: try context.store(), clock: context.clock).show(
             backupId: backupId, session: try context.session())
     }
 }
@@ -67,7 +67,7 @@ public struct CheckOperation: ConsoleOperation {
         scan.filter = filter
         let onProgress: ((Int) throws(ConsoleError) -> Void)? =
             backupId == nil ? { done throws(ConsoleError) in try context.progress(ProgressEvent(done: done)) } : nil
-        return try scan.check(backupId: backupId, session: try context.session(), progress: onProgress)
+        return try await scan.check(backupId: backupId, session: try context.session(), progress: onProgress)
     }
 }
 
@@ -78,7 +78,7 @@ public struct StatsOperation: ConsoleOperation {
     public init() {}
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> TenantStats {
-        try StatsService(store: try context.store(), clock: context.clock).stats(session: try context.session())
+        try await StatsService(store: try context.store(), clock: context.clock).stats(session: try context.session())
     }
 }
 
@@ -91,7 +91,7 @@ public struct BackupsListOperation: ConsoleOperation {
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> BackupList.Listing {
         let clock = context.clock
-        return try BackupList(store: try context.store(), now: { clock.seconds }).list(
+        return try await BackupList(store: try context.store(), now: { clock.seconds }).list(
             query, session: try context.session())
     }
 }
@@ -112,11 +112,11 @@ public struct WhoamiOperation: ConsoleOperation {
     public init() {}
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
-        let op = try context.operatorRecord()
-        let visible = try context.access.tenants(visibleTo: op)
+        let op = try await context.operatorRecord()
+        let visible = try await context.access.tenants(visibleTo: op)
         // A tenant asked for (--tenant, use, $BACKUPCTL_TENANT) must be one the operator holds;
         // without one, whoami still answers for an operator with several tenants.
-        let current = context.caller.tenant != nil ? try context.session() : try? context.session()
+        let current = await context.caller.tenant != nil ? try context.session() : try? context.session()
         return Output(
             operator: op.name.rawValue, tenant: current?.tenantName.rawValue, role: current?.role.name,
             canCreateTenants: op.canCreateTenants,
@@ -141,7 +141,7 @@ public struct UseOperation: ConsoleOperation {
         let name = try TenantName(tenant)
         var caller = context.caller
         caller.tenant = name.rawValue
-        let session = try context.console.session(caller)
+        let session = try await context.console.session(caller)
         return Output(tenant: name.rawValue, role: session.role.name)
     }
 }
@@ -164,10 +164,11 @@ public struct BackupIdsOperation: ConsoleOperation {
     }
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
-        let session = try context.session()
-        try session.require(.lookup)
+        let session = try await context.session()
+        try await session.require(.lookup)
         return Output(
-            backupIds: try context.store().backupIds(tenant: session.tenantName, prefix: prefix, limit: min(limit, 200))
+            backupIds: try await context.store().backupIds(
+                tenant: session.tenantName, prefix: prefix, limit: min(limit, 200))
         )
     }
 }

@@ -49,7 +49,7 @@ public struct ResetBeginOperation: ConsoleOperation {
     }
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
-        let session = try context.session()
+        let session = try await context.session()
         let service = try await context.resetService(session)
         return Output(try await service.begin(backupAccountId: backupAccountId, session: session))
     }
@@ -87,9 +87,9 @@ public struct ResetPlanOperation: ConsoleOperation, CustomStringConvertible {
     public var description: String { "ResetPlanOperation(token: <redacted>)" }
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
-        let session = try context.session()
+        let session = try await context.session()
         let service = try await context.resetService(session)
-        let plan = try service.plan(
+        let plan = try await service.plan(
             token: SecretBytes(Array(token.utf8)), backupAccountId: backupAccountId, session: session)
         return Output(
             tenant: session.tenantName.rawValue, backupId: plan.backupId, fromLedger: plan.fromLedger,
@@ -114,7 +114,7 @@ public struct ResetCompleteOperation: ConsoleOperation, CustomStringConvertible 
     public var description: String { "ResetCompleteOperation(token: <redacted>, signature: <redacted>)" }
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> ResetResult {
-        let session = try context.session()
+        let session = try await context.session()
         let service = try await context.resetService(session)
         return try await service.complete(
             token: SecretBytes(Array(token.utf8)), signature: signature, backupAccountId: backupAccountId,

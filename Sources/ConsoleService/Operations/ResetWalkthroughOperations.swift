@@ -21,9 +21,9 @@ public struct ResetWalkthroughOperation: ConsoleOperation {
     }
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
-        let session = try context.session()
-        try session.require(.resetBegin)
-        try session.require(.resetComplete)
+        let session = try await context.session()
+        try await session.require(.resetBegin)
+        try await session.require(.resetComplete)
         return Output(tenant: session.tenantName.rawValue, operator: session.operatorName.rawValue)
     }
 }
@@ -38,7 +38,7 @@ public struct ResetReviewOperation: ConsoleOperation {
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> WalkthroughReview {
         let store = try context.store()
-        return try ResetReviewer(store: store, finder: LookupFinder(store: store)).review(
+        return try await ResetReviewer(store: store, finder: LookupFinder(store: store)).review(
             query, session: try context.session())
     }
 }
@@ -90,7 +90,7 @@ public struct ResetTeardownOperation: ConsoleOperation {
     }
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
-        let session = try context.session()
+        let session = try await context.session()
         guard session.role >= Permission.cleanupTeardown.minimumRole else {
             return Output(permitted: false, outcomes: [])
         }
