@@ -216,7 +216,7 @@ let package = Package(
         .testTarget(
             name: "AccessTests",
             dependencies: [
-                "Access", "ConsoleStore", "BackupCrypto", "BackupModel",
+                "Access", "ConsoleStore", "BackupCrypto", "BackupModel", "BackupctlTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]),
         .testTarget(
