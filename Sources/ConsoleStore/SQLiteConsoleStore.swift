@@ -84,13 +84,18 @@ public final class SQLiteConsoleStore: ConsoleStore {
 
     // MARK: Transactions with ConsoleError
 
+    // The helpers below are `async` for the protocol's sake but call GRDB synchronously: a
+    // lookup then runs on the calling thread with no hop to GRDB's queues and back (which
+    // doubled its latency), and a statement or transaction, once begun, always finishes —
+    // cancelling the caller (Ctrl-C, a dropped connection) is noticed between store calls.
+
     /// A read in a deferred transaction (a consistent snapshot for multi-statement reads), on
     /// one of the pool's readers.
     func read<T: Sendable>(
         _ what: @autoclosure () -> String, _ body: @escaping @Sendable (Database) throws -> T
     ) async throws(ConsoleError) -> T {
         do {
-            return try await Self.uncancelled { [pool] in try await pool.read(body) }
+            return try Self.synchronously { try pool.read(body) }
         } catch {
             throw Self.mapError(error, while: what())
         }
@@ -103,7 +108,7 @@ public final class SQLiteConsoleStore: ConsoleStore {
         _ what: @autoclosure () -> String, _ body: @escaping @Sendable (Database) throws -> T
     ) async throws(ConsoleError) -> T {
         do {
-            return try await Self.uncancelled { [pool] in try await pool.writeWithoutTransaction(body) }
+            return try Self.synchronously { try pool.writeWithoutTransaction(body) }
         } catch {
             throw Self.mapError(error, while: what())
         }
@@ -114,18 +119,14 @@ public final class SQLiteConsoleStore: ConsoleStore {
         _ what: @autoclosure () -> String, _ body: @escaping @Sendable (Database) throws -> T
     ) async throws(ConsoleError) -> T {
         do {
-            return try await Self.uncancelled { [pool] in try await pool.write(body) }
+            return try Self.synchronously { try pool.write(body) }
         } catch {
             throw Self.mapError(error, while: what())
         }
     }
 
-    /// Runs a database access in a task of its own, so cancelling the caller (Ctrl-C, a dropped
-    /// connection) does not interrupt a statement or roll back a transaction half-way: a store
-    /// call finishes, and the caller notices the cancellation between calls, as before.
-    private static func uncancelled<T: Sendable>(_ access: @escaping @Sendable () async throws -> T) async throws -> T {
-        try await Task { try await access() }.value
-    }
+    /// Runs `access` outside any async context, so GRDB's synchronous API is the one called.
+    private static func synchronously<T>(_ access: () throws -> T) throws -> T { try access() }
 
     /// The debug-build crash points inside transactions (``crashPoint``).
     enum CrashPoint: String {
