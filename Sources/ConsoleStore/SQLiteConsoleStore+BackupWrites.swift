@@ -59,12 +59,7 @@ extension SQLiteConsoleStore {
         }
     }
 
-    static func checkKey(_ pk: String) throws {
-        guard pk.hasPrefix("MAIN#") || pk.hasPrefix("SYNC#") else {
-            throw ConsoleError.invalid(
-                "invalid_lookup_key", "Invalid FactorLookup key \"\(pk.prefix(80))\": the scope must be MAIN or SYNC.")
-        }
-    }
+    static func checkKey(_ pk: String) throws { try BackupWrite.checkKey(pk) }
 
     /// Writes one backup inside the caller's transaction: conflict check first, so a conflict
     /// throws before anything of this backup is written (and the transaction rolls back).
@@ -73,27 +68,9 @@ extension SQLiteConsoleStore {
         let record = write.record
         let id = record.backupId
         let t = tenant.rawValue
-        guard record.metadata.id == id else {
-            throw ConsoleError.invalid(
-                "backup_id_mismatch", "Backup \(id) carries metadata for \(record.metadata.id); they must match.")
-        }
-        if let blob = write.blob {
-            guard blob.count <= BackupMetadata.maxBlobBytes else {
-                throw ConsoleError.invalid(
-                    "blob_too_large", "The sealed blob of \(id) has \(blob.count) bytes; at most 15 MB is allowed.")
-            }
-            guard record.blobSize == blob.count, record.blobSHA256 != nil else {
-                throw ConsoleError.invalid(
-                    "blob_mismatch", "The record of \(id) must carry the size and SHA-256 of its sealed blob.")
-            }
-        }
+        try write.validate()
         let owner = try db.cachedStatement(sql: "SELECT backup_id FROM factor_lookup WHERE tenant = ? AND pk = ?")
         for row in write.lookupRows {
-            guard row.backupId == id else {
-                throw ConsoleError.invalid(
-                    "lookup_row_mismatch", "A lookup row written with backup \(id) names backup \(row.backupId).")
-            }
-            try checkKey(row.pk)
             if let other = try String.fetchOne(owner, arguments: [t, row.pk]), other != id {
                 throw ConsoleError(
                     .conflict, code: "factor_conflict",

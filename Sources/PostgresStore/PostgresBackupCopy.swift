@@ -33,7 +33,7 @@ public enum PostgresBackupCopy {
     /// core): the part of a write that needs no database, so an import can prepare the next
     /// batch while the server merges this one.
     public static func prepare(tenant: TenantName, _ writes: [BackupWrite]) throws(ConsoleError) -> Prepared {
-        for write in writes { try check(write) }
+        for write in writes { try write.validate() }
         // The last write of a backup in the batch wins, as in consecutive writes.
         var seen = Set<String>()
         let last = Array(writes.reversed().filter { seen.insert($0.record.backupId).inserted }.reversed())
@@ -113,37 +113,6 @@ public enum PostgresBackupCopy {
         }
         try await checkConflicts(on: connection, logger: logger)
         try await merge(on: connection, logger: logger)
-    }
-
-    /// The checks of the SQLite store's `apply`, made before anything is sent.
-    static func check(_ write: BackupWrite) throws(ConsoleError) {
-        let record = write.record
-        let id = record.backupId
-        guard record.metadata.id == id else {
-            throw ConsoleError.invalid(
-                "backup_id_mismatch", "Backup \(id) carries metadata for \(record.metadata.id); they must match.")
-        }
-        if let blob = write.blob {
-            guard blob.count <= BackupMetadata.maxBlobBytes else {
-                throw ConsoleError.invalid(
-                    "blob_too_large", "The sealed blob of \(id) has \(blob.count) bytes; at most 15 MB is allowed.")
-            }
-            guard record.blobSize == blob.count, record.blobSHA256 != nil else {
-                throw ConsoleError.invalid(
-                    "blob_mismatch", "The record of \(id) must carry the size and SHA-256 of its sealed blob.")
-            }
-        }
-        for row in write.lookupRows {
-            guard row.backupId == id else {
-                throw ConsoleError.invalid(
-                    "lookup_row_mismatch", "A lookup row written with backup \(id) names backup \(row.backupId).")
-            }
-            guard row.pk.hasPrefix("MAIN#") || row.pk.hasPrefix("SYNC#") else {
-                throw ConsoleError.invalid(
-                    "invalid_lookup_key",
-                    "Invalid FactorLookup key \"\(row.pk.prefix(80))\": the scope must be MAIN or SYNC.")
-            }
-        }
     }
 
     /// A lookup row the index gives another backup, or that two backups of the batch claim.
