@@ -108,7 +108,7 @@ import Testing
         #expect(pty.expect("Type the tenant name (sandbox) to confirm"))
         pty.send("sandbox\r")
         #expect(pty.expect("deleted 3"), "\(pty.transcript)")
-        #expect(pty.waitForExit())
+        try #require(pty.waitForExit())
         #expect(pty.process.terminationStatus == 0)
         // Nothing eligible now: it says so and asks nothing.
         let again = try PTY(

@@ -32,7 +32,7 @@ import Testing
         defer { cli.cleanUp() }
         for flag in ["--help", "-h"] {
             let pty = try PTY(arguments: [flag, "--no-pager"], environment: cli.environment)
-            #expect(pty.waitForExit())
+            try #require(pty.waitForExit())
             #expect(pty.process.terminationStatus == 0)
             #expect(pty.transcript.contains("GLOBAL OPTIONS"))
         }

@@ -36,7 +36,7 @@ import Testing
         pty.send("whoami\r")
         #expect(pty.expect("operator:"), "the console must read the terminal again: \(pty.transcript)")
         pty.send("quit\r")
-        #expect(pty.waitForExit())
+        try #require(pty.waitForExit())
         #expect(pty.process.terminationStatus == 0)
     }
 
@@ -69,7 +69,7 @@ import Testing
             "TERM": "xterm", "PAGER": "false", "BACKUPCTL_PAGER": "env > '\(seen)'; cat > /dev/null",
         ]) { $1 }
         let pty = try PTY(arguments: ["help"], environment: environment)
-        #expect(pty.waitForExit())
+        try #require(pty.waitForExit())
         #expect(pty.process.terminationStatus == 0)
         let recorded = try String(contentsOfFile: seen, encoding: .utf8)
         #expect(recorded.contains("TERM=xterm"))
