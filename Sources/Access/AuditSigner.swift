@@ -63,7 +63,7 @@ public final class AuditSigner: Sendable {
     ///   - store: the store, asked for on every tick (a failure to open it is kept in ``lastError``).
     ///   - sleep: waits the given milliseconds; tests inject one that moves a manual clock.
     public func run(
-        store: () throws(ConsoleError) -> any AuditCheckpointStore, every seconds: Int,
+        store: () async throws(ConsoleError) -> any AuditCheckpointStore, every seconds: Int,
         sleep: (Int64) async throws -> Void
     ) async {
         let interval = Int64(max(1, seconds)) * 1000
@@ -78,9 +78,9 @@ public final class AuditSigner: Sendable {
         await tick(store)
     }
 
-    private func tick(_ store: () throws(ConsoleError) -> any AuditCheckpointStore) async {
+    private func tick(_ store: () async throws(ConsoleError) -> any AuditCheckpointStore) async {
         do {
-            await checkpointIfBehind(store: try store())
+            await checkpointIfBehind(store: try await store())
         } catch {
             failure.withLock { $0 = error }
         }

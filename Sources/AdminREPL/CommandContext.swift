@@ -111,8 +111,8 @@ final class CommandContext {
         }
     }
 
-    func store() throws(ConsoleError) -> any ConsoleStore {
-        try local.store(create: true)
+    func store() async throws(ConsoleError) -> any ConsoleStore {
+        try await local.store(create: true)
     }
 
     /// The operator behind `--token-file` or `$BACKUPCTL_TOKEN` (in-process commands only).

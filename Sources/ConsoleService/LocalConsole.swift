@@ -118,7 +118,7 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
             return
         }
         await auditSigner.run(
-            store: { () throws(ConsoleError) -> any AuditCheckpointStore in try self.store() }, every: seconds,
+            store: { () async throws(ConsoleError) -> any AuditCheckpointStore in try await self.store() }, every: seconds,
             sleep: sleep)
     }
 
@@ -126,7 +126,7 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
     public func trustRetiredAuditKeys(_ keys: [AuditPublicKey]) { lock.withLock { retired = keys } }
 
     /// The store, opened on first use; `create` allows making a new file (`init`, `demo`).
-    public func store(create: Bool = false) throws(ConsoleError) -> any LiveTenantStore {
+    public func store(create: Bool = false) async throws(ConsoleError) -> any LiveTenantStore {
         if let store = lock.withLock({ opened }) { return store }
         if !create, !FileManager.default.fileExists(atPath: storePath) {
             throw ConsoleError(
@@ -143,7 +143,7 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
     }
 
     var access: AccessService {
-        get throws(ConsoleError) { AccessService(store: try store(), clock: clock, random: random) }
+        get async throws(ConsoleError) { AccessService(store: try await store(), clock: clock, random: random) }
     }
 
     /// The operator a token names.
@@ -185,7 +185,7 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
     }
 
     private func readSession(_ op: OperatorRecord, tenant chosen: String?) async throws(ConsoleError) -> Session {
-        let access = try access
+        let access = try await access
         let name: TenantName
         if let chosen {
             name = try TenantName(chosen)
@@ -233,10 +233,10 @@ public struct OperationContext: Sendable {
     public var clock: WallClock { console.clock }
     public var random: any RandomSource { console.random }
 
-    public func store() throws(ConsoleError) -> any LiveTenantStore { try console.store() }
+    public func store() async throws(ConsoleError) -> any LiveTenantStore { try await console.store() }
 
     public var access: AccessService {
-        get throws(ConsoleError) { try console.access }
+        get async throws(ConsoleError) { try await console.access }
     }
 
     /// The authenticated operator (operations outside any tenant: `tenant list`, `whoami`).

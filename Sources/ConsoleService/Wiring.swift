@@ -49,7 +49,7 @@ extension OperationContext {
         if tenant.isSandbox {
             return try BackupServiceClient(
                 baseURL: try await console.wiring.sandboxBackupService(
-                    tenant.name, store: try store(), clock: clock))
+                    tenant.name, store: try await store(), clock: clock))
         }
         guard let url = tenant.backupServiceURL else {
             throw .invalid(
@@ -62,14 +62,14 @@ extension OperationContext {
 
     public func resetService(_ session: Session) async throws(ConsoleError) -> ResetService {
         ResetService(
-            store: try store(), service: try await backupService(session), clock: clock,
+            store: try await store(), service: try await backupService(session), clock: clock,
             checkpoint: CrashHook.checkpoint(environment: console.environment))
     }
 
     /// The cleanup service for the session's tenant: the in-process Turnkey sandbox for sandbox
     /// tenants, AsyncHTTPClient and the tenant's key files (read here, on the server) for live ones.
     public func cleanupService(_ session: Session) async throws(ConsoleError) -> CleanupService {
-        let store = try store()
+        let store = try await store()
         let tenant = session.tenant
         let connection: TurnkeyConnection
         if tenant.isSandbox {

@@ -33,7 +33,7 @@ struct DemoCommand: ConsoleCommand {
         var seeded: SeedReport?
         if !FileManager.default.fileExists(atPath: tokenFile) {
             try? FileManager.default.removeItem(atPath: directory)
-            let store = try ctx.store()
+            let store = try await ctx.store()
             let access = AccessService(store: store, clock: ctx.clock, random: ctx.random)
             let token = try await access.bootstrap(admin: try OperatorName("demo"))
             try Self.writePrivate(token, to: tokenFile)

@@ -56,7 +56,7 @@ struct ServeCommand: ConsoleCommand {
         }
         console.trustRetiredAuditKeys(retired)
         // Fails now, not on the first request, when there is no store.
-        _ = try console.store()
+        _ = try await console.store()
         var logger = Logger(label: "backupctl.serve", factory: { ServerLogHandler.standardError(label: $0) })
         logger.logLevel =
             ctx.environment["BACKUPCTL_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .notice

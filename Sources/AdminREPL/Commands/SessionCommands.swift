@@ -18,7 +18,7 @@ struct InitCommand: ConsoleCommand {
 
     func execute(_ ctx: CommandContext) async throws -> CommandOutput {
         let name = try OperatorName(admin)
-        let access = AccessService(store: try ctx.store(), clock: ctx.clock, random: ctx.random)
+        let access = AccessService(store: try await ctx.store(), clock: ctx.clock, random: ctx.random)
         let token = try await access.bootstrap(admin: name)
         let text = token.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
         let result = Result(operator: name.rawValue, token: text)

@@ -285,7 +285,7 @@ public struct ImportOperation: ConsoleOperation {
         let session = try await context.session()
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         let total = entries.filter { $0 != "factor_lookup.jsonl" && $0 != SnapshotManifest.fileName }.count
-        return try await DataAdminService(store: try context.store(), clock: context.clock).importExport(
+        return try await DataAdminService(store: try await context.store(), clock: context.clock).importExport(
             directory: directory, dryRun: dryRun, session: session, snapshotAt: snapshotAt, complete: complete,
             progress: { done throws(ConsoleError) in try context.progress(ProgressEvent(done: done, total: total)) })
     }
@@ -307,7 +307,7 @@ public struct SeedOperation: ConsoleOperation {
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> SeedReport {
         let total = backups
-        return try await DataAdminService(store: try context.store(), clock: context.clock).seed(
+        return try await DataAdminService(store: try await context.store(), clock: context.clock).seed(
             backups: backups, orphans: orphans, seed: seed, session: try context.session(),
             progress: { done throws(ConsoleError) in try context.progress(ProgressEvent(done: done, total: total)) })
     }

@@ -32,7 +32,7 @@ public struct AuditListOperation: ConsoleOperation {
     }
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
-        let entries = try await AuditLog(store: try context.store()).list(
+        let entries = try await AuditLog(store: try await context.store()).list(
             session: try context.session(), operatorName: operatorName, action: action, sinceMillis: sinceMillis,
             afterSeq: afterSeq, limit: limit)
         return Output(entries: entries)
@@ -57,7 +57,7 @@ public struct AuditVerifyOperation: ConsoleOperation {
         if keys.isEmpty, let own = context.console.auditSigner?.publicKey {
             keys = [own] + context.console.retiredAuditKeys
         }
-        return try await SignedAuditLog(store: try context.store()).verify(
+        return try await SignedAuditLog(store: try await context.store()).verify(
             session: try context.session(), publicKeys: keys)
     }
 }
@@ -77,7 +77,7 @@ public struct AuditExportOperation: ConsoleOperation {
     }
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> AuditExportPage {
-        try await SignedAuditLog(store: try context.store()).export(
+        try await SignedAuditLog(store: try await context.store()).export(
             session: try context.session(), sinceMillis: sinceMillis, afterSeq: afterSeq, limit: limit)
     }
 }

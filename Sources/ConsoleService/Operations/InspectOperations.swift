@@ -13,7 +13,7 @@ public struct LookupOperation: ConsoleOperation {
     public init(_ query: LookupQuery) { self.query = query }
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> LookupResult {
-        let service = LookupService(store: try context.store())
+        let service = LookupService(store: try await context.store())
         let session = try await context.session()
         do {
             return try await service.lookup(query, session: session)
@@ -39,7 +39,7 @@ public struct ShowOperation: ConsoleOperation {
     public init(backupId: String) { self.backupId = backupId }
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> BackupReport {
-        try await BackupInspector(store: try context.store(), clock: context.clock).show(
+        try await BackupInspector(store: try await context.store(), clock: context.clock).show(
             backupId: backupId, session: try context.session())
     }
 }
@@ -62,7 +62,7 @@ public struct CheckOperation: ConsoleOperation {
         guard (1...100_000).contains(limit) else {
             throw ConsoleError.invalid("invalid_limit", "--limit must be between 1 and 100000, got \(limit).")
         }
-        var scan = HealthScan(store: try context.store())
+        var scan = HealthScan(store: try await context.store())
         scan.findingLimit = limit
         scan.filter = filter
         let onProgress: ((Int) throws(ConsoleError) -> Void)? =
@@ -78,7 +78,7 @@ public struct StatsOperation: ConsoleOperation {
     public init() {}
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> TenantStats {
-        try await StatsService(store: try context.store(), clock: context.clock).stats(session: try context.session())
+        try await StatsService(store: try await context.store(), clock: context.clock).stats(session: try context.session())
     }
 }
 
@@ -91,7 +91,7 @@ public struct BackupsListOperation: ConsoleOperation {
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> BackupList.Listing {
         let clock = context.clock
-        return try await BackupList(store: try context.store(), now: { clock.seconds }).list(
+        return try await BackupList(store: try await context.store(), now: { clock.seconds }).list(
             query, session: try context.session())
     }
 }

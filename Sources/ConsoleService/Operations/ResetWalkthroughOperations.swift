@@ -37,7 +37,7 @@ public struct ResetReviewOperation: ConsoleOperation {
     public init(query: String) { self.query = query }
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> WalkthroughReview {
-        let store = try context.store()
+        let store = try await context.store()
         return try await ResetReviewer(store: store, finder: LookupFinder(store: store)).review(
             query, session: try context.session())
     }
