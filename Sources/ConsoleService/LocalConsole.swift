@@ -118,7 +118,8 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
             return
         }
         await auditSigner.run(
-            store: { () async throws(ConsoleError) -> any AuditCheckpointStore in try await self.store() }, every: seconds,
+            store: { () async throws(ConsoleError) -> any AuditCheckpointStore in try await self.store() },
+            every: seconds,
             sleep: sleep)
     }
 

@@ -78,7 +78,8 @@ public struct StatsOperation: ConsoleOperation {
     public init() {}
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> TenantStats {
-        try await StatsService(store: try await context.store(), clock: context.clock).stats(session: try context.session())
+        try await StatsService(store: try await context.store(), clock: context.clock).stats(
+            session: try context.session())
     }
 }
 
