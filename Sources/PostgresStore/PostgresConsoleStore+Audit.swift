@@ -62,11 +62,6 @@ extension PostgresConsoleStore {
         try await write("appending an audit entry") { connection in try await insertAudit(draft, connection) }
     }
 
-    /// Appends the entry of a read (a lookup, `show`, `check`, `stats`), committed before it returns.
-    public func appendReadAudit(_ draft: AuditDraft) async throws(ConsoleError) {
-        try await appendAudit(draft)
-    }
-
     /// Entries in sequence order after `afterSeq`, at most `limit`; `tenant` filters, `nil` returns all.
     public func auditEntries(tenant: TenantName?, afterSeq: Int64, limit: Int) async throws(ConsoleError)
         -> [AuditEntry]

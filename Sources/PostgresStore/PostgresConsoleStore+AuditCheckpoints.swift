@@ -76,26 +76,34 @@ extension PostgresConsoleStore {
         var latest: AuditCheckpoint?
     }
 
-    /// In one transaction under the audit chain's lock: reads the head entry and the newest
-    /// checkpoint, asks `make` for the next checkpoint, and appends what it returns. Two signers,
-    /// in this process or another, cannot both chain to the same predecessor; nothing is appended
-    /// to the chain between the head read and the checkpoint's commit.
-    ///
-    /// `make` runs inside the transaction, between the reads and the write, as in
-    /// ``SQLiteConsoleStore``: it should only compute (sign), not wait on anything.
-    public func appendAuditCheckpoint(
-        _ make: (_ head: AuditEntry, _ latest: AuditCheckpoint?) throws(ConsoleError) -> AuditCheckpoint?
-    ) async throws(ConsoleError) -> AuditCheckpoint? {
+    /// The head entry (`nil` for an empty log) and the newest checkpoint, read in one
+    /// repeatable-read transaction (one snapshot).
+    public func auditHead() async throws(ConsoleError) -> (head: AuditEntry?, latest: AuditCheckpoint?) {
+        let read = try await snapshot("reading the audit head") { connection in
+            let head = try await first(
+                "SELECT \(unescaped: Self.auditColumns) FROM audit ORDER BY seq DESC LIMIT 1", connection,
+                Self.auditEntry)
+            return HeadRow(head: head, latest: try await latestCheckpoint(connection))
+        }
+        return (read.head, read.latest)
+    }
+
+    private struct HeadRow: Sendable {
+        var head: AuditEntry?
+        var latest: AuditCheckpoint?
+    }
+
+    /// Appends `checkpoint` if the newest checkpoint is still `previous` (by hash; `nil`: none
+    /// yet), under the audit chain's lock, so two signers on any servers cannot both chain to
+    /// the same predecessor; returns whether it did.
+    public func appendAuditCheckpoint(_ checkpoint: AuditCheckpoint, ifLatestIs previous: AuditCheckpoint?)
+        async throws(ConsoleError) -> Bool
+    {
         try await write("appending an audit checkpoint") { connection in
             try await lockAudit(connection)
-            guard
-                let head = try await first(
-                    "SELECT \(unescaped: Self.auditColumns) FROM audit ORDER BY seq DESC LIMIT 1", connection,
-                    Self.auditEntry)
-            else { return nil }
-            guard let checkpoint = try make(head, try await latestCheckpoint(connection)) else { return nil }
+            guard try await latestCheckpoint(connection)?.hash == previous?.hash else { return false }
             try await insert(checkpoint, connection)
-            return checkpoint
+            return true
         }
     }
 

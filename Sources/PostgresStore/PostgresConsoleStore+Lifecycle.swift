@@ -35,11 +35,9 @@ extension PostgresConsoleStore {
 
     /// Deletes the tenant and everything in it (backups, index, grants, journal, challenges) in
     /// one transaction; the audit keeps its entries. Returns how many backups went, `nil` when
-    /// there is no such tenant (nothing is audited then).
-    ///
-    /// `audit` is written with that count added to its details under `backups` (what
-    /// `AccessService.deleteTenant` records), replacing any value the draft had there.
-    public func deleteTenant(_ name: TenantName, audit: AuditDraft) async throws(ConsoleError) -> Int? {
+    /// there is no such tenant (nothing is audited then). The entry is `audit` completed with
+    /// that count (``CountedAuditDraft/completed(count:)``).
+    public func deleteTenant(_ name: TenantName, audit: CountedAuditDraft) async throws(ConsoleError) -> Int? {
         try await write("deleting tenant \(name)") { connection in
             let backups =
                 try await first("SELECT count(*) FROM backups WHERE tenant = \(name.rawValue)", connection) { row in
@@ -50,9 +48,7 @@ extension PostgresConsoleStore {
             try await execute("DELETE FROM backups WHERE tenant = \(name.rawValue)", connection)
             guard try await exists("DELETE FROM tenants WHERE name = \(name.rawValue) RETURNING name", connection)
             else { return nil }
-            var draft = audit
-            draft.details["backups"] = "\(backups)"
-            _ = try await insertAudit(draft, connection)
+            _ = try await insertAudit(audit.completed(count: backups), connection)
             return backups
         }
     }

@@ -44,6 +44,18 @@ public final class PostgresConsoleStore: Sendable {
         try await database.withTransaction(what(), body)
     }
 
+    /// Runs `body` in one read-only repeatable-read transaction: every statement sees the same
+    /// snapshot, as a SQLite read transaction does.
+    func snapshot<T: Sendable>(
+        _ what: @autoclosure () -> String, _ body: (PostgresConnection) async throws -> T
+    ) async throws(ConsoleError) -> T {
+        try await database.withTransaction(what()) { connection in
+            try await connection.query(
+                "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: database.logger)
+            return try await body(connection)
+        }
+    }
+
     /// Runs `body` on a leased connection outside a transaction (each statement sees committed data).
     func read<T: Sendable>(
         _ what: @autoclosure () -> String, _ body: (PostgresConnection) async throws -> T

@@ -131,6 +131,28 @@ public struct PostgresStoreConfiguration: Sendable, CustomStringConvertible, Cus
     /// `host:port`, for messages about reaching the server.
     public var endpoint: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
+    /// Whether `text` is a `postgres://` or `postgresql://` URL rather than a SQLite file path.
+    public static func isURL(_ text: String) -> Bool {
+        let lowered = text.prefix(14).lowercased()
+        return lowered.hasPrefix("postgres://") || lowered.hasPrefix("postgresql://")
+    }
+
+    /// Whether a `postgres://` URL carries a password in its userinfo (which `--db` must not:
+    /// arguments show in `ps`).
+    public static func hasPassword(_ url: String) -> Bool {
+        guard isURL(url) else { return false }
+        if let parts = URLComponents(string: url) { return parts.password != nil }
+        // Unparseable: anything after a `:` in the userinfo may be one.
+        guard let scheme = url.range(of: "://"), let at = url[scheme.upperBound...].lastIndex(of: "@") else {
+            return false
+        }
+        let afterScheme = url[scheme.upperBound...]
+        return afterScheme[..<at].contains(":")
+    }
+
+    /// `url` without its password when it is a `postgres://` URL; other text as it is.
+    public static func displayed(_ url: String) -> String { isURL(url) ? redact(url) : url }
+
     static func hasControlCharacter(_ text: String) -> Bool {
         text.unicodeScalars.contains { $0.properties.generalCategory == .control }
     }

@@ -62,9 +62,7 @@ struct PostgresAuditChainTests {
                                 // New entries between checkpoints, so heads differ too.
                                 try await store.appendAudit(
                                     AuditDraft(operatorName: signer, tenant: nil, action: "tick", target: "\(round)"))
-                                _ = try await store.appendAuditCheckpoint { head, latest in
-                                    checkpoint(head: head, after: latest, signer: "\(signer)\(task)")
-                                }
+                                _ = try await signCheckpoint(store, signer: "\(signer)\(task)")
                             }
                         }
                     }

@@ -171,7 +171,7 @@ struct PostgresConsoleStoreTests {
                 GrantRecord(operatorName: Self.bob, tenant: Self.alpha, role: .viewer), audit: draft("g"))
             #expect(try await moved())
             try await store.appendAudit(draft("backup.show"))
-            try await store.appendReadAudit(draft("backup.lookup"))
+            try await store.appendAudit(draft("backup.lookup"))
             #expect(try await !moved())
             #expect(try await !store.revoke(operator: Self.bob, tenant: Self.beta, audit: draft("r")))
             #expect(try await !moved())
@@ -179,7 +179,9 @@ struct PostgresConsoleStoreTests {
             #expect(try await moved())
             #expect(try await store.revoke(operator: Self.bob, tenant: Self.alpha, audit: draft("r")))
             #expect(try await moved())
-            #expect(try await store.deleteTenant(Self.alpha, audit: draft("tenant.delete")) == 0)
+            #expect(
+                try await store.deleteTenant(
+                    Self.alpha, audit: CountedAuditDraft(draft("tenant.delete"), countKey: "backups")) == 0)
             #expect(try await moved())
         }
     }
@@ -200,9 +202,11 @@ struct PostgresConsoleStoreTests {
                     store.database,
                     "INSERT INTO factor_lookup (tenant, pk, backup_id) VALUES ('\(tenant)', 'MAIN#\(id)', '\(id)')")
             }
-            let audit = AuditDraft(
-                operatorName: "bob", tenant: "alpha", action: "tenant.delete", target: "alpha",
-                details: ["note": "kept"])
+            let audit = CountedAuditDraft(
+                AuditDraft(
+                    operatorName: "bob", tenant: "alpha", action: "tenant.delete", target: "alpha",
+                    details: ["note": "kept"]),
+                countKey: "backups")
             #expect(try await store.deleteTenant(Self.alpha, audit: audit) == 2)
             #expect(try await store.tenant(Self.alpha) == nil)
             #expect(try await store.grants(operator: Self.bob).isEmpty)
@@ -224,7 +228,7 @@ struct PostgresConsoleStoreTests {
         let clock = TestClock(start: 1_000)
         try await withStore(clock: clock.now) { store in
             try await store.appendAudit(AuditDraft(operatorName: "bob", tenant: "alpha", action: "backup.show"))
-            try await store.appendReadAudit(AuditDraft(operatorName: "carol", tenant: "alpha", action: "reset.begin"))
+            try await store.appendAudit(AuditDraft(operatorName: "carol", tenant: "alpha", action: "reset.begin"))
             try await store.appendAudit(AuditDraft(operatorName: "bob", tenant: "beta", action: "reset.complete"))
             try await store.appendAudit(AuditDraft(operatorName: "bob", tenant: "alpha", action: "reset.complete"))
             try await store.appendAudit(AuditDraft(operatorName: "bob", tenant: nil, action: "tenant.create"))
@@ -289,7 +293,7 @@ struct PostgresConsoleStoreTests {
             try await store.grant(grant, audit: drafts[2])
             clock.set(1_780_000_000_000 + 28)
             try await sqlite.appendAudit(drafts[3])
-            try await store.appendReadAudit(drafts[3])
+            try await store.appendAudit(drafts[3])
             clock.set(1_780_000_000_000 + 35)
             #expect(try await sqlite.revoke(operator: Self.carol, tenant: Self.alpha, audit: drafts[4]))
             #expect(try await store.revoke(operator: Self.carol, tenant: Self.alpha, audit: drafts[4]))
@@ -298,7 +302,9 @@ struct PostgresConsoleStoreTests {
             tenantDelete.details["backups"] = nil
             let sqliteRemoved = try await sqlite.deleteTenant(
                 Self.alpha, audit: CountedAuditDraft(tenantDelete, countKey: "backups"))
-            #expect(try await store.deleteTenant(Self.alpha, audit: drafts[5]) == sqliteRemoved)
+            #expect(
+                try await store.deleteTenant(Self.alpha, audit: CountedAuditDraft(tenantDelete, countKey: "backups"))
+                    == sqliteRemoved)
 
             let expected = try await sqlite.auditEntries(tenant: nil, afterSeq: 0, limit: 100)
             let actual = try await store.auditEntries(tenant: nil, afterSeq: 0, limit: 100)
@@ -314,25 +320,19 @@ struct PostgresConsoleStoreTests {
     @Test func checkpointsAppendListAndMeasureTheLag() async throws {
         try await withStore { store in
             #expect(try await store.auditCheckpointLag() == (0, nil))
-            var asked = false
-            #expect(
-                try await store.appendAuditCheckpoint { _, _ in
-                    asked = true
-                    return nil
-                } == nil)
-            #expect(!asked)  // no head: `make` is not asked
+            #expect(try await store.auditHead() == (nil, nil))
 
             try await store.appendAudit(draft("a"))
             let head = try await store.appendAudit(draft("b"))
-            let first = try #require(
-                try await store.appendAuditCheckpoint { head, latest in
-                    #expect(latest == nil)
-                    return checkpoint(head: head, after: latest)
-                })
+            #expect(try await store.auditHead() == (head, nil))
+            let first = checkpoint(head: head, after: nil)
+            #expect(try await store.appendAuditCheckpoint(first, ifLatestIs: nil))
             #expect(first.seq == head.seq && first.headHash == head.hash)
+            // A signer that read the head before `first` landed appends nothing.
+            #expect(try await !store.appendAuditCheckpoint(checkpoint(head: head, after: nil), ifLatestIs: nil))
             try await store.appendAudit(draft("c"))
             #expect(try await store.auditCheckpointLag() == (3, first))
-            #expect(try await store.appendAuditCheckpoint { _, _ in nil } == nil)
+            #expect(try await store.auditHead().latest == first)
 
             let manual = AuditCheckpoint(
                 seq: 3, headHash: String(repeating: "a", count: 64), atMillis: 9, prevCheckpointHash: first.hash,
@@ -405,4 +405,20 @@ func checkpoint(head: AuditEntry, after latest: AuditCheckpoint?, signer: String
     AuditCheckpoint(
         seq: head.seq, headHash: head.hash, atMillis: head.at,
         prevCheckpointHash: latest?.hash ?? AuditEntry.genesisHash, signature: "\(signer)-\(head.seq)")
+}
+
+/// What a signer does: reads the head, signs outside the store, appends if nothing came
+/// between (``AuditCheckpointStore/appendAuditCheckpoint(_:ifLatestIs:)``); tries again, at most
+/// `attempts` times, when another signer won. Returns the checkpoint, `nil` for an empty log.
+func signCheckpoint(_ store: PostgresConsoleStore, signer: String, attempts: Int = 200) async throws
+    -> AuditCheckpoint?
+{
+    for _ in 0..<attempts {
+        let (head, latest) = try await store.auditHead()
+        guard let head else { return nil }
+        let made = checkpoint(head: head, after: latest, signer: signer)
+        if try await store.appendAuditCheckpoint(made, ifLatestIs: latest) { return made }
+    }
+    Issue.record("\(signer) lost \(attempts) races for a checkpoint")
+    return nil
 }
