@@ -148,13 +148,12 @@ final class RunLease: @unchecked Sendable {
     /// - Throws: `cleanup_run_in_progress` while another run holds an unexpired lease.
     static func acquire(_ service: CleanupService, _ session: Session) async throws(ConsoleError) -> RunLease {
         let now = service.nowSeconds
-        let host = ProcessInfo.processInfo.hostName
-        let holder = "\(session.operatorName)@\(host):\(getpid()):\(UUID().uuidString.prefix(8).lowercased())"
+        let holder = ProcessHolder.name(session.operatorName.rawValue)
         var held = try await service.store.acquireCleanupLease(
             tenant: session.tenantName, holder: holder, now: now, expiresAt: now + ttlSeconds, takeOver: nil)
         // A run on this host whose process is gone (killed) is taken over at once; elsewhere
         // its lease expires.
-        if let current = held, let pid = Self.deadLocalPid(current.holder, host: host) {
+        if let current = held, let pid = ProcessHolder.deadLocalPid(current.holder) {
             held = try await service.store.acquireCleanupLease(
                 tenant: session.tenantName, holder: holder, now: now, expiresAt: now + ttlSeconds,
                 takeOver: current.holder)
@@ -167,15 +166,6 @@ final class RunLease: @unchecked Sendable {
             )
         }
         return RunLease(service: service, tenant: session.tenantName, holder: holder, at: now)
-    }
-
-    /// The pid in `holder` when it names this host and no such process is alive.
-    static func deadLocalPid(_ holder: String, host: String) -> Int32? {
-        let parts = holder.split(separator: "@", maxSplits: 1).last?.split(separator: ":") ?? []
-        guard parts.count == 3, parts[0] == host, let pid = Int32(parts[1]), pid > 0, pid != getpid() else {
-            return nil
-        }
-        return kill(pid, 0) != 0 && errno == ESRCH ? pid : nil
     }
 
     /// Extends the lease once a third of its life has passed.

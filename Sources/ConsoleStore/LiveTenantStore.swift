@@ -28,10 +28,19 @@ public protocol LiveTenantStore: CleanupJournalStore, AuditCheckpointStore {
 
     // MARK: Resets through the Backup Service
 
-    /// Marks a ledger entry as sent to the service, with the sub-orgs its backup referenced.
-    func markResetSent(tokenHash: String, subOrgIds: [String], now: Int64) async throws(ConsoleError)
+    /// Claims the sending of a ledger entry's reset for `holder` until `until`, and marks it sent
+    /// with the sub-orgs its backup referenced (kept beside those an earlier send knew), in one
+    /// transaction. Refused while another holder's claim is alive, unless it is `takeOver` (a
+    /// sender known to be dead), so two consoles or servers never send one token at once.
+    /// - Returns: `.claimed(sentBefore:)` — whether an earlier send was never confirmed (the
+    ///   entry was sent and is not used) — or `.inFlight` with the live claim's holder and expiry.
+    func claimResetSend(
+        tokenHash: String, subOrgIds: [String], holder: String, now: Int64, until: Int64, takeOver: String?
+    ) async throws(ConsoleError) -> ResetSendClaim
+    /// Drops `holder`'s claim (its send was answered, and refused).
+    func releaseResetSend(tokenHash: String, holder: String) async throws(ConsoleError)
     /// The local part of a reset the service confirmed: in ONE transaction, mark the ledger
-    /// entry used, delete what the console still holds of the backup, queue `subOrgIds` plus
+    /// entry used (dropping its send claim), delete what the console still holds of the backup, queue `subOrgIds` plus
     /// any the copy still references (reason `reset`, no snapshot needed), append `audit`
     /// completed with the wipe (``ResetAuditDraft/completed(_:)``).
     func recordServiceReset(
@@ -81,4 +90,12 @@ public struct SnapshotRecord: Sendable, Equatable, Codable {
         self.backups = backups
         self.retired = retired
     }
+}
+
+/// The answer to ``LiveTenantStore/claimResetSend(tokenHash:subOrgIds:holder:now:until:takeOver:)``.
+public enum ResetSendClaim: Sendable, Equatable {
+    /// The caller may send; `sentBefore` when an earlier send of this entry was never confirmed.
+    case claimed(sentBefore: Bool)
+    /// Another sender holds the entry until `until` (unix seconds).
+    case inFlight(holder: String, until: Int64)
 }

@@ -31,6 +31,9 @@ enum Migrations {
         migrator.registerMigration("v7-access-version") { db in
             for sql in v7 { try db.execute(sql: sql) }
         }
+        migrator.registerMigration("v8-reset-send-claims") { db in
+            for sql in v8 { try db.execute(sql: sql) }
+        }
         return migrator
     }
 
@@ -294,4 +297,12 @@ enum Migrations {
                     + "BEGIN UPDATE access_version SET version = version + 1; END"
             }
         }
+
+    /// Who is sending a reset to the Backup Service, until when: two consoles (or servers)
+    /// completing one token cannot both send it, so an in-flight send by another is never taken
+    /// for a lost earlier one.
+    private static let v8: [String] = [
+        "ALTER TABLE reset_challenges ADD COLUMN sending_by TEXT",
+        "ALTER TABLE reset_challenges ADD COLUMN sending_until INTEGER",
+    ]
 }

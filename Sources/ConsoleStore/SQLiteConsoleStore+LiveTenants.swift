@@ -124,18 +124,47 @@ extension SQLiteConsoleStore: LiveTenantStore {
 
     // MARK: Resets through the Backup Service
 
-    public func markResetSent(tokenHash: String, subOrgIds: [String], now: Int64) async throws(ConsoleError) {
-        try await write("marking a reset as sent") { db in
+    public func claimResetSend(
+        tokenHash: String, subOrgIds: [String], holder: String, now: Int64, until: Int64, takeOver: String?
+    ) async throws(ConsoleError) -> ResetSendClaim {
+        try await write("claiming the send of a reset") { db in
+            guard
+                let row = try Row.fetchOne(
+                    db,
+                    sql: """
+                        SELECT sent_at, used_at, sending_by, sending_until, suborg_ids FROM reset_challenges
+                        WHERE token_hash = ?
+                        """, arguments: [tokenHash])
+            else { return .claimed(sentBefore: false) }
+            if let other = row["sending_by"] as String?, other != holder, other != takeOver,
+                let until = row["sending_until"] as Int64?, until >= now
+            {
+                return .inFlight(holder: other, until: until)
+            }
             // A resend after the backup is gone knows fewer sub-orgs: keep what the first send knew.
-            var known =
-                try String.fetchOne(
-                    db, sql: "SELECT suborg_ids FROM reset_challenges WHERE token_hash = ?", arguments: [tokenHash]
-                ).flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) } ?? []
+            let text: String? = row["suborg_ids"]
+            var known = text.flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) } ?? []
             for id in subOrgIds where !known.contains(id) { known.append(id) }
             let json = String(decoding: (try? JSONEncoder().encode(known)) ?? Data("[]".utf8), as: UTF8.self)
             try db.execute(
-                sql: "UPDATE reset_challenges SET sent_at = ?, suborg_ids = ? WHERE token_hash = ?",
-                arguments: [now, json, tokenHash])
+                sql: """
+                    UPDATE reset_challenges SET sent_at = ?, suborg_ids = ?, sending_by = ?, sending_until = ?
+                    WHERE token_hash = ?
+                    """,
+                arguments: [now, json, holder, max(now, until), tokenHash])
+            let sentAt: Int64? = row["sent_at"]
+            let usedAt: Int64? = row["used_at"]
+            return .claimed(sentBefore: sentAt != nil && usedAt == nil)
+        }
+    }
+
+    public func releaseResetSend(tokenHash: String, holder: String) async throws(ConsoleError) {
+        try await write("releasing the send of a reset") { db in
+            try db.execute(
+                sql: """
+                    UPDATE reset_challenges SET sending_by = NULL, sending_until = NULL
+                    WHERE token_hash = ? AND sending_by = ?
+                    """, arguments: [tokenHash, holder])
         }
     }
 
@@ -153,7 +182,11 @@ extension SQLiteConsoleStore: LiveTenantStore {
                     for id in sent where !known.contains(id) { known.append(id) }
                 }
                 try db.execute(
-                    sql: "UPDATE reset_challenges SET used_at = coalesce(used_at, ?) WHERE token_hash = ?",
+                    sql: """
+                        UPDATE reset_challenges SET used_at = coalesce(used_at, ?), sending_by = NULL,
+                            sending_until = NULL
+                        WHERE token_hash = ?
+                        """,
                     arguments: [now, tokenHash])
             }
             let local = try Self.deleteBackupRows(tenant: tenant.rawValue, backupId: backupId, db)

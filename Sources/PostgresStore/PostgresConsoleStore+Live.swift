@@ -131,27 +131,52 @@ extension PostgresConsoleStore: LiveTenantStore {
 
     // MARK: Resets through the Backup Service
 
-    private func sentSubOrgs(_ tokenHash: String, _ connection: PostgresConnection, lock: Bool) async throws
-        -> [String]?
-    {
-        let text = try await first(
-            """
-            SELECT suborg_ids FROM reset_challenges WHERE token_hash = \(tokenHash)
-            \(unescaped: lock ? "FOR UPDATE" : "")
-            """, connection
-        ) { try $0[0].decode(String?.self) }
-        return text.flatMap { $0 }.flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) }
-    }
-
-    public func markResetSent(tokenHash: String, subOrgIds: [String], now: Int64) async throws(ConsoleError) {
-        try await write("marking a reset as sent") { connection in
+    public func claimResetSend(
+        tokenHash: String, subOrgIds: [String], holder: String, now: Int64, until: Int64, takeOver: String?
+    ) async throws(ConsoleError) -> ResetSendClaim {
+        try await write("claiming the send of a reset") { connection -> ResetSendClaim in
+            // The row lock orders racing servers: the second reads the first's claim.
+            guard
+                let row = try await first(
+                    """
+                    SELECT sent_at, used_at, sending_by, sending_until, suborg_ids FROM reset_challenges
+                    WHERE token_hash = \(tokenHash) FOR UPDATE
+                    """, connection, { ClaimRow(row: $0) })
+            else { return .claimed(sentBefore: false) }
+            if let other = try row.row["sending_by"].decode(String?.self), other != holder, other != takeOver,
+                let until = try row.row["sending_until"].decode(Int64?.self), until >= now
+            {
+                return .inFlight(holder: other, until: until)
+            }
             // A resend after the backup is gone knows fewer sub-orgs: keep what the first send knew.
-            var known = try await sentSubOrgs(tokenHash, connection, lock: true) ?? []
+            let text = try row.row["suborg_ids"].decode(String?.self)
+            var known = text.flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) } ?? []
             for id in subOrgIds where !known.contains(id) { known.append(id) }
             let json = String(decoding: (try? JSONEncoder().encode(known)) ?? Data("[]".utf8), as: UTF8.self)
             try await execute(
-                "UPDATE reset_challenges SET sent_at = \(now), suborg_ids = \(json) WHERE token_hash = \(tokenHash)",
-                connection)
+                """
+                UPDATE reset_challenges SET sent_at = \(now), suborg_ids = \(json), sending_by = \(holder),
+                    sending_until = \(max(now, until))
+                WHERE token_hash = \(tokenHash)
+                """, connection)
+            let sentAt = try row.row["sent_at"].decode(Int64?.self)
+            let usedAt = try row.row["used_at"].decode(Int64?.self)
+            return .claimed(sentBefore: sentAt != nil && usedAt == nil)
+        }
+    }
+
+    /// A row kept past its statement, inside one task.
+    private struct ClaimRow: @unchecked Sendable {
+        var row: PostgresRandomAccessRow
+    }
+
+    public func releaseResetSend(tokenHash: String, holder: String) async throws(ConsoleError) {
+        try await write("releasing the send of a reset") { connection in
+            try await execute(
+                """
+                UPDATE reset_challenges SET sending_by = NULL, sending_until = NULL
+                WHERE token_hash = \(tokenHash) AND sending_by = \(holder)
+                """, connection)
         }
     }
 
@@ -162,12 +187,16 @@ extension PostgresConsoleStore: LiveTenantStore {
         try await write("recording the reset of \(backupId)") { connection in
             var known = subOrgIds
             if let tokenHash {
-                for id in try await sentSubOrgs(tokenHash, connection, lock: true) ?? [] where !known.contains(id) {
-                    known.append(id)
-                }
+                let sent = try await first(
+                    "SELECT suborg_ids FROM reset_challenges WHERE token_hash = \(tokenHash) FOR UPDATE", connection
+                ) { try $0[0].decode(String?.self) }
+                let ids = sent.flatMap { $0 }.flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) }
+                for id in ids ?? [] where !known.contains(id) { known.append(id) }
                 try await execute(
                     """
-                    UPDATE reset_challenges SET used_at = COALESCE(used_at, \(now)) WHERE token_hash = \(tokenHash)
+                    UPDATE reset_challenges SET used_at = COALESCE(used_at, \(now)), sending_by = NULL,
+                        sending_until = NULL
+                    WHERE token_hash = \(tokenHash)
                     """, connection)
             }
             let local = try await deleteBackupRows(tenant: tenant.rawValue, backupId: backupId, connection)

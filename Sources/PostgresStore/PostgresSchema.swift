@@ -15,6 +15,7 @@ enum PostgresSchema {
         PostgresMigration(version: 2, name: "access-version", statements: v2),
         PostgresMigration(version: 3, name: "cleanup-claims", statements: v3),
         PostgresMigration(version: 4, name: "cleanup-rate", statements: v4),
+        PostgresMigration(version: 5, name: "reset-send-claims", statements: v5),
     ]
 
     /// A text column compared and sorted bytewise.
@@ -291,6 +292,17 @@ enum PostgresSchema {
             tenant \(key) PRIMARY KEY REFERENCES tenants(name) ON DELETE CASCADE,
             tat_micros BIGINT NOT NULL
         )
+        """
+    ]
+
+    /// Who is sending a reset to the Backup Service, until when (SQLite's v8): two servers
+    /// completing one token cannot both send it.
+    private static let v5: [String] = [
+        """
+        ALTER TABLE reset_challenges
+            ADD COLUMN sending_by TEXT,
+            ADD COLUMN sending_until BIGINT,
+            ADD CONSTRAINT reset_challenges_sending CHECK ((sending_by IS NULL) = (sending_until IS NULL))
         """
     ]
 }

@@ -117,24 +117,31 @@ public struct ResetService: Sendable {
         let subOrgs = backup?.metadata.turnkeySubOrgIds ?? []
         // Counted before the call: on a sandbox tenant the service's delete takes them first.
         let lookupRows = try await store.lookupRows(tenant: session.tenantName, backupId: plan.backupId).count
-        if plan.fromLedger {
-            try await store.markResetSent(tokenHash: plan.tokenHash, subOrgIds: subOrgs, now: clock.seconds)
-        }
+        // One sender at a time: another console or server sending this token now is refused, so
+        // its in-flight send is never taken for a lost earlier one of ours.
+        let holder = ProcessHolder.name(session.operatorName.rawValue)
+        let sentBefore =
+            plan.fromLedger ? try await claimSend(plan, subOrgs: subOrgs, holder: holder, session) : false
         checkpoint(.checked)
         var resolvedBy: String?
-        do throws(BackupServiceError) {
-            try await service.reset(backupAccountId: plan.backupId, signature: signature, token: token)
-        } catch  where error.outcomeUnknown {
-            try await resolveLostAnswer(plan, lost: "its answer was lost (\(error.message))", session)
-            resolvedBy = "status"
-        } catch  where error.serviceCode == "not_found" && plan.sentBefore {
-            // An earlier send of this token was never recorded (its answer lost, or this console
-            // killed after it): the backup being gone now is that reset. Confirm with status.
-            try await resolveLostAnswer(
-                plan, lost: "the service answered not_found to a token this console had sent before", session)
-            resolvedBy = "status"
+        do throws(ConsoleError) {
+            do throws(BackupServiceError) {
+                try await service.reset(backupAccountId: plan.backupId, signature: signature, token: token)
+            } catch  where error.outcomeUnknown {
+                try await resolveLostAnswer(plan, lost: "its answer was lost (\(error.message))", session)
+                resolvedBy = "status"
+            } catch  where error.serviceCode == "not_found" && sentBefore {
+                // An earlier send of this token was never recorded (its answer lost, or a console
+                // killed after it): the backup being gone now is that reset. Confirm with status.
+                try await resolveLostAnswer(
+                    plan, lost: "the service answered not_found to a token this console had sent before", session)
+                resolvedBy = "status"
+            } catch {
+                try await refuse(plan, error.consoleError, session)
+            }
         } catch {
-            try await refuse(plan, error.consoleError, session)
+            if plan.fromLedger { try? await store.releaseResetSend(tokenHash: plan.tokenHash, holder: holder) }
+            throw error
         }
         checkpoint(.verified)
         var details = [
@@ -152,6 +159,38 @@ public struct ResetService: Sendable {
         return ResetResult(
             backupId: wipe.backupId, wiped: true, lookupRowsRemoved: max(wipe.lookupRowsRemoved, lookupRows),
             turnkeySubOrgIds: wipe.turnkeySubOrgIds, resolvedBy: resolvedBy)
+    }
+
+    /// How long a send may hold its ledger entry before another console may send the token.
+    static let sendClaimSeconds: Int64 = 120
+
+    /// Claims the sending of the ledger entry; a claim whose holder was a process on this host
+    /// that is gone (killed mid-send) is taken over at once.
+    /// - Returns: whether an earlier send was never confirmed.
+    /// - Throws: `reset_in_progress` (audited as a refusal) while another sender holds it.
+    private func claimSend(_ plan: ResetPlan, subOrgs: [String], holder: String, _ session: Session)
+        async throws(ConsoleError) -> Bool
+    {
+        let now = clock.seconds
+        var claim = try await store.claimResetSend(
+            tokenHash: plan.tokenHash, subOrgIds: subOrgs, holder: holder, now: now, until: now + Self.sendClaimSeconds,
+            takeOver: nil)
+        if case .inFlight(let other, _) = claim, ProcessHolder.deadLocalPid(other) != nil {
+            claim = try await store.claimResetSend(
+                tokenHash: plan.tokenHash, subOrgIds: subOrgs, holder: holder, now: now,
+                until: now + Self.sendClaimSeconds, takeOver: other)
+        }
+        switch claim {
+        case .claimed(let sentBefore):
+            return sentBefore
+        case .inFlight(_, let until):
+            try await refuse(
+                plan,
+                ConsoleError(
+                    .conflict, code: "reset_in_progress",
+                    "Another `reset complete` of this token is being sent to the Backup Service right now (by another console or server); it decides this reset. Check `show \(plan.backupId)` in a moment. If that console was killed, its claim lapses at \(Timestamp.format(until))."
+                ), session)
+        }
     }
 
     /// The answer to `/v1/reset` never arrived: ask `/v1/backup/status`. `not_found` means the

@@ -45,8 +45,30 @@ struct ResetAndAuditTests {
                 [CleanupItemRecord(subOrgId: s.subOrgs[0], reason: "unreferenced", firstSeenAt: 10, updatedAt: 10)],
                 audit: nil)
             // The sub-orgs the console sent with the request count even if the copy lost them.
-            try await store.markResetSent(tokenHash: s.token, subOrgIds: s.subOrgs + ["sent-only"], now: 450)
+            let claimed = try await store.claimResetSend(
+                tokenHash: s.token, subOrgIds: s.subOrgs + ["sent-only"], holder: "one", now: 450, until: 570,
+                takeOver: nil)
+            #expect(claimed == .claimed(sentBefore: false))
             #expect(try await store.resetChallenge(tokenHash: s.token)?.sentAt == 450)
+            // While it is in flight, nobody else sends the token; a sender known dead is taken over.
+            #expect(
+                try await store.claimResetSend(
+                    tokenHash: s.token, subOrgIds: [], holder: "two", now: 460, until: 580, takeOver: nil)
+                    == .inFlight(holder: "one", until: 570))
+            #expect(
+                try await store.claimResetSend(
+                    tokenHash: s.token, subOrgIds: [], holder: "two", now: 460, until: 580, takeOver: "one")
+                    == .claimed(sentBefore: true))
+            try await store.releaseResetSend(tokenHash: s.token, holder: "one")  // not the holder: no effect
+            #expect(
+                try await store.claimResetSend(
+                    tokenHash: s.token, subOrgIds: [], holder: "three", now: 470, until: 590, takeOver: nil)
+                    == .inFlight(holder: "two", until: 580))
+            try await store.releaseResetSend(tokenHash: s.token, holder: "two")
+            #expect(
+                try await store.claimResetSend(
+                    tokenHash: s.token, subOrgIds: [], holder: "one", now: 480, until: 600, takeOver: nil)
+                    == .claimed(sentBefore: true))
             let wipe = try await store.recordServiceReset(
                 tenant: alpha, tokenHash: s.token, backupId: s.id, subOrgIds: [], now: 500, audit: resetAudit)
             #expect(
@@ -56,6 +78,11 @@ struct ResetAndAuditTests {
             #expect(try await store.lookupRows(tenant: alpha, backupId: s.id).isEmpty)
             #expect(try await store.subOrgReference(tenant: alpha, subOrgId: s.subOrgs[1]) == nil)
             #expect(try await store.resetChallenge(tokenHash: s.token)?.usedAt == 500)
+            // The confirmed reset dropped the claim; a later send is not taken for a lost one.
+            #expect(
+                try await store.claimResetSend(
+                    tokenHash: s.token, subOrgIds: [], holder: "four", now: 510, until: 630, takeOver: nil)
+                    == .claimed(sentBefore: false))
             let first = try #require(try await store.cleanupItem(tenant: alpha, subOrgId: s.subOrgs[0]))
             let second = try #require(try await store.cleanupItem(tenant: alpha, subOrgId: s.subOrgs[1]))
             // A reset proves the sub-org orphaned: the reason becomes reset, first-seen stays earliest.

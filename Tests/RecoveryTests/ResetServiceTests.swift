@@ -130,8 +130,15 @@ import Testing
     /// not_found from the service is recognised as that reset (the ledger says it was sent).
     @Test func rerunAfterAnUnrecordedSendFinishesTheLocalPart() async throws {
         let (f, id, service, begun, signature) = try await Self.begun()
-        // What the killed process did: marked the ledger sent; the service reset the backup.
-        try await f.store.markResetSent(tokenHash: begun.tokenHash, subOrgIds: ["suborg-a", "suborg-b"], now: 1)
+        // What the killed process did: claimed and marked the ledger sent; the service reset the backup.
+        let killed = try Process.run(URL(fileURLWithPath: "/bin/true"), arguments: [])
+        killed.waitUntilExit()
+        let host = ProcessInfo.processInfo.hostName
+        #expect(
+            try await f.store.claimResetSend(
+                tokenHash: begun.tokenHash, subOrgIds: ["suborg-a", "suborg-b"],
+                holder: "root@\(host):\(killed.processIdentifier):dead", now: 1, until: 4_000_000_000, takeOver: nil)
+                == .claimed(sentBefore: false))
         #expect(
             try await f.store.sandboxServiceReset(
                 tenant: f.session.tenantName, tokenHash: SHA256.hex(Array(begun.tokenText.utf8)), backupId: id.rawValue,
@@ -139,6 +146,30 @@ import Testing
         let result = try await service.complete(token: begun.token, signature: signature, session: f.session)
         #expect(result.resolvedBy == "status" && result.turnkeySubOrgIds == ["suborg-a", "suborg-b"])
         await #expect(try f.snapshot(ids: [id]).cleanup == ["suborg-a:reset", "suborg-b:reset"])
+        await f.stop()
+    }
+
+    /// Two consoles completing one token at once: while one is sending it, the other is refused
+    /// (`reset_in_progress`, audited) and changes nothing, so a send in flight is never taken for
+    /// a lost earlier one.
+    @Test func aSendInFlightElsewhereRefusesASecondSender() async throws {
+        let (f, id, service, begun, signature) = try await Self.begun()
+        #expect(
+            try await f.store.claimResetSend(
+                tokenHash: begun.tokenHash, subOrgIds: [], holder: "other@elsewhere:1:live", now: 1,
+                until: 4_000_000_000, takeOver: nil) == .claimed(sentBefore: false))
+        let before = try await f.snapshot(ids: [id])
+        let error = await consoleError {
+            _ = try await service.complete(token: begun.token, signature: signature, session: f.session)
+        }
+        #expect(error?.code == "reset_in_progress" && error?.kind == .conflict)
+        await #expect(try f.snapshot(ids: [id]) == before)
+        let refused = try await f.store.latestAuditEntries(tenant: f.session.tenantName, limit: 1).first
+        #expect(refused?.action == "reset.refused" && refused?.details["code"] == "reset_in_progress")
+        // Once that sender lets go (its send answered and refused), this console sends.
+        try await f.store.releaseResetSend(tokenHash: begun.tokenHash, holder: "other@elsewhere:1:live")
+        let result = try await service.complete(token: begun.token, signature: signature, session: f.session)
+        #expect(result.wiped && result.resolvedBy == nil)
         await f.stop()
     }
 
