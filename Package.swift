@@ -128,7 +128,7 @@ let package = Package(
             name: "ConsoleService",
             dependencies: [
                 "BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Inspect", "Recovery", "Turnkey",
-                "TurnkeySandbox", "Cleanup", "BackupService", "BackupServiceSandbox",
+                "TurnkeySandbox", "Cleanup", "BackupService", "BackupServiceSandbox", "PostgresStore",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
@@ -162,7 +162,7 @@ let package = Package(
             dependencies: [
                 "BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Inspect", "Recovery", "Turnkey",
                 "TurnkeySandbox", "Cleanup", "CReadline", "BackupService", "BackupServiceSandbox",
-                "ConsoleService", "ConsoleClient", "ConsoleServer", "SandboxHTTP",
+                "ConsoleService", "ConsoleClient", "ConsoleServer", "SandboxHTTP", "PostgresStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -263,7 +263,8 @@ let package = Package(
         .testTarget(
             name: "AdminREPLTests",
             dependencies: [
-                "AdminREPL", "ConsoleService", "BackupctlTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+                "AdminREPL", "ConsoleService", "BackupctlTestSupport", "PostgresStore",
+                .product(name: "GRDB", package: "GRDB.swift"),
             ],
             // Read from the source tree by path (golden files), not bundled.
             exclude: ["Goldens"]),

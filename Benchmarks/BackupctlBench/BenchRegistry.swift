@@ -8,5 +8,6 @@ enum BenchRegistry {
         CleanupBench(),
         ServerBench(),
         PostgresBench(),
+        PostgresLookupBench(),
     ]
 }

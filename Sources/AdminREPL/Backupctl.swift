@@ -1,6 +1,7 @@
 import ArgumentParser
 import BackupModel
 import Foundation
+import PostgresStore
 
 /// The process entry: global options of DESIGN.md §2, then a REPL, a batch, or one command.
 @main
@@ -43,6 +44,11 @@ struct Backupctl: AsyncParsableCommand {
     /// The standard entry, except that `--generate-completion-script SHELL` describes the whole
     /// command tree (``CompletionRoot``) instead of this passthrough root.
     func settings(environment: [String: String]) throws(ConsoleError) -> GlobalSettings {
+        if let db, PostgresStoreConfiguration.hasPassword(db) {
+            throw .usage(
+                "--db must not carry a database password (arguments show in `ps`): set PGPASSWORD, use a passfile "
+                    + "(passfile=FILE or ~/.pgpass), or put the whole URL in BACKUPCTL_DB.")
+        }
         let envFormat = environment["BACKUPCTL_FORMAT"].flatMap { $0.isEmpty ? nil : $0 } ?? "table"
         var format = self.format ?? .table
         if self.format == nil { format = try OutputFormat.parse(envFormat) }

@@ -21,7 +21,7 @@ final class CommandContext {
     let interactive: Bool
 
     /// The service layer: in-process on `--db`, or a `backupctl serve` with `--server`.
-    private var openedConsole: (any ConsoleAPI)?
+    private(set) var openedConsole: (any ConsoleAPI)?
     /// The tenant chosen by `use`, `--tenant` or `$BACKUPCTL_TENANT`.
     var tenantName: String?
     /// The operator and tenant the REPL prompt shows (``identity()``).

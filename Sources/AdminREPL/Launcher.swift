@@ -1,4 +1,5 @@
 import BackupModel
+import ConsoleService
 import Foundation
 
 /// Decides how this process runs — one direct command, `-c`/`-f` batch, piped stdin, or the
@@ -22,7 +23,14 @@ struct Launcher {
         }
         let interactive = Terminal.stdinIsTerminal
         let ctx = CommandContext(settings: settings, environment: environment, interactive: interactive)
-        let executor = Executor(ctx: ctx)
+        let status = await run(Executor(ctx: ctx), interactive: interactive, hasBatch: hasBatch)
+        // A PostgreSQL store's pool closes its connections before the process ends.
+        if let local = ctx.openedConsole as? LocalConsole { await local.close() }
+        return status
+    }
+
+    private func run(_ executor: Executor, interactive: Bool, hasBatch: Bool) async -> Int32 {
+        let ctx = executor.ctx
         if !options.words.isEmpty {
             let status = await executor.run(words: options.words)
             if status == 0, ctx.startREPLAfterCommand, interactive {

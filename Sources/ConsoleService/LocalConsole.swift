@@ -3,9 +3,11 @@ import BackupCrypto
 import BackupModel
 import ConsoleStore
 import Foundation
+import PostgresStore
 import Synchronization
 
-/// The service layer in this process, on a SQLite store it opens on first use.
+/// The service layer in this process, on the store it opens on first use: a SQLite file, or a
+/// PostgreSQL database when the store path is a `postgres://` URL.
 ///
 /// It is the embedded default (the console without `--server`) and the engine of
 /// `backupctl serve`, which hands every request to it. Authentication, the tenant choice and
@@ -27,6 +29,9 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
     private let lock = NSLock()
     // Guarded by `lock`.
     private var opened: (any LiveTenantStore)?
+    /// The one opening of a PostgreSQL store that concurrent first calls all wait for.
+    private var opening: Task<Result<any LiveTenantStore, ConsoleError>, Never>?
+    private var database: PostgresStoreDatabase?
     private var retired: [AuditPublicKey] = []
     /// Operators by token hash and sessions by operator and tenant, each with the store's
     /// access version it was read at (``ConsoleStore/accessVersion()``). A cached one is used only
@@ -129,6 +134,7 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
     /// The store, opened on first use; `create` allows making a new file (`init`, `demo`).
     public func store(create: Bool = false) async throws(ConsoleError) -> any LiveTenantStore {
         if let store = lock.withLock({ opened }) { return store }
+        if PostgresStoreConfiguration.isURL(storePath) { return try await openPostgres() }
         if !create, !FileManager.default.fileExists(atPath: storePath) {
             throw ConsoleError(
                 .notFound, code: "no_store",
@@ -141,6 +147,58 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
             opened = store
             return store
         }
+    }
+
+    /// Connects the pool (checking the server answers), migrates, and keeps the store; one
+    /// attempt at a time, and a failed one is retried by the next call.
+    private func openPostgres() async throws(ConsoleError) -> any LiveTenantStore {
+        let task = lock.withLock { () -> Task<Result<any LiveTenantStore, ConsoleError>, Never> in
+            if let opening { return opening }
+            let made = Task { [storePath, environment, clock] () -> Result<any LiveTenantStore, ConsoleError> in
+                do throws(ConsoleError) {
+                    let configuration = try PostgresStoreConfiguration(url: storePath, environment: environment)
+                    let database = PostgresStoreDatabase(configuration: configuration)
+                    try await database.start()
+                    do throws(ConsoleError) {
+                        let store = try await PostgresConsoleStore.open(database, clock: clock.millis)
+                        return .success(store)
+                    } catch {
+                        await database.shutdown()
+                        throw error
+                    }
+                } catch {
+                    return .failure(error)
+                }
+            }
+            opening = made
+            return made
+        }
+        switch await task.value {
+        case .success(let store):
+            return lock.withLock {
+                if let opened { return opened }
+                opened = store
+                database = (store as? PostgresConsoleStore)?.database
+                return store
+            }
+        case .failure(let error):
+            lock.withLock { opening = nil }
+            throw error
+        }
+    }
+
+    /// Closes what this console opened: the sandbox emulators and a PostgreSQL pool (waiting
+    /// for its connections to close). A later call opens them again.
+    public func close() async {
+        await stopSandboxes()
+        let database = lock.withLock { () -> PostgresStoreDatabase? in
+            guard let database = self.database else { return nil }
+            self.database = nil
+            opened = nil
+            opening = nil
+            return database
+        }
+        await database?.shutdown()
     }
 
     var access: AccessService {

@@ -1,16 +1,26 @@
 import BackupctlTestSupport
 import Foundation
+import PostgresStore
 import Testing
 
 /// Runs the real `backupctl` binary and returns what it printed and its exit status — the
 /// end-to-end helper of swift-argument-parser's AssertExecuteCommand, for a whole process.
 struct CLI {
     /// Where the commands run: in the client process on the store file (the embedded default),
-    /// or on a `backupctl serve` on loopback that alone opens the store. Command-level tests run
-    /// in both with the same expectations.
+    /// on a `backupctl serve` on loopback that alone opens the store, or on a `serve` whose store
+    /// is a PostgreSQL database of the test's own (on the private cluster of
+    /// scripts/pg-test-cluster.sh). Command-level tests run in every mode with the same
+    /// expectations; the PostgreSQL mode is left out when there is no cluster, except under CI.
     enum Mode: String, CaseIterable, Sendable, CustomTestStringConvertible {
-        case inProcess, server
+        case inProcess, server, postgres
         var testDescription: String { rawValue }
+
+        static var allCases: [Mode] {
+            PostgresTestDatabase.enabled ? [.inProcess, .server, .postgres] : [.inProcess, .server]
+        }
+
+        /// Whether the commands go to a `backupctl serve`.
+        var usesServer: Bool { self != .inProcess }
     }
 
     struct Result {
@@ -28,8 +38,11 @@ struct CLI {
     let directory: URL
     var environment: [String: String]
     let mode: Mode
-    /// The store file (the server's, in server mode: the client is pointed elsewhere).
+    /// The store file (the server's, in server mode: the client is pointed elsewhere), or in
+    /// PostgreSQL mode the database's URL (with the cluster's password: never an argument).
     let dbPath: String
+    /// PostgreSQL mode's database, dropped by ``cleanUp()``.
+    let database: PostgresCLIDatabase?
     /// The `backupctl serve` of server mode, started by ``bootstrap(admin:)``.
     private(set) var server: BackupctlProcess?
 
@@ -45,14 +58,29 @@ struct CLI {
             "BACKUPCTL_DB": directory.appendingPathComponent("console.db").path,
             "TERM": "dumb",
         ]
-        dbPath = directory.appendingPathComponent("console.db").path
+        if mode == .postgres {
+            do {
+                let made = try PostgresCLIDatabase.create()
+                database = made
+                dbPath = made.url
+            } catch {
+                Issue.record("no PostgreSQL database for the test: \(error)")
+                database = nil
+                dbPath = "postgres://nobody@127.0.0.1:1/none"
+            }
+            environment["BACKUPCTL_DB"] = dbPath
+        } else {
+            database = nil
+            dbPath = directory.appendingPathComponent("console.db").path
+        }
     }
 
     func cleanUp() {
         stopServer()
         // Every server-mode test also checks the client never opened (or made) a store.
-        if mode == .server, !clientOpenedNoStore { Issue.record("the client opened a store in server mode") }
+        if mode.usesServer, !clientOpenedNoStore { Issue.record("the client opened a store in server mode") }
         try? FileManager.default.removeItem(at: directory)
+        database?.drop()
     }
 
     /// Stops the server (SIGTERM: it drains and exits 0), if one runs.
@@ -70,8 +98,11 @@ struct CLI {
     mutating func startServer() throws {
         var serverEnvironment = environment
         serverEnvironment["BACKUPCTL_TOKEN"] = nil
+        // A database URL goes in the environment (it carries a password); a file in --db.
+        serverEnvironment["BACKUPCTL_DB"] = dbPath
+        let store = mode == .postgres ? [] : ["--db", dbPath]
         let process = try BackupctlProcess(
-            ["serve", "--listen", "127.0.0.1:0", "--db", dbPath], environment: serverEnvironment)
+            ["serve", "--listen", "127.0.0.1:0"] + store, environment: serverEnvironment)
         let deadline = Date().addingTimeInterval(60)
         var url: String?
         while url == nil, process.isRunning, Date() < deadline {
@@ -142,11 +173,60 @@ struct CLI {
         let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: String]
         let token = object?["token"] ?? ""
         environment["BACKUPCTL_TOKEN"] = token
-        if mode == .server { try startServer() }
+        if mode.usesServer { try startServer() }
         return token
     }
 
     static func json(_ line: String) -> [String: Any]? {
         (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+    }
+}
+
+/// A database of one CLI test's own on the private PostgreSQL cluster, made and dropped with
+/// `psql` (the CLI helper is synchronous, and a test thread must not block on a task).
+struct PostgresCLIDatabase {
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    let name: String
+    let url: String
+
+    static func create() throws -> PostgresCLIDatabase {
+        guard let server = PostgresTestDatabase.serverURL else { throw PostgresTestDatabase.Failure.noCluster }
+        let name = "cli_" + String(format: "%016llx", UInt64.random(in: .min ... .max))
+        try psql("CREATE DATABASE \(name)", server: server)
+        return PostgresCLIDatabase(name: name, url: try PostgresAdmin.url(server, database: name))
+    }
+
+    func drop() {
+        guard let server = PostgresTestDatabase.serverURL else { return }
+        try? Self.psql("DROP DATABASE \(name) WITH (FORCE)", server: server)
+    }
+
+    /// Runs one statement with `psql`, the password in its environment rather than its arguments.
+    static func psql(_ sql: String, server: String) throws {
+        guard var parts = URLComponents(string: server), let host = parts.host, let user = parts.user else {
+            throw Failure(description: "BACKUPCTL_TEST_POSTGRES is not a URL")
+        }
+        let password = parts.password
+        parts.password = nil
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", sql]
+        var environment = ["PATH": "/usr/bin:/bin", "PGHOST": host, "PGUSER": user, "PGDATABASE": "postgres"]
+        environment["PGPORT"] = parts.port.map(String.init)
+        environment["PGPASSWORD"] = password
+        environment["PGSSLMODE"] = "disable"
+        process.environment = environment
+        let err = Pipe()
+        process.standardError = err
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let message = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw Failure(description: "psql failed: \(String(decoding: message, as: UTF8.self).prefix(300))")
+        }
     }
 }

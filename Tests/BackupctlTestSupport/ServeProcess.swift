@@ -1,6 +1,7 @@
 import Foundation
 
-/// A `backupctl serve` started for a test: `serve --listen 127.0.0.1:0 --db PATH [ARGS…]`, its
+/// A `backupctl serve` started for a test: `serve --listen 127.0.0.1:0 --db PATH [ARGS…]` (a
+/// `postgres://` URL goes in `BACKUPCTL_DB` instead), its
 /// `{"listening":URL}` line read within a bounded wait, stopped with SIGTERM (SIGKILL after a
 /// bounded wait). Tests end with ``stop(seconds:)`` or, in a `defer`, ``kill9()``.
 public final class ServeProcess: @unchecked Sendable {
@@ -25,8 +26,12 @@ public final class ServeProcess: @unchecked Sendable {
         db: String, arguments: [String] = [], listen: String = "127.0.0.1:0", environment: [String: String],
         startupSeconds: Double = 60
     ) async throws {
+        // A database URL carries a password: it goes in the environment, never in an argument.
+        let isURL = db.hasPrefix("postgres://") || db.hasPrefix("postgresql://")
+        var environment = environment
+        if isURL { environment["BACKUPCTL_DB"] = db }
         let process = try BackupctlProcess(
-            ["serve", "--listen", listen, "--db", db] + arguments, environment: environment)
+            ["serve", "--listen", listen] + (isURL ? [] : ["--db", db]) + arguments, environment: environment)
         let listened = await BackupctlProcess.waitUntil(seconds: startupSeconds) {
             process.stdout.contains("\n") || !process.isRunning
         }

@@ -5,6 +5,7 @@ import ConsoleServer
 import ConsoleService
 import Foundation
 import Logging
+import PostgresStore
 
 /// `serve --listen ADDR [--tls-cert F --tls-key F] [--insecure-plain-http]`: the store behind an
 /// HTTP API, until SIGTERM or Ctrl-C. Operators then run `backupctl --server URL …`.
@@ -63,16 +64,19 @@ struct ServeCommand: ConsoleCommand {
         let server = ConsoleServer(console: console, configuration: configuration, logger: logger)
         EventLoopTakeover.install()
         do {
-            let store = ctx.settings.dbPath
+            let store = PostgresStoreConfiguration.displayed(ctx.settings.dbPath)
             try await server.run { [logger] url in
                 logger.notice("serving \(store) on \(url)")
                 // write(2) at once: a supervisor waits for this line before it starts clients.
                 let line: [String: String] = ["listening": url]
                 FileHandle.standardOutput.write(Data((JSONLine.encode(line) + "\n").utf8))
             }
+            await console.close()
         } catch let error as ConsoleError {
+            await console.close()
             throw error
         } catch {
+            await console.close()
             throw ConsoleError(
                 .invalidInput, code: "listen_failed",
                 "backupctl serve could not run on \(listen.prefix(80)): \(String(describing: error).prefix(200)).")

@@ -1,0 +1,159 @@
+import BackupctlTestSupport
+import Foundation
+import Testing
+
+/// Two `backupctl serve` processes on one PostgreSQL database behave as one console: an
+/// operator added on one signs in on the other, a revocation on one refuses the next call on
+/// the other, a reset token completes once however the servers race for it, and the audit
+/// chain both write stays one verifiable chain.
+@Suite(.serialized, .enabled(if: PostgresTestDatabase.enabled, "\(PostgresTestDatabase.skipped)"))
+struct MultiServerTests {
+    static let backupId = "backup_account_030b2e4ce2de76318c0ef50964d225910b64019d8e43620d6d166b6bd100ad26e8"
+    static var fixtures: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("runbooks/fixtures")
+    }
+
+    /// A directory of the test's own and the environment for the binary: the database URL in
+    /// `BACKUPCTL_DB` (it carries the cluster's password, so never in an argument).
+    struct Workspace {
+        let directory: URL
+        var environment: [String: String]
+
+        init(database: PostgresTestDatabase) throws {
+            directory = FileManager.default.temporaryDirectory.appendingPathComponent("multi-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            environment = [
+                "PATH": "/usr/bin:/bin", "HOME": directory.path, "TERM": "dumb",
+                "XDG_STATE_HOME": directory.appendingPathComponent("state").path,
+                "XDG_DATA_HOME": directory.appendingPathComponent("data").path,
+                "XDG_CONFIG_HOME": directory.appendingPathComponent("config").path,
+                "BACKUPCTL_DB": database.url,
+            ]
+        }
+
+        func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+
+        /// The environment of a console that talks to `server` with `token`, and has no store.
+        func client(_ server: ServeProcess, token: String) -> [String: String] {
+            var environment = environment
+            environment["BACKUPCTL_DB"] = path("client-has-no-store/console.db")
+            environment["BACKUPCTL_SERVER"] = server.url
+            environment["BACKUPCTL_TOKEN"] = token
+            return environment
+        }
+
+        func cleanUp() { try? FileManager.default.removeItem(at: directory) }
+    }
+
+    struct Run {
+        var stdout: String
+        var stderr: String
+        var status: Int32
+
+        var json: [String: Any]? {
+            (try? JSONSerialization.jsonObject(with: Data(stdout.utf8))) as? [String: Any]
+        }
+    }
+
+    /// Runs the binary to its end (at most a minute).
+    static func run(_ arguments: [String], _ environment: [String: String]) async throws -> Run {
+        let process = try BackupctlProcess(arguments, environment: environment)
+        let status = await process.waitExit(seconds: 60)
+        return Run(stdout: process.stdout, stderr: process.stderr, status: status ?? -9)
+    }
+
+    /// Runs every command at once (each its own process) and returns their results in order.
+    static func race(_ runs: [([String], [String: String])]) async throws -> [Run] {
+        let processes = try runs.map { try BackupctlProcess($0.0, environment: $0.1) }
+        var results: [Run] = []
+        for process in processes {
+            let status = await process.waitExit(seconds: 60)
+            results.append(Run(stdout: process.stdout, stderr: process.stderr, status: status ?? -9))
+        }
+        return results
+    }
+
+    @Test func twoServersShareOperatorsRevocationsResetTokensAndOneAuditChain() async throws {
+        try await PostgresTestDatabase.make { database in
+            var workspace = try Workspace(database: database)
+            defer { workspace.cleanUp() }
+            // `init` and the import run in-process on the database, as an operator bootstrapping it would.
+            let initialized = try await Self.run(
+                ["--format", "json", "init", "--admin", "root"], workspace.environment)
+            #expect(initialized.status == 0, "\(initialized.stderr)")
+            let root = try #require(initialized.json?["token"] as? String)
+            workspace.environment["BACKUPCTL_TOKEN"] = root
+            let imported = try await Self.run(
+                ["import", Self.fixtures.appendingPathComponent("export").path], workspace.environment)
+            #expect(imported.status == 0, "\(imported.stderr)")
+
+            var serverEnvironment = workspace.environment
+            serverEnvironment["BACKUPCTL_TOKEN"] = nil
+            let first = try await ServeProcess(db: database.url, environment: serverEnvironment)
+            defer { first.kill9() }
+            let second = try await ServeProcess(db: database.url, environment: serverEnvironment)
+            defer { second.kill9() }
+
+            // An operator added through the first server signs in on the second.
+            let added = try await Self.run(
+                ["--format", "json", "operator", "add", "alice", "--tenant", "sandbox", "--role", "support"],
+                workspace.client(first, token: root))
+            #expect(added.status == 0, "\(added.stderr)")
+            let alice = try #require(added.json?["token"] as? String)
+            let seen = try await Self.run(
+                ["--format", "json", "show", Self.backupId], workspace.client(second, token: alice))
+            #expect(seen.status == 0, "\(seen.stderr)")
+
+            // Both servers issue nothing twice: one challenge, and two servers racing to complete it.
+            let tokenFile = workspace.path("reset.token")
+            let begun = try await Self.run(
+                ["--format", "json", "reset", "begin", Self.backupId, "--token-out", tokenFile],
+                workspace.client(first, token: alice))
+            #expect(begun.status == 0, "\(begun.stderr)")
+            let challenge = try #require(begun.json?["challenge"] as? String)
+            let signed = try await Self.run(
+                [
+                    "--format", "json", "recovery", "sign", "--challenge", challenge, "--root-key-file",
+                    Self.fixtures.appendingPathComponent("root-key.json").path,
+                ], workspace.environment)
+            let signature = try #require(signed.json?["signature"] as? String)
+            let signatureFile = workspace.path("reset.signature")
+            try Data((signature + "\n").utf8).write(to: URL(fileURLWithPath: signatureFile))
+            let complete = [
+                "--yes", "--format", "json", "reset", "complete", "--token-file", tokenFile, "--signature-file",
+                signatureFile,
+            ]
+            let raced = try await Self.race(
+                [first, second, first, second].map { (complete, workspace.client($0, token: alice)) })
+            let winners = raced.filter { $0.status == 0 }
+            #expect(winners.count == 1, "\(raced.map { "\($0.status) \($0.stderr)" })")
+            #expect(winners.first?.json?["wiped"] as? Bool == true)
+            for loser in raced where loser.status != 0 {
+                #expect(loser.status == 1, "\(loser.stderr)")
+            }
+
+            // A revocation through the second server refuses alice's next call on the first.
+            let revoked = try await Self.run(
+                ["operator", "revoke", "alice", "--tenant", "sandbox"], workspace.client(second, token: root))
+            #expect(revoked.status == 0, "\(revoked.stderr)")
+            let refused = try await Self.run(
+                ["--format", "json", "--tenant", "sandbox", "stats"], workspace.client(first, token: alice))
+            #expect(refused.status == 77, "\(refused.stdout) \(refused.stderr)")
+
+            // One chain: both servers appended to it, and it verifies.
+            let verified = try await Self.run(
+                ["--format", "json", "audit", "verify"], workspace.client(first, token: root))
+            #expect(verified.status == 0, "\(verified.stderr)")
+            #expect(verified.json?["ok"] as? Bool == true)
+            let listed = try await Self.run(
+                ["--format", "json", "audit", "list", "--limit", "500"], workspace.client(second, token: root))
+            // One reset, and the losers' refusals beside it.
+            #expect(listed.stdout.components(separatedBy: "\"reset.complete\"").count - 1 == 1, "\(listed.stdout)")
+            #expect(listed.stdout.components(separatedBy: "\"reset.refused\"").count - 1 == 3)
+            #expect(await first.stop() == 0)
+            #expect(await second.stop() == 0)
+            #expect(!FileManager.default.fileExists(atPath: workspace.path("client-has-no-store")))
+        }
+    }
+}
