@@ -263,7 +263,7 @@ let package = Package(
         .testTarget(
             name: "AdminREPLTests",
             dependencies: [
-                "AdminREPL", "ConsoleService", "BackupctlTestSupport", "PostgresStore",
+                "AdminREPL", "ConsoleService", "ConsoleStore", "BackupctlTestSupport", "PostgresStore",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             // Read from the source tree by path (golden files), not bundled.

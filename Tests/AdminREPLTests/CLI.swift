@@ -1,4 +1,5 @@
 import BackupctlTestSupport
+import ConsoleStore
 import Foundation
 import PostgresStore
 import Testing
@@ -175,6 +176,25 @@ struct CLI {
         environment["BACKUPCTL_TOKEN"] = token
         if mode.usesServer { try startServer() }
         return token
+    }
+
+    /// Runs `body` on the store the commands use, opened by the test itself (to plant what no
+    /// command would write): the SQLite file, or PostgreSQL mode's database.
+    func withStore(_ body: (any ConsoleStore) async throws -> Void) async throws {
+        guard mode == .postgres else {
+            try await body(try SQLiteConsoleStore(path: dbPath))
+            return
+        }
+        let database = PostgresStoreDatabase(
+            configuration: try PostgresStoreConfiguration(url: dbPath, environment: [:]))
+        try await database.start()
+        do {
+            try await body(try await PostgresConsoleStore.open(database))
+            await database.shutdown()
+        } catch {
+            await database.shutdown()
+            throw error
+        }
     }
 
     static func json(_ line: String) -> [String: Any]? {

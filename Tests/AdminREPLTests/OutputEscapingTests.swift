@@ -11,7 +11,10 @@ import Testing
     /// Writes a backup whose label and masked email carry terminal control sequences, behind
     /// the importer's back, as an old store or another writer could hold them.
     func plant(_ cli: CLI) async throws {
-        let store = try SQLiteConsoleStore(path: cli.dbPath)
+        try await cli.withStore { store in try await plant(store) }
+    }
+
+    func plant(_ store: any ConsoleStore) async throws {
         let at = Timestamp(seconds: 1_770_000_000)
         let metadata = BackupMetadata(
             id: Self.id, manifestHash: String(repeating: "ab", count: 32),
