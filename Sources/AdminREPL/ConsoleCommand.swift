@@ -18,7 +18,7 @@ struct ConsoleLine: ParsableCommand {
             InitCommand.self, DemoCommand.self, UseCommand.self, WhoamiCommand.self, QuitCommand.self,
             ExitCommand.self, TenantCommand.self, OperatorCommand.self, ImportCommand.self, SeedCommand.self,
             AuditCommand.self, RecoveryCommand.self, ResetCommand.self, CleanupCommand.self, SandboxCommand.self,
-            ServeCommand.self,
+            ServeCommand.self, WorkerCommand.self,
             LookupCommand.self, ShowCommand.self, CheckCommand.self, StatsCommand.self, BackupsCommand.self,
             SetCommand.self, ContextCommand.self,
         ])

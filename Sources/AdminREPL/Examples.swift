@@ -59,7 +59,10 @@ enum Examples {
         ],
         "reset walkthrough": ["reset walkthrough"],
         "cleanup scan": ["cleanup scan", "cleanup scan --grace 0"],
-        "cleanup run": ["cleanup run", "cleanup run --execute --max 50", "backupctl cleanup run --execute --yes"],
+        "cleanup run": [
+            "cleanup run", "cleanup run --execute --max 50", "backupctl cleanup run --execute --yes",
+            "cleanup run --execute --queue --yes",
+        ],
         "cleanup status": ["cleanup status", "cleanup status --state failed --limit 20"],
         "cleanup ingest-log": ["cleanup ingest-log service.log"],
         "cleanup teardown-request": ["cleanup teardown-request SUBORG_ID --out body.json"],
@@ -67,6 +70,10 @@ enum Examples {
         "serve": [
             "backupctl --db /var/lib/backupctl/console.db serve --listen 127.0.0.1:8443",
             "backupctl --db console.db serve --listen 0.0.0.0:8443 --tls-cert server.pem --tls-key server.key",
+        ],
+        "worker": [
+            "BACKUPCTL_DB=postgres://backupctl@db.internal/backupctl?sslmode=verify-full backupctl worker --workers 4",
+            "backupctl --db console.db --tenant prod worker",
         ],
         "sandbox turnkey": ["backupctl sandbox turnkey --listen 127.0.0.1:8443 --state turnkey.json"],
         "sandbox backup-service": [

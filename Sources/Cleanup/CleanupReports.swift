@@ -134,7 +134,8 @@ public struct RunReport: Sendable, Equatable, Codable {
         case dryRun, deleted, alreadyGone, failed, needsUser, skipped, items, waitingForSnapshot
     }
 
-    mutating func count(_ outcome: String) {
+    /// Adds one item's outcome to the counts (`queued` and `retryLater` count as pending).
+    public mutating func count(_ outcome: String) {
         switch outcome {
         case "deleted": deleted += 1
         case "alreadyGone": alreadyGone += 1

@@ -14,11 +14,15 @@ public struct CleanupRunOptions: Sendable, Equatable {
     public var maxPolls: Int
     /// How many passes one sub-org may take when its deletion keeps failing retryably.
     public var maxPasses: Int
+    /// With `execute`: queue the eligible sub-orgs for the cleanup workers (`backupctl worker`,
+    /// `serve --workers N`) instead of deleting them in this run (`--queue`).
+    public var queue: Bool
 
     public init(
         execute: Bool = false, max: Int = 100, concurrency: Int = 4, graceSeconds: Int? = nil, maxPolls: Int = 5,
-        maxPasses: Int = 6
+        maxPasses: Int = 6, queue: Bool = false
     ) {
+        self.queue = queue
         self.maxPasses = Swift.max(1, maxPasses)
         self.execute = execute
         self.max = max

@@ -56,6 +56,7 @@ extension CleanupService {
             }
             return report
         }
+        if options.queue { return try await queue(candidates, session: session, report: report) }
         let flags = RunFlags()
         let worker = CleanupWorker(
             service: self, session: session, client: client, flags: flags, maxPolls: options.maxPolls)
@@ -185,5 +186,29 @@ final class RunLease: @unchecked Sendable {
 
     func release() async throws(ConsoleError) {
         try await service.store.releaseCleanupLease(tenant: tenant, holder: holder)
+    }
+}
+
+extension CleanupService {
+    /// `cleanup run --execute --queue`: hands the eligible sub-orgs to the cleanup workers, in
+    /// one transaction with its audit entry; each is reported `queued`.
+    /// - Throws: `queue_unsupported` when the store has no worker queue.
+    func queue(_ candidates: [String], session: Session, report: RunReport) async throws(ConsoleError) -> RunReport {
+        guard let queue = store as? any CleanupQueueStore else {
+            throw .invalid("queue_unsupported", "This console store has no queue for cleanup workers.")
+        }
+        let queued = try await queue.queueCleanup(
+            tenant: session.tenantName, subOrgIds: candidates, queuedBy: session.operatorName.rawValue,
+            now: timing.clock.millis(),
+            audit: session.audit("cleanup.queue", details: ["queued": "\(candidates.count)"]))
+        var report = report
+        report.items = candidates.map {
+            RunReport.Item(subOrgId: $0, outcome: "queued", attempts: 0, error: nil)
+        }
+        for item in report.items { report.count(item.outcome) }  // queued items are pending
+        if queued < candidates.count {
+            report.stoppedReason = "\(candidates.count - queued) of \(candidates.count) were no longer pending"
+        }
+        return report
     }
 }

@@ -23,6 +23,8 @@ public struct CleanupService: Sendable {
     public let logger: Logger
     /// Run-wide retry budget capacity (see ``TurnkeyRetryBudget``).
     public var retryBudgetCapacity: Double = 20
+    /// Told when a deletion passes a ``CleanupCheckpoint``, with the sub-org (crash tests).
+    public var checkpoint: @Sendable (CleanupCheckpoint, String) -> Void = { _, _ in }
 
     public init(
         store: any LiveTenantStore, connection: TurnkeyConnection, backupService: BackupServiceClient? = nil,
@@ -39,8 +41,11 @@ public struct CleanupService: Sendable {
 
     var nowSeconds: Int64 { timing.clock.millis() / 1000 }
 
-    /// A client for one command: the tenant's retry policy and RPS, one fresh retry budget.
-    func client(_ session: Session, budget: TurnkeyRetryBudget? = nil) -> TurnkeyClient {
+    /// A client for one command: the tenant's retry policy and RPS, one fresh retry budget, and
+    /// the tenant's rate shared with other workers when `sharedRate` is given.
+    func client(
+        _ session: Session, budget: TurnkeyRetryBudget? = nil, sharedRate: TurnkeyRateLimiter.SharedReservation? = nil
+    ) -> TurnkeyClient {
         let policy = session.tenant.policy
         var log = logger
         log[metadataKey: "tenant"] = "\(session.tenantName)"
@@ -49,7 +54,7 @@ public struct CleanupService: Sendable {
             baseURL: connection.baseURL, transport: connection.transport,
             policy: TurnkeyRetryPolicy(capMillis: Int64(policy.retryCapMillis), attempts: policy.retryAttempts),
             rps: Double(max(1, policy.turnkeyRPS)), budget: budget ?? TurnkeyRetryBudget(capacity: retryBudgetCapacity),
-            timing: timing, random: random, logger: log)
+            timing: timing, random: random, logger: log, sharedRate: sharedRate)
     }
 
     /// `cleanup status`: counts per journal state, and the items matching the filters.
@@ -113,4 +118,10 @@ public struct CleanupService: Sendable {
         let parts = text.split(separator: "-", omittingEmptySubsequences: false)
         return parts.map(\.count) == [8, 4, 4, 4, 12] && parts.allSatisfy { $0.allSatisfy(\.isHexDigit) }
     }
+}
+
+/// Points in one sub-org's deletion that crash tests stop a process at.
+public enum CleanupCheckpoint: String, Sendable {
+    /// The body is journaled and not yet sent.
+    case journaled = "cleanup.journaled"
 }

@@ -38,6 +38,7 @@ struct CleanupWorker: Sendable {
             ).text
             item.updatedAt = now
             item = try await store.updateCleanupItem(tenant: tenant, item, audit: nil)  // journaled before it is sent
+            service.checkpoint(.journaled, subOrgId)
         }
         var signers: [(name: String, body: String, signer: TurnkeySigner)] = []
         if let key = service.connection.cleanupKey, let body = item.body {

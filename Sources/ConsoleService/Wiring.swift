@@ -45,11 +45,33 @@ extension OperationContext {
     /// The session's Backup Service client.
     /// - Throws: `not_configured` for a live tenant without a Backup Service URL.
     public func backupService(_ session: Session) async throws(ConsoleError) -> BackupServiceClient {
-        let tenant = session.tenant
+        try await console.backupService(session)
+    }
+
+    public func resetService(_ session: Session) async throws(ConsoleError) -> ResetService {
+        ResetService(
+            store: try await store(), service: try await backupService(session), clock: clock,
+            checkpoint: CrashHook.checkpoint(environment: console.environment))
+    }
+
+    /// The cleanup service for the session's tenant (``LocalConsole/cleanupService(_:)``).
+    public func cleanupService(_ session: Session) async throws(ConsoleError) -> CleanupService {
+        try await console.cleanupService(session)
+    }
+}
+
+extension LocalConsole {
+    /// The session's Backup Service client: the loopback emulator of a sandbox tenant, else the
+    /// tenant's URL.
+    /// - Throws: `not_configured` for a live tenant without a Backup Service URL.
+    func backupService(_ session: Session) async throws(ConsoleError) -> BackupServiceClient {
+        try await backupService(tenant: session.tenant)
+    }
+
+    func backupService(tenant: TenantRecord) async throws(ConsoleError) -> BackupServiceClient {
         if tenant.isSandbox {
             return try BackupServiceClient(
-                baseURL: try await console.wiring.sandboxBackupService(
-                    tenant.name, store: try await store(), clock: clock))
+                baseURL: try await wiring.sandboxBackupService(tenant.name, store: try await store(), clock: clock))
         }
         guard let url = tenant.backupServiceURL else {
             throw .invalid(
@@ -60,17 +82,14 @@ extension OperationContext {
         return try BackupServiceClient(baseURL: url)
     }
 
-    public func resetService(_ session: Session) async throws(ConsoleError) -> ResetService {
-        ResetService(
-            store: try await store(), service: try await backupService(session), clock: clock,
-            checkpoint: CrashHook.checkpoint(environment: console.environment))
-    }
-
     /// The cleanup service for the session's tenant: the in-process Turnkey sandbox for sandbox
     /// tenants, AsyncHTTPClient and the tenant's key files (read here, on the server) for live ones.
-    public func cleanupService(_ session: Session) async throws(ConsoleError) -> CleanupService {
+    func cleanupService(_ session: Session) async throws(ConsoleError) -> CleanupService {
+        try await cleanupService(tenant: session.tenant)
+    }
+
+    func cleanupService(tenant: TenantRecord) async throws(ConsoleError) -> CleanupService {
         let store = try await store()
-        let tenant = session.tenant
         let connection: TurnkeyConnection
         if tenant.isSandbox {
             connection = try await SandboxTenant.open(store: store, tenant: tenant.name).connection
@@ -81,10 +100,12 @@ extension OperationContext {
         }
         // The status proof needs the service; a live tenant without one waits for snapshots.
         let backupService =
-            tenant.isSandbox || tenant.backupServiceURL != nil ? try await backupService(session) : nil
-        return CleanupService(
+            tenant.isSandbox || tenant.backupServiceURL != nil ? try await backupService(tenant: tenant) : nil
+        var service = CleanupService(
             store: store, connection: connection, backupService: backupService,
             timing: TurnkeyTiming(clock: clock, sleep: TurnkeyTiming.system.sleep), random: random)
+        service.checkpoint = CrashHook.cleanupCheckpoint(environment: environment)
+        return service
     }
 }
 
@@ -116,6 +137,31 @@ public enum CrashHook {
             return { point in if point == target { _exit(137) } }
         #else
             return { _ in }
+        #endif
+    }
+}
+
+extension CrashHook {
+    /// In debug builds, `BACKUPCTL_PAUSE_AT=cleanup.journaled` makes a deletion stop for good
+    /// once its body is journaled, after writing `{"paused":"cleanup.journaled","subOrgId":…}`
+    /// on stdout: a crash test then kills the process (`kill -9`) at exactly that point.
+    public static func cleanupCheckpoint(environment: [String: String]) -> @Sendable (CleanupCheckpoint, String) -> Void
+    {
+        #if DEBUG
+            guard let name = environment["BACKUPCTL_PAUSE_AT"], let target = CleanupCheckpoint(rawValue: name) else {
+                return { _, _ in }
+            }
+            return { point, subOrgId in
+                guard point == target else { return }
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = .sortedKeys
+                let json = (try? encoder.encode(["paused": point.rawValue, "subOrgId": subOrgId])) ?? Data()
+                let line = String(decoding: json, as: UTF8.self) + "\n"
+                _ = line.withCString { write(1, $0, strlen($0)) }
+                while true { sleep(3600) }
+            }
+        #else
+            return { _, _ in }
         #endif
     }
 }

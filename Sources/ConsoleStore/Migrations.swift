@@ -34,6 +34,9 @@ enum Migrations {
         migrator.registerMigration("v8-reset-send-claims") { db in
             for sql in v8 { try db.execute(sql: sql) }
         }
+        migrator.registerMigration("v9-cleanup-queue") { db in
+            for sql in v9 { try db.execute(sql: sql) }
+        }
         return migrator
     }
 
@@ -304,5 +307,20 @@ enum Migrations {
     private static let v8: [String] = [
         "ALTER TABLE reset_challenges ADD COLUMN sending_by TEXT",
         "ALTER TABLE reset_challenges ADD COLUMN sending_until INTEGER",
+    ]
+
+    /// The journal as a queue for cleanup workers (``CleanupQueueStore``): who queued an item,
+    /// which worker holds it until when, and the tenant's shared Turnkey rate.
+    private static let v9: [String] = [
+        "ALTER TABLE cleanup_items ADD COLUMN queued_by TEXT",
+        "ALTER TABLE cleanup_items ADD COLUMN queued_at INTEGER",
+        "ALTER TABLE cleanup_items ADD COLUMN claimed_by TEXT",
+        "ALTER TABLE cleanup_items ADD COLUMN lease_expires_at INTEGER",
+        """
+        CREATE TABLE cleanup_rate (
+            tenant TEXT NOT NULL PRIMARY KEY REFERENCES tenants(name) ON DELETE CASCADE,
+            tat_micros INTEGER NOT NULL
+        ) STRICT
+        """,
     ]
 }

@@ -3,10 +3,10 @@ import Foundation
 import GRDB
 
 extension SQLiteConsoleStore {
-    private static let cleanupColumns =
+    static let cleanupColumns =
         "suborg_id, reason, first_seen_at, state, body, attempts, last_error, updated_at, last_backup_id, version"
 
-    private static func cleanupRecord(_ row: Row) throws -> CleanupItemRecord {
+    static func cleanupRecord(_ row: Row) throws -> CleanupItemRecord {
         let stateText: String = row["state"]
         guard let state = CleanupItemRecord.State(rawValue: stateText) else {
             throw ConsoleError.internalError("A cleanup item has an unknown state \(stateText).")

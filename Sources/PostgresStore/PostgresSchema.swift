@@ -16,6 +16,7 @@ enum PostgresSchema {
         PostgresMigration(version: 3, name: "cleanup-claims", statements: v3),
         PostgresMigration(version: 4, name: "cleanup-rate", statements: v4),
         PostgresMigration(version: 5, name: "reset-send-claims", statements: v5),
+        PostgresMigration(version: 6, name: "cleanup-queue", statements: v6),
     ]
 
     /// A text column compared and sorted bytewise.
@@ -304,5 +305,11 @@ enum PostgresSchema {
             ADD COLUMN sending_until BIGINT,
             ADD CONSTRAINT reset_challenges_sending CHECK ((sending_by IS NULL) = (sending_until IS NULL))
         """
+    ]
+
+    /// Who queued a cleanup item for the workers, and when (SQLite's v9; the claim columns are v3's).
+    private static let v6: [String] = [
+        "ALTER TABLE cleanup_items ADD COLUMN queued_by TEXT, ADD COLUMN queued_at BIGINT",
+        "CREATE INDEX cleanup_items_queued ON cleanup_items (tenant, suborg_id) WHERE queued_at IS NOT NULL AND state = 'pending'",
     ]
 }

@@ -22,7 +22,8 @@ public struct TurnkeyClient: Sendable {
     public init(
         baseURL: String, transport: any TurnkeyTransport, policy: TurnkeyRetryPolicy = TurnkeyRetryPolicy(),
         rps: Double = 10, budget: TurnkeyRetryBudget = TurnkeyRetryBudget(), timing: TurnkeyTiming = .system,
-        random: any RandomSource = SystemRandom(), logger: Logger = Logger(label: "backupctl.turnkey")
+        random: any RandomSource = SystemRandom(), logger: Logger = Logger(label: "backupctl.turnkey"),
+        sharedRate: TurnkeyRateLimiter.SharedReservation? = nil
     ) {
         self.baseURL = baseURL
         self.transport = transport
@@ -31,7 +32,7 @@ public struct TurnkeyClient: Sendable {
         self.timing = timing
         self.random = random
         self.logger = logger
-        limiter = TurnkeyRateLimiter(rps: rps, timing: timing)
+        limiter = TurnkeyRateLimiter(rps: rps, timing: timing, shared: sharedRate)
     }
 
     /// What a successful call returned, and how many attempts it took.

@@ -13,10 +13,18 @@ public final class TurnkeyRateLimiter: @unchecked Sendable {
     public let burst: Int
     private let timing: TurnkeyTiming
 
-    public init(rps: Double, burst: Int = 1, timing: TurnkeyTiming) {
+    /// Reserves a slot of a rate shared with other processes: given now (unix microseconds), the
+    /// time the call may go. `nil`: this limiter paces its own callers only.
+    public typealias SharedReservation = @Sendable (_ nowMicros: Int64) async throws -> Int64
+    private let shared: SharedReservation?
+
+    /// - Parameter shared: a rate shared beyond this process (cleanup workers on several
+    ///   machines share their tenant's); each call then waits for its slot there instead.
+    public init(rps: Double, burst: Int = 1, timing: TurnkeyTiming, shared: SharedReservation? = nil) {
         self.rps = max(0.001, rps)
         self.burst = max(1, burst)
         self.timing = timing
+        self.shared = shared
     }
 
     private var interval: Double { 1000 / rps }
@@ -24,6 +32,13 @@ public final class TurnkeyRateLimiter: @unchecked Sendable {
     /// Waits for the next slot.
     /// - Throws: `CancellationError` when the task is cancelled while waiting.
     public func acquire() async throws {
+        if let shared {
+            let now = timing.clock.millis()
+            let slot = try await shared(now * 1000)
+            let wait = (slot + 999) / 1000 - now
+            if wait >= 1 { try await timing.sleep(wait) }
+            return
+        }
         let now = Double(timing.clock.millis())
         let wait: Double = lock.withLock {
             // After an idle spell, allow `burst` requests at once, not an unbounded catch-up.

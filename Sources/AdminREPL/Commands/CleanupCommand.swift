@@ -53,8 +53,11 @@ struct CleanupCommand: ParsableCommand {
         @Option(help: "Refuse a run that would delete more than this.") var max: Int = 100
         @Option(help: "Deletions in flight at once.") var concurrency: Int = 4
         @Option(help: "Grace period, e.g. 0, 30m, 24h (default: the tenant's).") var grace: GraceDuration?
+        @Flag(help: "With --execute: queue them for the cleanup workers (backupctl worker, serve --workers N).")
+        var queue = false
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
+            guard !queue || execute else { throw ConsoleError.usage("--queue goes with --execute.") }
             // Plan, then apply: on a terminal the operator confirms the count the dry run found,
             // and the run may delete no more than that (--max lowered to it).
             var approvedMax = max
@@ -83,7 +86,7 @@ struct CleanupCommand: ParsableCommand {
             // Without --yes a batch run is refused by the service (nothing destructive by default).
             let operation = CleanupRunOperation(
                 execute: execute, max: approvedMax, concurrency: concurrency, graceSeconds: grace?.seconds,
-                confirmed: !execute || ctx.settings.yes || ctx.interactive)
+                confirmed: !execute || ctx.settings.yes || ctx.interactive, queue: queue)
             SignalFlag.drain()
             SignalFlag.install()
             TermSignal.install()  // SIGTERM stops a run like Ctrl-C: in-flight calls finish and are recorded
@@ -102,8 +105,11 @@ struct CleanupCommand: ParsableCommand {
                 let head =
                     report.dryRun
                     ? "dry run: \(report.items.count) sub-orgs would be deleted (pass --execute)\(waiting)"
-                    : "deleted \(report.deleted), already gone \(report.alreadyGone), failed \(report.failed), needs user \(report.needsUser), skipped \(report.skipped)"
-                        + (report.stoppedReason.map { " — \($0)" } ?? "") + waiting
+                    : queue
+                        ? "queued \(report.items.count) sub-org(s) for the cleanup workers (cleanup status shows their progress)"
+                            + (report.stoppedReason.map { " — \($0)" } ?? "") + waiting
+                        : "deleted \(report.deleted), already gone \(report.alreadyGone), failed \(report.failed), needs user \(report.needsUser), skipped \(report.skipped)"
+                            + (report.stoppedReason.map { " — \($0)" } ?? "") + waiting
                 return head + "\n"
                     + TextTable(
                         ["SUB-ORG", "OUTCOME", "ATTEMPTS", "ERROR"],

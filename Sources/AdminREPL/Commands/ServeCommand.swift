@@ -38,12 +38,15 @@ struct ServeCommand: ConsoleCommand {
     var auditRetiredKey: [String] = []
     @Option(help: "With --audit-key: sign a checkpoint every N audit entries.") var checkpointEntries: Int64 = 100
     @Option(help: "With --audit-key: and every N seconds while entries arrive.") var checkpointSeconds: Int = 60
+    @Option(help: "Cleanup workers to run beside the API (0…64), on items `cleanup run --execute --queue` queued.")
+    var workers: Int = 0
 
     func execute(_ ctx: CommandContext) async throws -> CommandOutput {
         guard (1...1_000_000).contains(checkpointEntries), (1...86_400).contains(checkpointSeconds) else {
             throw ConsoleError.usage(
                 "--checkpoint-entries must be 1…1000000 and --checkpoint-seconds 1…86400.")
         }
+        guard (0...64).contains(workers) else { throw ConsoleError.usage("--workers must be 0…64.") }
         let configuration = ConsoleServer.Configuration(
             listen: try ListenAddress(parsing: listen), tlsCertificate: tlsCert, tlsKey: tlsKey,
             allowPlainHTTP: insecurePlainHTTP, checkpointEverySeconds: checkpointSeconds)
@@ -63,6 +66,11 @@ struct ServeCommand: ConsoleCommand {
             ctx.environment["BACKUPCTL_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .notice
         let server = ConsoleServer(console: console, configuration: configuration, logger: logger)
         EventLoopTakeover.install()
+        // The workers stop after the server has drained (cancelled: items in hand finish first).
+        let cleanup =
+            workers > 0
+            ? Task { [workers, logger] in await console.runCleanupWorkers(count: workers, logger: logger) } : nil
+        defer { cleanup?.cancel() }
         do {
             let store = PostgresStoreConfiguration.displayed(ctx.settings.dbPath)
             try await server.run { [logger] url in
@@ -71,6 +79,8 @@ struct ServeCommand: ConsoleCommand {
                 let line: [String: String] = ["listening": url]
                 FileHandle.standardOutput.write(Data((JSONLine.encode(line) + "\n").utf8))
             }
+            cleanup?.cancel()
+            await cleanup?.value
             await console.close()
         } catch let error as ConsoleError {
             await console.close()

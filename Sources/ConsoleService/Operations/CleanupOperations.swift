@@ -47,8 +47,11 @@ public struct CleanupRunOperation: ConsoleOperation {
     /// The operator confirmed the deletion (`--yes`, or the tenant name typed on a terminal);
     /// an executing run refuses without it.
     public var confirmed: Bool
+    /// `--queue`: hand the eligible sub-orgs to the cleanup workers instead of deleting them here.
+    public var queue: Bool?
 
-    public init(execute: Bool, max: Int, concurrency: Int, graceSeconds: Int?, confirmed: Bool) {
+    public init(execute: Bool, max: Int, concurrency: Int, graceSeconds: Int?, confirmed: Bool, queue: Bool = false) {
+        self.queue = queue
         self.execute = execute
         self.max = max
         self.concurrency = concurrency
@@ -97,7 +100,7 @@ public struct CleanupRunOperation: ConsoleOperation {
             )
         }
         let options = CleanupRunOptions(
-            execute: execute, max: max, concurrency: concurrency, graceSeconds: graceSeconds)
+            execute: execute, max: max, concurrency: concurrency, graceSeconds: graceSeconds, queue: queue ?? false)
         // A caller that has gone is answered by `shouldStop` below (the calls in flight finish and
         // are journaled), so the `interrupted` that reporting would throw then is not needed.
         let onProgress: (@Sendable (RunReport, Int) -> Void)? =

@@ -1,0 +1,125 @@
+import Access
+import BackupModel
+import ConsoleStore
+import Foundation
+import Turnkey
+
+/// A cleanup worker on one tenant's queue (``CleanupQueueStore``): claims queued items under a
+/// lease, renews it while it works, and deletes each with the same per-item steps as
+/// `cleanup run` (``CleanupWorker``: re-check the reference, journal the body before the first
+/// send, re-send a journaled body unchanged, cleanup key then break-glass), audited in the name
+/// of the operator who queued the item. Every Turnkey call waits for a slot of the tenant's
+/// rate in the store, which all workers share wherever they run.
+///
+/// A worker that dies stops renewing; once its lease expires another claims the item and
+/// finishes it with the journaled body. A worker that outlived its lease and finds the item
+/// changed (`stale_journal_item`) drops it: the other worker's outcome stands.
+public struct CleanupQueueWorker: Sendable {
+    public let service: CleanupService
+    /// This worker's holder name (``ProcessHolder/name(_:)``).
+    public let name: String
+    /// The session of the operator who queued an item, checked for `cleanup run` again.
+    public let session: @Sendable (_ queuedBy: String) async throws(ConsoleError) -> Session
+    /// How long a claim lasts without a heartbeat, milliseconds.
+    public var leaseMillis: Int64 = 60_000
+    /// Items claimed at a time.
+    public var batch = 4
+    /// Journal attempts after which a retryable failure is recorded `failed`.
+    public var maxAttempts = 20
+    public var maxPolls = 5
+
+    public init(
+        service: CleanupService, name: String,
+        session: @escaping @Sendable (_ queuedBy: String) async throws(ConsoleError) -> Session
+    ) {
+        self.service = service
+        self.name = name
+        self.session = session
+    }
+
+    var store: any CleanupQueueStore {
+        get throws(ConsoleError) {
+            guard let queue = service.store as? any CleanupQueueStore else {
+                throw .invalid("queue_unsupported", "This console store has no queue for cleanup workers.")
+            }
+            return queue
+        }
+    }
+
+    /// Claims and processes queued items of `tenant` until none is claimable, `shouldStop`
+    /// says so (items in hand finish first) or Turnkey is out; returns the outcomes.
+    /// - Throws: store failures only; a refused session leaves its items to a later claim.
+    public func drain(tenant: TenantName, shouldStop: @Sendable () -> Bool = { false }) async throws(ConsoleError)
+        -> [RunReport.Item]
+    {
+        let store = try store
+        var outcomes: [RunReport.Item] = []
+        var sessions: [String: Session] = [:]
+        let flags = RunFlags()
+        // Bounded: each round claims at least one item or stops.
+        for _ in 0..<100_000 {
+            guard !shouldStop(), flags.outageMessage == nil else { break }
+            let now = service.timing.clock.millis()
+            let claimed = try await store.claimCleanup(
+                tenant: tenant, worker: name, limit: batch, now: now, leaseMillis: leaseMillis)
+            guard !claimed.isEmpty else { break }
+            var renewedAt = now
+            for queued in claimed {
+                guard !shouldStop(), flags.outageMessage == nil else { break }
+                let clock = service.timing.clock.millis()
+                if clock - renewedAt >= leaseMillis / 3 {
+                    let held = try await store.renewCleanupClaims(
+                        tenant: tenant, worker: name, now: clock, leaseMillis: leaseMillis)
+                    renewedAt = clock
+                    guard held.contains(queued.item.subOrgId) else { continue }
+                }
+                let session: Session
+                if let known = sessions[queued.queuedBy] {
+                    session = known
+                } else {
+                    do throws(ConsoleError) {
+                        session = try await self.session(queued.queuedBy)
+                        try await session.require(.cleanupRun)
+                    } catch {
+                        service.logger.warning(
+                            "cleanup item \(queued.item.subOrgId) of \(tenant) was queued by \(queued.queuedBy), who may no longer run cleanup: \(error.message)"
+                        )
+                        continue
+                    }
+                    sessions[queued.queuedBy] = session
+                }
+                if let item = try await process(queued, session: session, flags: flags, store: store) {
+                    outcomes.append(item)
+                }
+            }
+        }
+        return outcomes
+    }
+
+    /// One claimed item; `nil` when another worker's outcome stands.
+    private func process(
+        _ queued: QueuedCleanupItem, session: Session, flags: RunFlags, store: any CleanupQueueStore
+    ) async throws(ConsoleError) -> RunReport.Item? {
+        let tenant = session.tenantName
+        let policy = session.tenant.policy
+        let client = service.client(session) { nowMicros in
+            try await store.reserveTurnkeyCall(
+                tenant: tenant, perSecond: Double(max(1, policy.turnkeyRPS)), burst: 1, nowMicros: nowMicros)
+        }
+        let worker = CleanupWorker(
+            service: service, session: session, client: client, flags: flags, maxPolls: maxPolls)
+        let id = queued.item.subOrgId
+        let item: RunReport.Item
+        do throws(ConsoleError) {
+            item = try await worker.process(id, finalPass: queued.item.attempts >= maxAttempts)
+        } catch  where error.code == "stale_journal_item" {
+            service.logger.notice("cleanup item \(id) of \(tenant) was finished by another worker")
+            return nil
+        }
+        // A retryable outcome keeps the claim: the item is tried again once the lease expires.
+        if item.outcome != CleanupWorker.retryLater && item.outcome != "pending" {
+            try await store.releaseCleanupClaim(tenant: tenant, worker: name, subOrgId: id)
+        }
+        return item
+    }
+}

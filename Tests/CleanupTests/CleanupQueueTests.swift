@@ -1,0 +1,135 @@
+import Access
+import BackupModel
+import ConsoleStore
+import Foundation
+import Testing
+import Turnkey
+
+@testable import Cleanup
+
+/// `cleanup run --execute --queue` and the workers that drain the queue (``CleanupQueueWorker``)
+/// on the SQLite store, against the Turnkey sandbox over loopback HTTP.
+@Suite struct CleanupQueueTests {
+    func queueEverything(_ fixture: CleanupFixture, _ service: CleanupService) async throws -> RunReport {
+        try await service.run(
+            session: fixture.session, options: CleanupRunOptions(execute: true, graceSeconds: 0, queue: true))
+    }
+
+    func worker(_ fixture: CleanupFixture, _ service: CleanupService, _ name: String) -> CleanupQueueWorker {
+        let session = fixture.session
+        var worker = CleanupQueueWorker(service: service, name: name) { queuedBy in
+            #expect(queuedBy == "root")
+            return session
+        }
+        worker.leaseMillis = 10_000
+        return worker
+    }
+
+    @Test("three workers drain a queued backlog: each orphan deleted once, with one body, audited as its queuer")
+    func threeWorkersDrainTheQueue() async throws {
+        let fixture = try await CleanupFixture(orphanCount: 24)
+        defer { Task { await fixture.stop() } }
+        let service = fixture.service(budget: 1000)
+        let queued = try await queueEverything(fixture, service)
+        #expect(queued.items.count == 24 && queued.items.allSatisfy { $0.outcome == "queued" })
+        #expect(try await fixture.listed().count == 24 + fixture.referenced.count)  // nothing deleted yet
+        let outcomes = try await withThrowingTaskGroup(of: [RunReport.Item].self) { group in
+            for index in 0..<3 {
+                let worker = worker(fixture, service, "w\(index)")
+                group.addTask { try await worker.drain(tenant: fixture.session.tenantName) }
+            }
+            return try await group.reduce(into: [RunReport.Item]()) { $0 += $1 }
+        }
+        #expect(outcomes.count == 24, "every item taken by exactly one worker")
+        #expect(Set(outcomes.map(\.subOrgId)) == Set(fixture.orphans))
+        #expect(outcomes.allSatisfy { $0.outcome == "deleted" })
+        #expect(try await fixture.listed() == Set(fixture.referenced))
+        let bodies = await fixture.sandbox.deleteBodies
+        for id in fixture.orphans { #expect(bodies[id]?.count == 1, "sub-org \(id) sent \(bodies[id] ?? [])") }
+        for id in fixture.referenced { #expect(bodies[id] == nil) }
+        let audit = try await fixture.store.latestAuditEntries(tenant: fixture.session.tenantName, limit: 1000)
+        let deletes = audit.filter { $0.action == "cleanup.delete" }
+        #expect(deletes.count == 24 && deletes.allSatisfy { $0.operatorName == "root" })
+        #expect(audit.contains { $0.action == "cleanup.queue" && $0.details["queued"] == "24" })
+        // Nothing is left to claim.
+        #expect(try await worker(fixture, service, "late").drain(tenant: fixture.session.tenantName).isEmpty)
+    }
+
+    @Test("a worker that died holding an item loses it when its lease expires; another re-sends its journaled body")
+    func aDeadWorkersItemIsFinishedWithItsBody() async throws {
+        let fixture = try await CleanupFixture(orphanCount: 3)
+        defer { Task { await fixture.stop() } }
+        let service = fixture.service(budget: 1000)
+        _ = try await queueEverything(fixture, service)
+        let tenant = fixture.session.tenantName
+        // What a worker killed after journaling did: claimed the first item and wrote its body.
+        let claimed = try await fixture.store.claimCleanup(
+            tenant: tenant, worker: "dead", limit: 1, now: fixture.time.now, leaseMillis: 10_000)
+        var item = try #require(claimed.first?.item)
+        item.body = try TurnkeyActivityBody.deleteSubOrganization(subOrgId: item.subOrgId, timestampMs: 1_234).text
+        let journaled = try await fixture.store.updateCleanupItem(tenant: tenant, item, audit: nil)
+        // While the lease holds, another worker leaves it alone.
+        let before = try await worker(fixture, service, "alive").drain(tenant: tenant)
+        #expect(Set(before.map(\.subOrgId)) == Set(fixture.orphans.dropFirst()))
+        fixture.time.advance(byMillis: 10_001)
+        let after = try await worker(fixture, service, "alive").drain(tenant: tenant)
+        #expect(after.map(\.subOrgId) == [item.subOrgId] && after.first?.outcome == "deleted")
+        #expect(await fixture.sandbox.deleteBodies[item.subOrgId] == [item.body ?? ""])
+        // The dead worker's late write changes nothing.
+        var late = journaled
+        late.state = .failed
+        let error = await #expect(throws: ConsoleError.self) {
+            try await fixture.store.updateCleanupItem(tenant: tenant, late, audit: nil)
+        }
+        #expect(error?.code == "stale_journal_item")
+        try await fixture.store.releaseCleanupClaim(tenant: tenant, worker: "dead", subOrgId: item.subOrgId)
+        #expect(try await fixture.store.cleanupItem(tenant: tenant, subOrgId: item.subOrgId)?.state == .deleted)
+    }
+
+    @Test("the tenant's Turnkey rate is one for all workers: burst at once, then one per interval")
+    func oneSharedRate() async throws {
+        let fixture = try await CleanupFixture(orphanCount: 1)
+        defer { Task { await fixture.stop() } }
+        let tenant = fixture.session.tenantName
+        let now: Int64 = 1_790_000_000_000_000
+        var slots: [Int64] = []
+        for _ in 0..<6 {
+            slots.append(
+                try await fixture.store.reserveTurnkeyCall(tenant: tenant, perSecond: 10, burst: 2, nowMicros: now))
+        }
+        #expect(slots.map { $0 - now } == [0, 0, 100_000, 200_000, 300_000, 400_000])
+        // After a quiet spell the burst is back, and no more than it.
+        let later = now + 10_000_000
+        let again = try await (0..<3).asyncMap { _ in
+            try await fixture.store.reserveTurnkeyCall(tenant: tenant, perSecond: 10, burst: 2, nowMicros: later)
+        }
+        #expect(again.map { $0 - later } == [0, 0, 100_000])
+        let bad = await #expect(throws: ConsoleError.self) {
+            try await fixture.store.reserveTurnkeyCall(tenant: tenant, perSecond: 0, burst: 1, nowMicros: now)
+        }
+        #expect(bad?.kind == .usage)
+    }
+
+    @Test("--queue needs no Turnkey call until a worker runs, and a refused queuer's items wait")
+    func aQueuerWithoutTheRoleLeavesItemsQueued() async throws {
+        let fixture = try await CleanupFixture(orphanCount: 2)
+        defer { Task { await fixture.stop() } }
+        let service = fixture.service(budget: 1000)
+        _ = try await queueEverything(fixture, service)
+        let refusing = CleanupQueueWorker(service: service, name: "w") { queuedBy throws(ConsoleError) in
+            throw ConsoleError(.permissionDenied, code: "permission_denied", "\(queuedBy) lost the role")
+        }
+        #expect(try await refusing.drain(tenant: fixture.session.tenantName).isEmpty)
+        #expect(await fixture.sandbox.deleteBodies.isEmpty)
+        let pending = try await fixture.store.cleanupItems(tenant: fixture.session.tenantName, states: [.pending])
+        #expect(pending.count == 2)
+    }
+}
+
+extension Sequence {
+    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var result: [T] = []
+        for element in self { result.append(try await transform(element)) }
+        return result
+    }
+}
