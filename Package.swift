@@ -258,7 +258,7 @@ let package = Package(
             name: "ConsoleServerTests",
             dependencies: [
                 "ConsoleServer", "ConsoleService", "ConsoleClient", "ConsoleStore", "Access", "BackupModel",
-                "BackupCrypto",
+                "BackupCrypto", "PostgresStore",
                 "BackupctlTestSupport", "Inspect",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]),

@@ -1,5 +1,8 @@
+import BackupModel
 import BackupctlTestSupport
+import ConsoleStore
 import Foundation
+import PostgresStore
 import Testing
 
 /// Two `backupctl serve` processes on one PostgreSQL database behave as one console: an
@@ -154,6 +157,118 @@ struct MultiServerTests {
             #expect(await first.stop() == 0)
             #expect(await second.stop() == 0)
             #expect(!FileManager.default.fileExists(atPath: workspace.path("client-has-no-store")))
+        }
+    }
+
+    /// Waits (at most `seconds`) for a process to print that it stopped at a checkpoint, and
+    /// returns the sub-org it stopped on.
+    static func pausedSubOrg(_ process: BackupctlProcess, seconds: Double = 60) async -> String? {
+        _ = await BackupctlProcess.waitUntil(seconds: seconds) {
+            process.stdout.contains(#""paused":"cleanup.journaled""#) || !process.isRunning
+        }
+        for line in process.stdout.split(separator: "\n") where line.contains(#""paused""#) {
+            let object = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: String]
+            return object?["subOrgId"]
+        }
+        return nil
+    }
+
+    /// The journaled bodies of `ids`, read from the database as the workers left them.
+    static func journaledBodies(_ url: String, _ ids: [String]) async throws -> [String: String] {
+        let database = PostgresStoreDatabase(configuration: try PostgresStoreConfiguration(url: url, environment: [:]))
+        try await database.start()
+        do {
+            let store = try await PostgresConsoleStore.open(database)
+            var bodies: [String: String] = [:]
+            for id in ids {
+                bodies[id] = try await store.cleanupItem(tenant: try TenantName("sandbox"), subOrgId: id)?.body
+            }
+            await database.shutdown()
+            return bodies
+        } catch {
+            await database.shutdown()
+            throw error
+        }
+    }
+
+    /// Two servers and three workers on one database; a worker and a server (running a worker
+    /// of its own) are killed with SIGKILL once each has journaled the body of an item and
+    /// before sending it. The survivors take those items when the leases lapse and send the
+    /// journaled bodies: every eligible sub-org is deleted exactly once, and the chain verifies.
+    @Test func killedWorkersAndServersLoseTheirItemsToTheOthersAndEachSubOrgGoesOnce() async throws {
+        try await PostgresTestDatabase.make { database in
+            var workspace = try Workspace(database: database)
+            defer { workspace.cleanUp() }
+            let initialized = try await Self.run(
+                ["--format", "json", "init", "--admin", "root"], workspace.environment)
+            let root = try #require(initialized.json?["token"] as? String)
+            workspace.environment["BACKUPCTL_TOKEN"] = root
+            let seeded = try await Self.run(
+                ["--format", "json", "seed", "--backups", "20", "--orphans", "30"], workspace.environment)
+            #expect(seeded.status == 0, "\(seeded.stderr)")
+            var serverEnvironment = workspace.environment
+            serverEnvironment["BACKUPCTL_TOKEN"] = nil
+            let api = try await ServeProcess(db: database.url, environment: serverEnvironment)
+            defer { api.kill9() }
+            let client = workspace.client(api, token: root)
+            let queued = try await Self.run(
+                [
+                    "--yes", "--format", "json", "cleanup", "run", "--execute", "--queue", "--grace", "0", "--max",
+                    "1000",
+                ], client)
+            #expect(queued.status == 0, "\(queued.stderr)")
+            let items = try #require(queued.json?["items"] as? [[String: Any]])
+            let orphans = Set(items.compactMap { $0["subOrgId"] as? String })
+            #expect(orphans.count == 30 && items.allSatisfy { $0["outcome"] as? String == "queued" })
+
+            // A server with a worker, and a worker: each stops once it has journaled a body; SIGKILL.
+            var pausing = serverEnvironment
+            pausing["BACKUPCTL_PAUSE_AT"] = "cleanup.journaled"
+            let doomedServer = try await ServeProcess(
+                db: database.url, arguments: ["--workers", "1", "--worker-lease-seconds", "2"], environment: pausing)
+            defer { doomedServer.kill9() }
+            let serverItem = try #require(await Self.pausedSubOrg(doomedServer.process), "\(doomedServer.stderr)")
+            doomedServer.kill9()
+            let doomedWorker = try BackupctlProcess(
+                ["worker", "--workers", "1", "--lease-seconds", "2"], environment: pausing)
+            defer { doomedWorker.kill9() }
+            let workerItem = try #require(await Self.pausedSubOrg(doomedWorker), "\(doomedWorker.stderr)")
+            doomedWorker.kill9()
+            #expect(serverItem != workerItem && orphans.isSuperset(of: [serverItem, workerItem]))
+            let journaled = try await Self.journaledBodies(database.url, [serverItem, workerItem])
+            #expect(journaled.count == 2 && journaled.values.allSatisfy { $0.contains(#""organizationId""#) })
+
+            // Two more workers finish everything, the killed ones' items once their leases lapse.
+            let workers = try (0..<2).map { _ in
+                try BackupctlProcess(
+                    ["worker", "--workers", "2", "--lease-seconds", "2", "--idle-millis", "100"],
+                    environment: serverEnvironment)
+            }
+            defer { for worker in workers { worker.kill9() } }
+            var status: [String: Any]?
+            for _ in 0..<600 {
+                status = try await Self.run(["--format", "json", "cleanup", "status"], client).json
+                if status?["pending"] as? Int == 0 { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(status?["pending"] as? Int == 0, "\(status ?? [:])")
+            #expect(status?["deleted"] as? Int == 30, "\(status ?? [:])")
+            for worker in workers {
+                worker.signal(SIGTERM)
+                #expect(await worker.waitExit(seconds: 30) == 0, "\(worker.stderr)")
+            }
+            // The killed ones' items went with the bodies they had journaled.
+            #expect(try await Self.journaledBodies(database.url, [serverItem, workerItem]) == journaled)
+            let deletes = try await Self.run(
+                ["--format", "json", "audit", "list", "--action", "cleanup.delete", "--limit", "1000"], client)
+            let entries = deletes.json?["entries"] as? [[String: Any]] ?? []
+            let targets = entries.compactMap { $0["target"] as? String }
+            #expect(targets.count == 30 && Set(targets) == orphans, "\(deletes.stdout.prefix(400))")
+            let scan = try await Self.run(["--format", "json", "cleanup", "scan", "--grace", "0"], client)
+            #expect((scan.json?["orphans"] as? [Any])?.isEmpty == true, "\(scan.stdout.prefix(400))")
+            let verified = try await Self.run(["--format", "json", "audit", "verify"], client)
+            #expect(verified.json?["ok"] as? Bool == true, "\(verified.stdout) \(verified.stderr)")
+            #expect(await api.stop() == 0)
         }
     }
 }

@@ -40,13 +40,17 @@ struct ServeCommand: ConsoleCommand {
     @Option(help: "With --audit-key: and every N seconds while entries arrive.") var checkpointSeconds: Int = 60
     @Option(help: "Cleanup workers to run beside the API (0…64), on items `cleanup run --execute --queue` queued.")
     var workers: Int = 0
+    @Option(help: "With --workers: a claim lapses this many seconds after the worker's last heartbeat (1…3600).")
+    var workerLeaseSeconds: Int64 = 60
 
     func execute(_ ctx: CommandContext) async throws -> CommandOutput {
         guard (1...1_000_000).contains(checkpointEntries), (1...86_400).contains(checkpointSeconds) else {
             throw ConsoleError.usage(
                 "--checkpoint-entries must be 1…1000000 and --checkpoint-seconds 1…86400.")
         }
-        guard (0...64).contains(workers) else { throw ConsoleError.usage("--workers must be 0…64.") }
+        guard (0...64).contains(workers), (1...3600).contains(workerLeaseSeconds) else {
+            throw ConsoleError.usage("--workers must be 0…64 and --worker-lease-seconds 1…3600.")
+        }
         let configuration = ConsoleServer.Configuration(
             listen: try ListenAddress(parsing: listen), tlsCertificate: tlsCert, tlsKey: tlsKey,
             allowPlainHTTP: insecurePlainHTTP, checkpointEverySeconds: checkpointSeconds)
@@ -69,7 +73,10 @@ struct ServeCommand: ConsoleCommand {
         // The workers stop after the server has drained (cancelled: items in hand finish first).
         let cleanup =
             workers > 0
-            ? Task { [workers, logger] in await console.runCleanupWorkers(count: workers, logger: logger) } : nil
+            ? Task { [workers, workerLeaseSeconds, logger] in
+                await console.runCleanupWorkers(
+                    count: workers, leaseMillis: workerLeaseSeconds * 1000, logger: logger)
+            } : nil
         defer { cleanup?.cancel() }
         do {
             let store = PostgresStoreConfiguration.displayed(ctx.settings.dbPath)

@@ -24,10 +24,12 @@ struct WorkerCommand: ConsoleCommand {
     @Option(help: "Worker tasks in this process (1…64).") var workers: Int = 2
     @Option(help: "An idle worker looks for new items after this many milliseconds (doubling to 30 s).")
     var idleMillis: Int64 = 1000
+    @Option(help: "A claim lapses this many seconds after the worker's last heartbeat (1…3600).")
+    var leaseSeconds: Int64 = 60
 
     func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-        guard (1...64).contains(workers), (1...60_000).contains(idleMillis) else {
-            throw ConsoleError.usage("--workers must be 1…64 and --idle-millis 1…60000.")
+        guard (1...64).contains(workers), (1...60_000).contains(idleMillis), (1...3600).contains(leaseSeconds) else {
+            throw ConsoleError.usage("--workers must be 1…64, --idle-millis 1…60000 and --lease-seconds 1…3600.")
         }
         let console = try ctx.local
         let only = try ctx.settings.tenant.map { (text) throws(ConsoleError) in try TenantName(text) }
@@ -36,7 +38,8 @@ struct WorkerCommand: ConsoleCommand {
         logger.logLevel = ctx.environment["BACKUPCTL_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .notice
         FileHandle.standardOutput.write(Data((#"{"workers":\#(workers)}"# + "\n").utf8))
         let service = CleanupWorkersService(
-            console: console, workers: workers, only: only, idleMillis: idleMillis, logger: logger)
+            console: console, workers: workers, only: only, idleMillis: idleMillis, leaseMillis: leaseSeconds * 1000,
+            logger: logger)
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
                 services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
@@ -51,18 +54,20 @@ struct WorkerCommand: ConsoleCommand {
     }
 }
 
-/// The workers of ``LocalConsole/runCleanupWorkers(count:only:idleMillis:logger:sleep:)`` as a
+/// The workers of ``LocalConsole/runCleanupWorkers(count:only:idleMillis:leaseMillis:logger:sleep:)`` as a
 /// service: a graceful shutdown cancels them, and items in hand finish first.
 struct CleanupWorkersService: Service {
     let console: LocalConsole
     let workers: Int
     let only: TenantName?
     let idleMillis: Int64
+    let leaseMillis: Int64
     let logger: Logger
 
     func run() async throws {
         await cancelWhenGracefulShutdown {
-            await console.runCleanupWorkers(count: workers, only: only, idleMillis: idleMillis, logger: logger)
+            await console.runCleanupWorkers(
+                count: workers, only: only, idleMillis: idleMillis, leaseMillis: leaseMillis, logger: logger)
         }
     }
 }
