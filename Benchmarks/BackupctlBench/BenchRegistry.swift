@@ -9,5 +9,6 @@ enum BenchRegistry {
         ServerBench(),
         PostgresBench(),
         PostgresLookupBench(),
+        PostgresWorkersBench(),
     ]
 }
