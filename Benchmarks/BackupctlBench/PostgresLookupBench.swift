@@ -1,6 +1,7 @@
 import BackupModel
 import ConsoleStore
 import Foundation
+import PostgresNIO
 import PostgresStore
 
 /// A lookup on the PostgreSQL store (``PostgresConsoleStore/lookup(tenant:pk:)``, one pooled
@@ -58,6 +59,7 @@ struct PostgresLookupBench: BenchSuite {
         let keys = writes.flatMap { $0.lookupRows.map(\.pk) }
         var ours = Samples()
         var theirs = Samples()
+        var held = Samples()
         for _ in 0..<rounds {
             let round = (0..<perRound).map { _ in keys[Int.random(in: 0..<keys.count, using: &generator)] }
             for pk in round {
@@ -67,6 +69,20 @@ struct PostgresLookupBench: BenchSuite {
                 guard row != nil else { throw BenchFailure("lookup of \(pk) missed") }
             }
             for nanos in try Self.psqlTimes(url: url, tenant: tenant.rawValue, keys: round) { theirs.add(nanos) }
+            // The floor without the pool: the same prepared statement on one connection held throughout.
+            try await database.withConnection("timing lookups on one connection") { connection in
+                for pk in round {
+                    let start = nowNanos()
+                    var found = false
+                    for try await _ in try await connection.execute(
+                        HeldLookup(tenant: tenant.rawValue, pk: pk), logger: database.logger)
+                    {
+                        found = true
+                    }
+                    held.add(nowNanos() - start)
+                    guard found else { throw BenchFailure("lookup of \(pk) missed") }
+                }
+            }
         }
         guard theirs.values.count == ours.values.count else {
             throw BenchFailure("psql timed \(theirs.values.count) of \(ours.values.count) lookups")
@@ -78,6 +94,7 @@ struct PostgresLookupBench: BenchSuite {
             "storeP99Micros": .number(ours.p99Micros),
             "psqlMedianMicros": .number(theirs.medianMicros),
             "psqlP99Micros": .number(theirs.p99Micros),
+            "heldConnectionMedianMicros": .number(held.medianMicros),
             "storeToPsqlMedianRatio": .number(ours.medianMicros / max(0.001, theirs.medianMicros)),
             "storeToPsqlTargetRatio": .number(1.5),
         ]
@@ -131,4 +148,22 @@ struct PostgresLookupBench: BenchSuite {
 struct BenchFailure: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
+}
+
+/// The store's lookup statement, prepared on a connection the bench holds (no pool lease).
+struct HeldLookup: PostgresPreparedStatement {
+    static let name = "bench_held_lookup"
+    static let sql = PostgresConsoleStore.lookupSQL
+    typealias Row = String
+    var tenant: String
+    var pk: String
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 2)
+        bindings.append(tenant)
+        bindings.append(pk)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> String { try row.decode(String.self) }
 }

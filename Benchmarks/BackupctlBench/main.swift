@@ -15,6 +15,12 @@ if CommandLine.arguments.dropFirst().first == ServerBench.clientCommand {
     }
 }
 
+// backupctl-bench [--quick] [--nio-executor] [SUITE…]: runs the suites and prints one JSON document;
+// with --nio-executor, on NIO's event loops as `backupctl serve` runs its tasks.
+if CommandLine.arguments.contains("--nio-executor") {
+    _ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
+}
+
 // backupctl-bench [--quick] [SUITE…]: runs the suites and prints one JSON document.
 let arguments = Array(CommandLine.arguments.dropFirst())
 let scale = BenchScale(quick: arguments.contains("--quick"))

@@ -98,7 +98,7 @@ extension PostgresConsoleStore {
     /// through `psql`).
     public static let lookupSQL = "SELECT backup_id FROM factor_lookup WHERE tenant = $1 AND pk = $2"
 
-    /// ``lookupSQL`` as a statement prepared once per pooled connection: the hot path of a
+    /// ``lookupSQL`` as a statement prepared once on the hot-path connection: the hot path of a
     /// support session, one round trip without a parse.
     struct LookupStatement: PostgresPreparedStatement {
         static let name = "backupctl_lookup"
@@ -157,17 +157,16 @@ extension PostgresConsoleStore {
         try await prepared("looking up a factor", ResolveStatement(tenant: tenant.rawValue, pk: pk))
     }
 
-    /// The first row of a prepared statement on a pooled connection, if any.
+    /// The first row of a prepared statement, if any, on the database's hot-path connection
+    /// (``PostgresStoreDatabase/withHotConnection(_:_:)``): no pool lease per lookup.
     func prepared<Statement: PostgresPreparedStatement>(_ what: @autoclosure () -> String, _ statement: Statement)
         async throws(ConsoleError) -> Statement.Row? where Statement.Row: Sendable
     {
-        do {
-            for try await row in try await database.client.execute(statement, logger: database.logger) {
+        try await database.withHotConnection(what()) { connection in
+            for try await row in try await connection.execute(statement, logger: database.logger) {
                 return row
             }
             return nil
-        } catch {
-            throw database.mapError(error, while: what())
         }
     }
 

@@ -12,10 +12,15 @@ import _ConnectionPoolModule
 /// `host:port`; a refused login is `database_auth_failed`; anything else `internal_error`.
 /// Messages carry the server's own message at most: never SQL, bound values or the password.
 enum PostgresErrors {
+    /// The hot-path connection closed under a statement (the server restarted or went away).
+    struct HotConnectionClosed: Error {}
+
     static func map(_ error: any Error, while what: String, at endpoint: String) -> ConsoleError {
         switch error {
         case let error as ConsoleError:
             return error
+        case is HotConnectionClosed:
+            return unavailable(endpoint, "the connection closed")
         case let error as PostgresTransactionError:
             guard let inner = error.closureError ?? error.beginError ?? error.commitError else {
                 return .internalError("The PostgreSQL store failed while \(what): the transaction failed.")

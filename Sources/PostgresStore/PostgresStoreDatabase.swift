@@ -16,6 +16,8 @@ public final class PostgresStoreDatabase: Service, Sendable {
     /// Given to the pool and every query; never receives the password.
     public let logger: Logger
     private let runner = Mutex<Task<Void, Never>?>(nil)
+    /// The connection of ``withHotConnection(_:_:)``, opened on first use.
+    private let hot = Mutex<Task<PostgresConnection, any Error>?>(nil)
 
     public init(configuration: PostgresStoreConfiguration, logger: Logger = Logger(label: "backupctl.postgres")) {
         self.configuration = configuration
@@ -40,12 +42,48 @@ public final class PostgresStoreDatabase: Service, Sendable {
     /// Stops the pool started by ``start()`` and waits for its connections to close; safe to
     /// call twice or without ``start()``.
     public func shutdown() async {
+        let connection = hot.withLock { task in
+            defer { task = nil }
+            return task
+        }
+        try? await connection?.value.close()
         let task = runner.withLock { task in
             defer { task = nil }
             return task
         }
         task?.cancel()
         await task?.value
+    }
+
+    /// Runs `body` on one connection kept outside the pool for single-statement reads on the
+    /// hot path (lookups): a pool lease costs more than the query itself (about 170 µs against
+    /// 100 µs on loopback). Concurrent callers share it; PostgreSQL answers their statements in
+    /// order. A closed connection is replaced, and the statement retried once on the new one.
+    public func withHotConnection<T: Sendable>(
+        _ what: @autoclosure () -> String, _ body: (PostgresConnection) async throws -> T
+    ) async throws(ConsoleError) -> T {
+        for attempt in 1...2 {
+            let task = hot.withLock { task -> Task<PostgresConnection, any Error> in
+                if let task { return task }
+                let made = Task { [configuration, logger] in
+                    try await PostgresConnection.connect(
+                        configuration: try configuration.connectionConfiguration(), id: 0, logger: logger)
+                }
+                task = made
+                return made
+            }
+            do {
+                let connection = try await task.value
+                guard !connection.isClosed else { throw PostgresErrors.HotConnectionClosed() }
+                return try await body(connection)
+            } catch {
+                let closed = (try? await task.value)?.isClosed ?? true
+                guard closed else { throw mapError(error, while: what()) }
+                hot.withLock { current in if current == task { current = nil } }
+                if attempt == 2 { throw mapError(error, while: what()) }
+            }
+        }
+        throw ConsoleError.internalError("The PostgreSQL store failed while \(what()).")
     }
 
     /// Runs the pool until the calling task is cancelled or the service group shuts down.
