@@ -18,41 +18,16 @@ struct PostgresBench: BenchSuite {
     let name = "postgres"
 
     func run(_ scale: BenchScale) async throws -> [String: BenchValue] {
-        guard let serverURL = ProcessInfo.processInfo.environment["BACKUPCTL_TEST_POSTGRES"] else {
-            return ["error": .text("needs PostgreSQL: make bench runs it beside a private cluster")]
+        guard ProcessInfo.processInfo.environment["BACKUPCTL_TEST_POSTGRES"] != nil else {
+            return BenchDatabase.missing
         }
         let tenants = scale.pick(100, quick: 4)
         let perTenant = scale.pick(10_000, quick: 2_000)
-        let batch = 5_000
         let referenceCount = scale.pick(2_000, quick: 500)
         let writes = try Self.synthetic(count: perTenant)
-        let name = "bench_" + String(format: "%016llx", UInt64.random(in: .min ... .max))
-        try await PostgresAdmin.execute("CREATE DATABASE \(name)", on: serverURL)
-        do {
-            let figures = try await measure(
-                url: try PostgresAdmin.url(serverURL, database: name), writes: writes, tenants: tenants, batch: batch,
-                referenceCount: referenceCount)
-            try await PostgresAdmin.execute("DROP DATABASE \(name) WITH (FORCE)", on: serverURL)
-            return figures
-        } catch {
-            try? await PostgresAdmin.execute("DROP DATABASE \(name) WITH (FORCE)", on: serverURL)
-            throw error
-        }
-    }
-
-    private func measure(
-        url: String, writes: [BackupWrite], tenants: Int, batch: Int, referenceCount: Int
-    ) async throws -> [String: BenchValue] {
-        let database = PostgresStoreDatabase(configuration: try PostgresStoreConfiguration(url: url, environment: [:]))
-        try await database.start()
-        do {
-            let figures = try await measure(
-                database, writes: writes, tenants: tenants, batch: batch, referenceCount: referenceCount)
-            await database.shutdown()
-            return figures
-        } catch {
-            await database.shutdown()
-            throw error
+        return try await BenchDatabase.with { _, database in
+            try await measure(
+                database, writes: writes, tenants: tenants, batch: 5_000, referenceCount: referenceCount)
         }
     }
 

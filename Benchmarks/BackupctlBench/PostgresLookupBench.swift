@@ -14,27 +14,11 @@ struct PostgresLookupBench: BenchSuite {
     let name = "postgres-lookup"
 
     func run(_ scale: BenchScale) async throws -> [String: BenchValue] {
-        guard let serverURL = ProcessInfo.processInfo.environment["BACKUPCTL_TEST_POSTGRES"] else {
-            return ["error": .text("needs PostgreSQL: make bench runs it beside a private cluster")]
-        }
         let backups = scale.pick(10_000, quick: 1_000)
         let perRound = scale.pick(500, quick: 100)
         let rounds = scale.pick(6, quick: 2)
-        let name = "bench_" + String(format: "%016llx", UInt64.random(in: .min ... .max))
-        try await PostgresAdmin.execute("CREATE DATABASE \(name)", on: serverURL)
-        let url = try PostgresAdmin.url(serverURL, database: name)
-        let database = PostgresStoreDatabase(configuration: try PostgresStoreConfiguration(url: url, environment: [:]))
-        do {
-            try await database.start()
-            let figures = try await measure(
-                database, url: url, backups: backups, perRound: perRound, rounds: rounds)
-            await database.shutdown()
-            try await PostgresAdmin.execute("DROP DATABASE \(name) WITH (FORCE)", on: serverURL)
-            return figures
-        } catch {
-            await database.shutdown()
-            try? await PostgresAdmin.execute("DROP DATABASE \(name) WITH (FORCE)", on: serverURL)
-            throw error
+        return try await BenchDatabase.with { url, database in
+            try await measure(database, url: url, backups: backups, perRound: perRound, rounds: rounds)
         }
     }
 
@@ -75,7 +59,7 @@ struct PostgresLookupBench: BenchSuite {
                     let start = nowNanos()
                     var found = false
                     for try await _ in try await connection.execute(
-                        HeldLookup(tenant: tenant.rawValue, pk: pk), logger: database.logger)
+                        PostgresConsoleStore.LookupStatement(tenant: tenant.rawValue, pk: pk), logger: database.logger)
                     {
                         found = true
                     }
@@ -148,22 +132,4 @@ struct PostgresLookupBench: BenchSuite {
 struct BenchFailure: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
-}
-
-/// The store's lookup statement, prepared on a connection the bench holds (no pool lease).
-struct HeldLookup: PostgresPreparedStatement {
-    static let name = "bench_held_lookup"
-    static let sql = PostgresConsoleStore.lookupSQL
-    typealias Row = String
-    var tenant: String
-    var pk: String
-
-    func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 2)
-        bindings.append(tenant)
-        bindings.append(pk)
-        return bindings
-    }
-
-    func decodeRow(_ row: PostgresRow) throws -> String { try row.decode(String.self) }
 }

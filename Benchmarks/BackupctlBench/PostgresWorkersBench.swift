@@ -17,24 +17,9 @@ struct PostgresWorkersBench: BenchSuite {
     let name = "postgres-workers"
 
     func run(_ scale: BenchScale) async throws -> [String: BenchValue] {
-        guard let serverURL = ProcessInfo.processInfo.environment["BACKUPCTL_TEST_POSTGRES"] else {
-            return ["error": .text("needs PostgreSQL: make bench runs it beside a private cluster")]
-        }
         let orphans = scale.pick(200, quick: 40)
-        let name = "bench_" + String(format: "%016llx", UInt64.random(in: .min ... .max))
-        try await PostgresAdmin.execute("CREATE DATABASE \(name)", on: serverURL)
-        let url = try PostgresAdmin.url(serverURL, database: name)
-        let database = PostgresStoreDatabase(configuration: try PostgresStoreConfiguration(url: url, environment: [:]))
-        do {
-            try await database.start()
-            let figures = try await measure(try await PostgresConsoleStore.open(database), orphans: orphans)
-            await database.shutdown()
-            try await PostgresAdmin.execute("DROP DATABASE \(name) WITH (FORCE)", on: serverURL)
-            return figures
-        } catch {
-            await database.shutdown()
-            try? await PostgresAdmin.execute("DROP DATABASE \(name) WITH (FORCE)", on: serverURL)
-            throw error
+        return try await BenchDatabase.with { _, database in
+            try await measure(try await PostgresConsoleStore.open(database), orphans: orphans)
         }
     }
 

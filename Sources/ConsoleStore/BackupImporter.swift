@@ -64,3 +64,25 @@ public struct BackupImporter: Sendable {
         return run.report
     }
 }
+
+extension ConsoleStore {
+    /// Loads the export by ``BackupImporter``'s rules; its batches go through ``writeBackups``
+    /// (one `COPY` per batch on PostgreSQL).
+    public func importExport(
+        directory: URL, tenant: TenantName, dryRun: Bool, operatorName: String,
+        clock: @escaping @Sendable () -> Int64, progress: ((Int) throws(ConsoleError) -> Void)?
+    ) async throws(ConsoleError) -> ImportReport {
+        try await BackupImporter(store: self, clock: clock).run(
+            directory: directory, tenant: tenant, dryRun: dryRun, operatorName: operatorName, progress: progress)
+    }
+
+    /// Seeds the sandbox tenant by ``SandboxSeeder``'s rules.
+    public func seedSandbox(
+        tenant: TenantRecord, backups: Int, orphans: Int, seed: UInt64, operatorName: String,
+        clock: @escaping @Sendable () -> Int64, progress: ((Int) throws(ConsoleError) -> Void)?
+    ) async throws(ConsoleError) -> SeedReport {
+        try await SandboxSeeder(store: self, clock: clock).run(
+            tenant: tenant, backups: backups, orphans: orphans, seed: seed, operatorName: operatorName,
+            progress: progress)
+    }
+}

@@ -3,23 +3,6 @@ import Foundation
 import GRDB
 
 extension SQLiteConsoleStore {
-    public func importExport(
-        directory: URL, tenant: TenantName, dryRun: Bool, operatorName: String,
-        clock: @escaping @Sendable () -> Int64, progress: ((Int) throws(ConsoleError) -> Void)?
-    ) async throws(ConsoleError) -> ImportReport {
-        try await BackupImporter(store: self, clock: clock).run(
-            directory: directory, tenant: tenant, dryRun: dryRun, operatorName: operatorName, progress: progress)
-    }
-
-    public func seedSandbox(
-        tenant: TenantRecord, backups: Int, orphans: Int, seed: UInt64, operatorName: String,
-        clock: @escaping @Sendable () -> Int64, progress: ((Int) throws(ConsoleError) -> Void)?
-    ) async throws(ConsoleError) -> SeedReport {
-        try await SandboxSeeder(store: self, clock: clock).run(
-            tenant: tenant, backups: backups, orphans: orphans, seed: seed, operatorName: operatorName,
-            progress: progress)
-    }
-
     public func writeBackup(tenant: TenantName, _ write: BackupWrite, audit: AuditDraft) async throws(ConsoleError) {
         let prepared = PreparedWrite(write)
         try await self.write("writing backup \(write.record.backupId)") { db in

@@ -86,13 +86,7 @@ extension SQLiteConsoleStore {
                     try Bool.fetchOne(
                         db, sql: "SELECT 1 FROM cleanup_items WHERE tenant = ? AND suborg_id = ?",
                         arguments: [tenant.rawValue, item.subOrgId]) != nil
-                guard exists else {
-                    throw ConsoleError.notFound("Sub-org \(item.subOrgId) is not in the cleanup journal of \(tenant).")
-                }
-                throw ConsoleError(
-                    .conflict, code: "stale_journal_item",
-                    "Cleanup item \(item.subOrgId) of \(tenant) was changed by another writer since it was read; nothing was overwritten."
-                )
+                throw CleanupItemRecord.refusedUpdate(item.subOrgId, tenant: tenant, exists: exists)
             }
             if let audit { _ = try self.insertAudit(audit, db) }
             var updated = item
@@ -110,5 +104,17 @@ extension SQLiteConsoleStore {
                 arguments: [tenant.rawValue]
             ).map(Self.cleanupRecord).filter { states?.contains($0.state) ?? true }
         }
+    }
+}
+
+extension CleanupItemRecord {
+    /// Why a compare-and-set update of a journal item wrote nothing: the item is not there
+    /// (`not_found`), or another writer changed it since it was read (`stale_journal_item`).
+    public static func refusedUpdate(_ subOrgId: String, tenant: TenantName, exists: Bool) -> ConsoleError {
+        guard exists else { return .notFound("Sub-org \(subOrgId) is not in the cleanup journal of \(tenant).") }
+        return ConsoleError(
+            .conflict, code: "stale_journal_item",
+            "Cleanup item \(subOrgId) of \(tenant) was changed by another writer since it was read; nothing was overwritten."
+        )
     }
 }

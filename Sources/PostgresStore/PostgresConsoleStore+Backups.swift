@@ -100,21 +100,19 @@ extension PostgresConsoleStore {
 
     /// ``lookupSQL`` as a statement prepared once on the hot-path connection: the hot path of a
     /// support session, one round trip without a parse.
-    struct LookupStatement: PostgresPreparedStatement {
-        static let name = "backupctl_lookup"
-        static let sql = PostgresConsoleStore.lookupSQL
-        typealias Row = String
-        var tenant: String
-        var pk: String
+    public struct LookupStatement: TenantKeyStatement {
+        public static let name = "backupctl_lookup"
+        public static let sql = PostgresConsoleStore.lookupSQL
+        public typealias Row = String
+        public var tenant: String
+        public var pk: String
 
-        func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 2)
-            bindings.append(tenant)
-            bindings.append(pk)
-            return bindings
+        public init(tenant: String, pk: String) {
+            self.tenant = tenant
+            self.pk = pk
         }
 
-        func decodeRow(_ row: PostgresRow) throws -> String { try row.decode(String.self) }
+        public func decodeRow(_ row: PostgresRow) throws -> String { try row.decode(String.self) }
     }
 
     public func lookup(tenant: TenantName, pk: String) async throws(ConsoleError) -> LookupRow? {
@@ -125,7 +123,7 @@ extension PostgresConsoleStore {
     /// What the index answers for a key, checked in the same statement against the keys its
     /// backup's metadata implies; the backup's existence is probed only when the metadata does
     /// not imply the key (a `backup_factors` row exists only beside its backup).
-    struct ResolveStatement: PostgresPreparedStatement {
+    struct ResolveStatement: TenantKeyStatement {
         static let name = "backupctl_resolve_lookup"
         static let sql = """
             SELECT fl.backup_id, bf.factor_id,
@@ -139,13 +137,6 @@ extension PostgresConsoleStore {
         typealias Row = LookupResolution
         var tenant: String
         var pk: String
-
-        func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 2)
-            bindings.append(tenant)
-            bindings.append(pk)
-            return bindings
-        }
 
         func decodeRow(_ row: PostgresRow) throws -> LookupResolution {
             let (backupId, factorId, exists) = try row.decode((String, String?, Bool).self)
@@ -238,24 +229,6 @@ extension PostgresConsoleStore {
         }
     }
 
-    public func importExport(
-        directory: URL, tenant: TenantName, dryRun: Bool, operatorName: String,
-        clock: @escaping @Sendable () -> Int64, progress: ((Int) throws(ConsoleError) -> Void)?
-    ) async throws(ConsoleError) -> ImportReport {
-        // The importer's batches go through ``writeBackups``: one `COPY` per batch.
-        try await BackupImporter(store: self, clock: clock).run(
-            directory: directory, tenant: tenant, dryRun: dryRun, operatorName: operatorName, progress: progress)
-    }
-
-    public func seedSandbox(
-        tenant: TenantRecord, backups: Int, orphans: Int, seed: UInt64, operatorName: String,
-        clock: @escaping @Sendable () -> Int64, progress: ((Int) throws(ConsoleError) -> Void)?
-    ) async throws(ConsoleError) -> SeedReport {
-        try await SandboxSeeder(store: self, clock: clock).run(
-            tenant: tenant, backups: backups, orphans: orphans, seed: seed, operatorName: operatorName,
-            progress: progress)
-    }
-
     // MARK: Sub-org references
 
     public func subOrgReference(tenant: TenantName, subOrgId: String) async throws(ConsoleError) -> String? {
@@ -295,5 +268,20 @@ extension PostgresConsoleStore {
                     """, connection
                 ) { try $0[0].decode(String.self) })
         }
+    }
+}
+
+/// A prepared statement of one tenant and one key (`$1`, `$2`).
+public protocol TenantKeyStatement: PostgresPreparedStatement {
+    var tenant: String { get }
+    var pk: String { get }
+}
+
+extension TenantKeyStatement {
+    public func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 2)
+        bindings.append(tenant)
+        bindings.append(pk)
+        return bindings
     }
 }

@@ -81,18 +81,10 @@ extension PostgresConsoleStore {
                 RETURNING version
                 """, connection)
             guard updated else {
-                guard
-                    try await exists(
-                        """
-                        SELECT 1 FROM cleanup_items WHERE tenant = \(tenant.rawValue) AND suborg_id = \(item.subOrgId)
-                        """, connection)
-                else {
-                    throw ConsoleError.notFound("Sub-org \(item.subOrgId) is not in the cleanup journal of \(tenant).")
-                }
-                throw ConsoleError(
-                    .conflict, code: "stale_journal_item",
-                    "Cleanup item \(item.subOrgId) of \(tenant) was changed by another writer since it was read; nothing was overwritten."
-                )
+                let present = try await exists(
+                    "SELECT 1 FROM cleanup_items WHERE tenant = \(tenant.rawValue) AND suborg_id = \(item.subOrgId)",
+                    connection)
+                throw CleanupItemRecord.refusedUpdate(item.subOrgId, tenant: tenant, exists: present)
             }
             if let audit { _ = try await insertAudit(audit, connection) }
             var written = item
