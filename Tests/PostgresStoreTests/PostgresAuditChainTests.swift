@@ -80,27 +80,27 @@ struct PostgresAuditChainTests {
             #expect(zip(checkpoints, checkpoints.dropFirst()).allSatisfy { $0.seq <= $1.seq })
         }
     }
+}
 
-    /// Two stores on one fresh database, each with a pool of its own (4 connections).
-    private func withTwoServers(_ body: (PostgresConsoleStore, PostgresConsoleStore) async throws -> Void)
-        async throws
-    {
-        try await PostgresTestDatabase.make { testDatabase in
-            let one = PostgresStoreDatabase(configuration: try testDatabase.configuration(query: "pool_size=4"))
-            let two = PostgresStoreDatabase(configuration: try testDatabase.configuration(query: "pool_size=4"))
-            try await one.start()
-            try await two.start()
-            do {
-                let first = try await PostgresConsoleStore.open(one)
-                let second = try await PostgresConsoleStore.open(two)
-                try await body(first, second)
-            } catch {
-                await one.shutdown()
-                await two.shutdown()
-                throw error
-            }
+/// Two stores on one fresh database, each with a pool of its own (4 connections).
+func withTwoServers(_ body: (PostgresConsoleStore, PostgresConsoleStore) async throws -> Void)
+    async throws
+{
+    try await PostgresTestDatabase.make { testDatabase in
+        let one = PostgresStoreDatabase(configuration: try testDatabase.configuration(query: "pool_size=4"))
+        let two = PostgresStoreDatabase(configuration: try testDatabase.configuration(query: "pool_size=4"))
+        try await one.start()
+        try await two.start()
+        do {
+            let first = try await PostgresConsoleStore.open(one)
+            let second = try await PostgresConsoleStore.open(two)
+            try await body(first, second)
+        } catch {
             await one.shutdown()
             await two.shutdown()
+            throw error
         }
+        await one.shutdown()
+        await two.shutdown()
     }
 }
