@@ -31,7 +31,9 @@ public final class SQLiteConsoleStore: ConsoleStore {
     /// token hashes and sealed blobs, readable by its owner alone.
     /// - Parameter clock: unix milliseconds, injected so tests control audit times.
     /// - Parameter crashPoint: a debug build's crash point inside a transaction (``CrashPoint``).
-    /// - Throws: ``ConsoleError`` `internal_error` when the file cannot be created or migrated.
+    /// - Throws: ``ConsoleError`` `invalid_store_path` for a URL (a database URL reaching the
+    ///   SQLite store would otherwise become directories named after its credentials);
+    ///   `internal_error` when the file cannot be created or migrated.
     public init(
         path: String,
         clock: @escaping @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1000).rounded()) },
@@ -40,6 +42,12 @@ public final class SQLiteConsoleStore: ConsoleStore {
         self.path = path
         self.clock = clock
         self.crashPoint = crashPoint
+        if let scheme = path.range(of: "://").map({ path[..<$0.lowerBound] }), !scheme.contains("/") {
+            throw .invalid(
+                "invalid_store_path",
+                "The SQLite store path is a \(scheme.prefix(16)):// URL, not a file; open it with the store for that URL."
+            )
+        }
         try Self.prepareFile(at: path)
         var config = Configuration()
         config.foreignKeysEnabled = true

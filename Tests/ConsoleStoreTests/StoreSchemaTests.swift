@@ -44,6 +44,21 @@ struct StoreSchemaTests {
         }
     }
 
+    /// A database URL handed to the SQLite store is refused before anything is created: as a
+    /// path it would become directories named after the URL's user and password.
+    @Test func aURLIsRefusedWithoutTouchingTheDisk() throws {
+        let url = "postgres://backupctl:s3cret@127.0.0.1:5432/console-\(UUID().uuidString)"
+        do {
+            _ = try SQLiteConsoleStore(path: url)
+            Issue.record("a URL opened as a SQLite file")
+        } catch {
+            #expect(error.code == "invalid_store_path")
+            #expect(!error.message.contains("s3cret") && error.message.contains("postgres://"), "\(error.message)")
+        }
+        // As a relative path, the URL names a directory under the working directory.
+        #expect(!FileManager.default.fileExists(atPath: URL(fileURLWithPath: url).deletingLastPathComponent().path))
+    }
+
     @Test func checkConstraintsRejectBadRows() async throws {
         try await withStore { store, _ in
             await #expect(throws: (any Error).self) {
