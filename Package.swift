@@ -138,6 +138,9 @@ let package = Package(
             dependencies: [
                 "BackupModel", "ConsoleService",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: strict),
@@ -253,6 +256,14 @@ let package = Package(
             dependencies: [
                 "ConsoleService", "ConsoleClient", "ConsoleStore", "Access", "Inspect", "Cleanup", "Recovery",
                 "BackupModel", "BackupCrypto", "BackupctlTestSupport",
+            ]),
+        .testTarget(
+            name: "ConsoleClientTests",
+            dependencies: [
+                "ConsoleClient", "BackupModel",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]),
         .testTarget(
             name: "ConsoleServerTests",

@@ -1,5 +1,4 @@
 import Access
-import AsyncHTTPClient
 import BackupCrypto
 import BackupModel
 import ConsoleClient
@@ -92,21 +91,9 @@ struct ServerBench: BenchSuite {
         let token = try OperatorToken.parse(Array(try Data(contentsOf: URL(fileURLWithPath: arguments[2]))))
         let queries = try JSONDecoder().decode(
             [LookupQuery].self, from: try Data(contentsOf: URL(fileURLWithPath: arguments[3])))
-        // One pooled connection per concurrent client (AsyncHTTPClient keeps 8 per host by default).
-        var configuration = HTTPClient.Configuration()
-        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 16
-        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-        let figures: [String: Double]
-        do {
-            figures = try await measure(
-                local: LocalConsole(storePath: arguments[1]),
-                remote: try RemoteConsole(server: arguments[0], client: client),
-                caller: Caller(token: token, tenant: "sandbox"), queries: queries, scale: scale)
-        } catch {
-            try? await client.shutdown()
-            throw error
-        }
-        try await client.shutdown()
+        let figures = try await measure(
+            local: LocalConsole(storePath: arguments[1]), remote: try RemoteConsole(server: arguments[0]),
+            caller: Caller(token: token, tenant: "sandbox"), queries: queries, scale: scale)
         FileHandle.standardOutput.write(try JSONEncoder().encode(figures))
     }
 

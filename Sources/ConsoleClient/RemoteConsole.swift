@@ -12,36 +12,43 @@ import Synchronization
 /// so the console prints and exits exactly as it would in-process.
 public final class RemoteConsole: ConsoleAPI {
     public let baseURL: String
+    /// Streamed jobs (progress as JSON lines) go through AsyncHTTPClient.
     let client: HTTPClient
+    /// Every other operation: one request, one whole answer (``KeepAliveClient``).
+    let plain: KeepAliveClient
+    /// `HOST:PORT` as the server URL names them (the `Host` header).
+    let hostHeader: String
     let timeout: TimeAmount
 
+    /// A console on `server` that also trusts the certificates of `caFile` (PEM), for a server
+    /// whose certificate a private CA signed, or a self-signed one.
     /// - Parameters:
     ///   - server: `http://HOST:PORT` or `https://HOST:PORT` (a trailing slash is ignored).
-    ///   - client: the HTTP client (its TLS configuration trusts the server's certificate); by
-    ///     default one that fails at once when the server cannot be reached.
-    public init(server: String, client: HTTPClient? = nil, timeout: TimeAmount = .seconds(600)) throws(ConsoleError) {
+    ///   - caFile: a PEM file of certificates trusted besides the system's roots.
+    /// - Throws: `invalid_server` for anything else than such a URL; `invalid_ca_file` when the
+    ///   file holds no PEM certificate.
+    public init(server: String, caFile: String? = nil, timeout: TimeAmount = .seconds(600)) throws(ConsoleError) {
         var url = server
         while url.hasSuffix("/") { url.removeLast() }
         guard let parsed = URL(string: url), let scheme = parsed.scheme, ["http", "https"].contains(scheme),
-            parsed.host != nil, parsed.path.isEmpty, parsed.query == nil
+            var host = parsed.host, !host.isEmpty, parsed.path.isEmpty, parsed.query == nil, parsed.user == nil
         else {
             throw .invalid(
                 "invalid_server", "--server must be http://HOST:PORT or https://HOST:PORT, got \(server.prefix(80)).")
         }
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         baseURL = url
-        if let client {
-            self.client = client
-        } else {
-            self.client = try Self.client(trusting: nil)
+        hostHeader = String(url.dropFirst(scheme.count + 3))
+        let tls = try caFile.map { path throws(ConsoleError) in try Self.tls(trusting: path) }
+        client = try Self.client(trusting: caFile)
+        do {
+            plain = try KeepAliveClient(
+                host: host, port: parsed.port ?? (scheme == "https" ? 443 : 80),
+                tls: scheme == "https" ? tls ?? .makeClientConfiguration() : nil)
+        } catch {
+            throw .invalid("invalid_ca_file", "Cannot set up TLS with the CA file \(caFile ?? "-"): \(error).")
         }
         self.timeout = timeout
-    }
-
-    /// A console on `server` that also trusts the certificates of `caFile` (PEM), for a server
-    /// whose certificate a private CA signed, or a self-signed one.
-    /// - Throws: `invalid_ca_file` when the file holds no PEM certificate.
-    public convenience init(server: String, caFile: String?, timeout: TimeAmount = .seconds(600)) throws(ConsoleError) {
-        try self.init(server: server, client: try Self.client(trusting: caFile), timeout: timeout)
     }
 
     /// One client per CA file (`""` for none) for the whole process: an `HTTPClient` must be shut
@@ -96,11 +103,12 @@ public final class RemoteConsole: ConsoleAPI {
         } catch {
             throw .internalError("Could not encode \(Op.name): \(error)")
         }
-        let url = baseURL + Wire.opsPrefix + Op.name
         guard Op.streams else {
             return try Self.decode(
-                Op.Output.self, from: try await exchange(url: url, headers: headers, body: body), name: Op.name)
+                Op.Output.self, from: try await exchange(path: Wire.opsPrefix + Op.name, headers: headers, body: body),
+                name: Op.name)
         }
+        let url = baseURL + Wire.opsPrefix + Op.name
         var request = HTTPClientRequest(url: url)
         request.method = .POST
         request.headers = headers
@@ -119,44 +127,21 @@ public final class RemoteConsole: ConsoleAPI {
         throw Self.error(status: response.status, body: answer)
     }
 
-    /// One request whose whole answer is read before it returns. It goes through the client's
-    /// future-based API: the answer is gathered on the connection's event loop and the caller
-    /// resumes once, instead of at every part of the answer (a lookup is a round trip shorter
-    /// than those hops). Cancelling the calling task cancels the request.
-    private func exchange(url: String, headers: HTTPHeaders, body: ByteBuffer) async throws(ConsoleError) -> Data {
-        let task: HTTPClient.Task<HTTPClient.Response>
+    /// One request whose whole answer is read before it returns (``KeepAliveClient``): the
+    /// answer is gathered on the connection's event loop and the caller resumes once.
+    /// Cancelling the calling task closes the connection, which the server sees as a caller gone.
+    private func exchange(path: String, headers: HTTPHeaders, body: ByteBuffer) async throws(ConsoleError) -> Data {
+        var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: path, headers: headers)
+        head.headers.add(name: "Host", value: hostHeader)
+        let answer: KeepAliveClient.Answer
         do {
-            let request = try HTTPClient.Request(
-                url: try parsedURL(url), method: .POST, headers: headers, body: .byteBuffer(body))
-            task = client.execute(
-                request: request, delegate: ResponseAccumulator(request: request, maxBodySize: Self.maxAnswer),
-                deadline: .now() + timeout)
+            answer = try await plain.exchange(head: head, body: body, timeout: timeout, maxAnswer: Self.maxAnswer)
         } catch {
             throw Self.transportError(error, server: baseURL)
         }
-        let response: HTTPClient.Response
-        do {
-            response = try await withTaskCancellationHandler {
-                try await task.futureResult.get()
-            } onCancel: {
-                task.cancel()
-            }
-        } catch {
-            throw Self.transportError(error, server: baseURL)
-        }
-        let data = response.body.map { Data($0.readableBytesView) } ?? Data()
-        guard response.status == .ok else { throw Self.error(status: response.status, body: data) }
+        let data = Data(answer.body.readableBytesView)
+        guard answer.status == .ok else { throw Self.error(status: answer.status, body: data) }
         return data
-    }
-
-    /// Each operation's URL, parsed once (Foundation's parser costs more than a loopback lookup's JSON).
-    private let urls = Mutex<[String: URL]>([:])
-
-    private func parsedURL(_ text: String) throws -> URL {
-        if let url = urls.withLock({ $0[text] }) { return url }
-        guard let url = URL(string: text) else { throw HTTPClientError.invalidURL }
-        urls.withLock { $0[text] = url }
-        return url
     }
 
     /// The largest answer read (a `backups list` or `audit export` page is far smaller).
@@ -255,10 +240,12 @@ public final class RemoteConsole: ConsoleAPI {
                 .conflict, code: "interrupted", "Interrupted; the server stops the job after its current call.")
         }
         let text = String(describing: error)
+        var timedOut = error as? HTTPClientError == .connectTimeout
+        if case .connectTimeout? = error as? ChannelError { timedOut = true }
         let reason =
             text.contains("Connection refused")
             ? "connection refused (is `backupctl serve` running there?)"
-            : error as? HTTPClientError == .connectTimeout ? "the connection timed out" : String(text.prefix(200))
+            : timedOut ? "the connection timed out" : String(text.prefix(200))
         return ConsoleError(.remote, code: "server_unavailable", "Cannot reach the server at \(server): \(reason).")
     }
 }
