@@ -138,10 +138,12 @@ public struct ConsoleServer: Sendable {
             onServerRunning: { channel in
                 onListening("\(scheme)://\(host):\(channel.localAddress?.port ?? configuration.listen.port)")
             }, logger: logger)
-        // Services stop in reverse order: the API drains first, then the signer writes its last checkpoint.
+        // Services stop in reverse order: the API drains first, then the signer writes its last
+        // checkpoint, then the store takes its last WAL checkpoint.
         let signer = CheckpointService(console: console, everySeconds: configuration.checkpointEverySeconds)
         var groupConfiguration = ServiceGroupConfiguration(
-            services: [signer, app], gracefulShutdownSignals: signals, cancellationSignals: [], logger: logger)
+            services: [StoreUpkeepService(console: console), signer, app], gracefulShutdownSignals: signals,
+            cancellationSignals: [], logger: logger)
         groupConfiguration.maximumGracefulShutdownDuration = .seconds(configuration.drainSeconds)
         return ServiceGroup(configuration: groupConfiguration)
     }
@@ -199,5 +201,16 @@ struct CheckpointService: Service {
         let console = console
         let everySeconds = everySeconds
         await cancelWhenGracefulShutdown { await console.checkpointLoop(every: everySeconds) }
+    }
+}
+
+/// The store's upkeep while the server runs (``LocalConsole/maintainStore(every:)``: SQLite's WAL
+/// checkpoints off the request path), and a last checkpoint at shutdown.
+struct StoreUpkeepService: Service {
+    let console: LocalConsole
+
+    func run() async throws {
+        let console = console
+        await cancelWhenGracefulShutdown { await console.maintainStore() }
     }
 }

@@ -128,6 +128,19 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
             sleep: sleep)
     }
 
+    /// Store upkeep while a server runs, until the calling task is cancelled: on SQLite, the
+    /// WAL's checkpoints off the request path (``SQLiteConsoleStore/checkpointInBackground(every:events:)``);
+    /// PostgreSQL keeps its own. Without a store yet it waits.
+    public func maintainStore(every interval: Duration = .milliseconds(500)) async {
+        if let sqlite = try? await store() as? SQLiteConsoleStore {
+            await sqlite.checkpointInBackground(every: interval)
+            return
+        }
+        while !Task.isCancelled {
+            do { try await Task.sleep(for: .seconds(3600)) } catch { return }
+        }
+    }
+
     /// Trusts the public keys of retired audit keys (`serve --audit-retired-key`).
     public func trustRetiredAuditKeys(_ keys: [AuditPublicKey]) { lock.withLock { retired = keys } }
 
