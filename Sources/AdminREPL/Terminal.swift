@@ -65,14 +65,19 @@ enum Terminal {
     static func readSecret(prompt: String) -> [UInt8]? {
         let fd = STDIN_FILENO
         guard isatty(fd) == 1 else { return readAllOrLine(fd: fd) }
-        FileHandle.standardError.write(Data(prompt.utf8))
         var old = termios()
         tcgetattr(fd, &old)
         var noEcho = old
         noEcho.c_lflag &= ~tcflag_t(ECHO)
+        // Echo goes off before the prompt shows, and what was typed before it is dropped (as
+        // getpass does): whatever the user types once they see the prompt is neither echoed
+        // nor lost. Setting the mode after the prompt lost a key typed quickly, and could
+        // echo it.
         tcsetattr(fd, TCSAFLUSH, &noEcho)
+        FileHandle.standardError.write(Data(prompt.utf8))
         defer {
-            tcsetattr(fd, TCSAFLUSH, &old)
+            // TCSANOW keeps what the user typed after the secret (the next answer).
+            tcsetattr(fd, TCSANOW, &old)
             FileHandle.standardError.write(Data("\n".utf8))
         }
         var bytes: [UInt8] = []

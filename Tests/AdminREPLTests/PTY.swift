@@ -8,6 +8,8 @@ import Foundation
 /// its controlling terminal (`setsid -c`), so ^C typed into the master becomes SIGINT.
 final class PTY {
     let master: Int32
+    /// The slave side's device (`/dev/pts/N`).
+    let slavePath: String
     let process: Process
     private(set) var transcript = ""
 
@@ -17,6 +19,7 @@ final class PTY {
         var size = winsize(ws_row: 40, ws_col: columns, ws_xpixel: 0, ws_ypixel: 0)
         guard openpty(&master, &slave, nil, nil, &size) == 0 else { throw POSIXError(.EIO) }
         self.master = master
+        slavePath = ttyname(slave).map { String(cString: $0) } ?? ""
         let flags = fcntl(master, F_GETFL)
         _ = fcntl(master, F_SETFL, flags | O_NONBLOCK)
         process = Process()
@@ -40,20 +43,38 @@ final class PTY {
         _ = bytes.withUnsafeBytes { write(master, $0.baseAddress, $0.count) }
     }
 
-    /// Reads until `needle` appears after `from` in the transcript, or `timeout` passes.
+    /// Reads until `needle` appears after the previous match (as `expect(1)` does), or
+    /// `timeout` passes; a match moves the cursor past it. Output that arrived together with
+    /// an earlier match is still searched, so two prompts printed at once are both found.
     @discardableResult
     func expect(_ needle: String, timeout: TimeInterval = 10) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
-        let start = transcript.endIndex
-        while Date() < deadline {
+        while true {
             drain()
-            if transcript[start...].contains(needle) || transcript.contains(needle) && needle.isEmpty { return true }
-            if let range = transcript.range(of: needle), range.lowerBound >= start { return true }
+            let utf8 = transcript.utf8
+            let from = utf8.index(utf8.startIndex, offsetBy: min(cursor, utf8.count))
+            if let range = transcript.range(of: needle, range: from..<transcript.endIndex) {
+                cursor = utf8.distance(from: utf8.startIndex, to: range.upperBound)
+                return true
+            }
+            guard Date() < deadline else { return false }
             usleep(20_000)
         }
-        drain()
-        return transcript.contains(needle)
     }
+
+    /// Whether the terminal echoes what is typed (read from the pseudo-terminal's slave side,
+    /// whose modes the program sets).
+    var echoes: Bool {
+        let slave = open(slavePath, O_RDWR | O_NOCTTY)
+        guard slave >= 0 else { return true }
+        defer { close(slave) }
+        var modes = termios()
+        guard tcgetattr(slave, &modes) == 0 else { return true }
+        return modes.c_lflag & tcflag_t(ECHO) != 0
+    }
+
+    /// The UTF-8 offset in the transcript just past the last match.
+    private var cursor = 0
 
     /// Waits for the process to leave; false if it did not within `timeout`.
     func waitForExit(timeout: TimeInterval = 10) -> Bool {
