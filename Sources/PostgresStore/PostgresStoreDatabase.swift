@@ -33,10 +33,20 @@ public final class PostgresStoreDatabase: Service, Sendable {
     ///   or `usage` for TLS settings that cannot be loaded.
     public func start() async throws(ConsoleError) {
         try await checkReachable()
-        runner.withLock { task in
-            guard task == nil else { return }
-            task = Task { [client] in await client.run() }
+        let (running, signal) = AsyncStream.makeStream(of: Void.self)
+        let started = runner.withLock { task in
+            guard task == nil else { return false }
+            task = Task { [client] in
+                signal.finish()
+                await client.run()
+            }
+            return true
         }
+        // The first lease waits until `run()` has begun: the pool would serve it anyway, but
+        // warns on the operator's terminal ("run() hasn't been called yet") in one command of
+        // two. `run()` marks itself running before its first suspension, and this task resumes
+        // only after the runner's thread has gone on into it.
+        if started { for await _ in running {} }
     }
 
     /// Stops the pool started by ``start()`` and waits for its connections to close; safe to
