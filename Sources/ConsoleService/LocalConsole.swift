@@ -263,11 +263,16 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
             name = try TenantName(chosen)
         } else {
             let visible = try await access.tenants(visibleTo: op)
+            guard !visible.isEmpty else {
+                // Not a usage mistake: no choice of tenant would let this operator in (exit 77, as
+                // with a named tenant).
+                throw ConsoleError(
+                    .permissionDenied, code: "permission_denied",
+                    "Operator \(op.name) has no role in any tenant; an admin grants one with `operator grant`.")
+            }
             guard visible.count == 1, let only = visible.first else {
                 throw ConsoleError.usage(
-                    visible.isEmpty
-                        ? "Operator \(op.name) has no role in any tenant."
-                        : "No tenant selected: pass --tenant NAME or run `use NAME` (tenant list shows yours).")
+                    "No tenant selected: pass --tenant NAME or run `use NAME` (tenant list shows yours).")
             }
             name = only.0.name
         }

@@ -81,6 +81,24 @@ import Testing
         }
     }
 
+    /// Without `--tenant`, an operator whose last grant was revoked is refused as one (403, exit
+    /// 77), not told to name a tenant: none would let them in.
+    @Test func anOperatorWithNoRoleLeftIsRefusedEvenWithoutATenant() async throws {
+        let fixture = try await Fixture()
+        defer { fixture.cleanUp() }
+        let (access, rootSession, caller) = try await viewerBob(fixture)
+        try await access.revoke(try OperatorName("bob"), session: rootSession)
+        let anyTenant = Caller(token: caller.token, tenant: nil)
+        do {
+            _ = try await fixture.console.perform(StatsOperation(), as: anyTenant)
+            Issue.record("an operator without a role got a session")
+        } catch {
+            #expect(error.kind == .permissionDenied && error.code == "permission_denied")
+            #expect(Wire.status(for: error.kind, code: error.code) == 403)
+            #expect(error.message.contains("no role in any tenant"))
+        }
+    }
+
     @Test func aRemovedOperatorIsRefusedOnTheNextCall() async throws {
         let fixture = try await Fixture()
         defer { fixture.cleanUp() }
