@@ -243,7 +243,12 @@ final class ExchangeHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard promise != nil else { return }
+        // An answer nobody asked for (a second one to one request): the connection is out of
+        // step, and the next request on it could be given this answer. Close it.
+        guard promise != nil else {
+            context.close(promise: nil)
+            return
+        }
         switch unwrapInboundIn(data) {
         case .head(let head):
             status = head.status
@@ -266,8 +271,12 @@ final class ExchangeHandler: ChannelInboundHandler {
         context.fireChannelInactive()
     }
 
+    /// A decoding or connection error. With no request in hand it still closes the connection:
+    /// NIO's decoder stays in its error state (an answer nobody asked for is one), and the
+    /// next request on the connection would fail after it was sent.
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         fail(error)
+        context.close(promise: nil)
     }
 
     /// Fails the request in hand (if any) and closes the connection: what is left on it

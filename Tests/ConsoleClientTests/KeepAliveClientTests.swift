@@ -97,6 +97,18 @@ import Testing
         }
     }
 
+    @Test func anAnswerNobodyAskedForClosesTheConnection() async throws {
+        try await withServer { server, client in
+            let first = try await exchange(client, "/twice")
+            #expect(first.body == "first")
+            // The second answer must never be taken for the next request's.
+            let mine = try await exchange(client, "/echo", body: "mine")
+            let again = try await exchange(client, "/echo", body: "again")
+            #expect(mine.body == "mine" && again.body == "again")
+            #expect(server.counts.connections == 2 && server.counts.requests == 3)
+        }
+    }
+
     @Test func anAnswerOverTheLimitFailsAndClosesTheConnection() async throws {
         try await withServer { server, client in
             await #expect {

@@ -5,7 +5,8 @@ import Synchronization
 
 /// An HTTP/1.1 server on 127.0.0.1 whose answers the path chooses, for the client's edge cases:
 /// `/echo` answers the body, `/status/N` answers status N, `/close` answers and closes,
-/// `/big/N` answers N bytes, `/hang` never answers, `/drop` closes without an answer.
+/// `/big/N` answers N bytes, `/hang` never answers, `/drop` closes without an answer, `/twice`
+/// answers twice.
 /// It counts connections and requests, and can close every connection it holds (as a server
 /// does when a kept connection has been idle too long).
 final class ScriptedServer: Sendable {
@@ -37,7 +38,7 @@ final class ScriptedServer: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     state.counts.withLock { $0.connections += 1 }
                     state.open.withLock { $0[ObjectIdentifier(channel)] = channel }
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withPipeliningAssistance: false)
                     try channel.pipeline.syncOperations.addHandler(Responder(state: state))
                 }
             }
@@ -99,6 +100,9 @@ final class ScriptedServer: Sendable {
             case "/echo": send(context: context, status: .ok, body: body)
             case "/close": send(context: context, status: .ok, body: ByteBuffer(string: "bye"), close: true)
             case "/hang": break
+            case "/twice":
+                send(context: context, status: .ok, body: ByteBuffer(string: "first"))
+                send(context: context, status: .ok, body: ByteBuffer(string: "unasked"))
             case "/drop": context.close(promise: nil)
             default:
                 if path.hasPrefix("/status/"), let code = Int(path.dropFirst(8)) {
