@@ -28,10 +28,16 @@ public struct ConsoleServer: Sendable {
         /// With an audit key: a checkpoint is signed this often while entries arrive (besides
         /// every N entries), and once more when the server stops.
         public var checkpointEverySeconds: Int
+        /// Open connections served at once. Beyond it the server stops accepting, and new
+        /// connections wait in the kernel's queue until one closes. Without a cap, a client
+        /// that opens connections up to the process's file limit made `accept` fail in a
+        /// loop: a core spun and every caller waited until idle connections timed out.
+        public var maxConnections: Int
 
         public init(
             listen: ListenAddress, tlsCertificate: String? = nil, tlsKey: String? = nil, allowPlainHTTP: Bool = false,
-            drainSeconds: Int = 30, checkpointEverySeconds: Int = 60
+            drainSeconds: Int = 30, checkpointEverySeconds: Int = 60,
+            maxConnections: Int = Configuration.defaultMaxConnections()
         ) {
             self.listen = listen
             self.tlsCertificate = tlsCertificate
@@ -39,6 +45,16 @@ public struct ConsoleServer: Sendable {
             self.allowPlainHTTP = allowPlainHTTP
             self.drainSeconds = drainSeconds
             self.checkpointEverySeconds = checkpointEverySeconds
+            self.maxConnections = maxConnections
+        }
+
+        /// Half the process's open-file limit (the rest is for the store, the pool, logs and
+        /// outgoing calls), between 16 and 1024.
+        public static func defaultMaxConnections() -> Int {
+            var limit = rlimit()
+            guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 256 }
+            let half = Int(clamping: limit.rlim_cur / 2)
+            return min(1024, max(16, half))
         }
 
         var usesTLS: Bool { tlsCertificate != nil }
@@ -47,6 +63,9 @@ public struct ConsoleServer: Sendable {
         public func validate() throws(ConsoleError) {
             guard (tlsCertificate == nil) == (tlsKey == nil) else {
                 throw .usage("--tls-cert and --tls-key go together.")
+            }
+            guard (1...65_536).contains(maxConnections) else {
+                throw .usage("--max-connections must be 1…65536, got \(maxConnections).")
             }
             if !usesTLS, !listen.isLoopback, !allowPlainHTTP {
                 throw .usage(
@@ -134,7 +153,8 @@ public struct ConsoleServer: Sendable {
             responder: responder, server: try serverBuilder(),
             configuration: .init(
                 address: .hostname(configuration.listen.host, port: configuration.listen.port),
-                serverName: "backupctl"),
+                serverName: "backupctl",
+                availableConnectionsDelegate: MaximumAvailableConnections(configuration.maxConnections, logger: logger)),
             onServerRunning: { channel in
                 onListening("\(scheme)://\(host):\(channel.localAddress?.port ?? configuration.listen.port)")
             }, logger: logger)

@@ -38,6 +38,11 @@ struct ServeCommand: ConsoleCommand {
     var auditRetiredKey: [String] = []
     @Option(help: "With --audit-key: sign a checkpoint every N audit entries.") var checkpointEntries: Int64 = 100
     @Option(help: "With --audit-key: and every N seconds while entries arrive.") var checkpointSeconds: Int = 60
+    @Option(
+        help: ArgumentHelp(
+            "Connections served at once (1…65536); more wait until one closes. Default: half the open-file limit, 16…1024.",
+            valueName: "n"))
+    var maxConnections: Int?
     @Option(help: "Cleanup workers to run beside the API (0…64), on items `cleanup run --execute --queue` queued.")
     var workers: Int = 0
     @Option(help: "With --workers: a claim lapses this many seconds after the worker's last heartbeat (1…3600).")
@@ -53,7 +58,8 @@ struct ServeCommand: ConsoleCommand {
         }
         let configuration = ConsoleServer.Configuration(
             listen: try ListenAddress(parsing: listen), tlsCertificate: tlsCert, tlsKey: tlsKey,
-            allowPlainHTTP: insecurePlainHTTP, checkpointEverySeconds: checkpointSeconds)
+            allowPlainHTTP: insecurePlainHTTP, checkpointEverySeconds: checkpointSeconds,
+            maxConnections: maxConnections ?? ConsoleServer.Configuration.defaultMaxConnections())
         try configuration.validate()
         let console = try LocalConsole(
             storePath: ctx.settings.dbPath, clock: ctx.clock, random: ctx.random, environment: ctx.environment,
