@@ -83,9 +83,15 @@ import Testing
 /// Whether a new TCP connection to 127.0.0.1:`port` is accepted (a pooled HTTP client would
 /// reuse an open one, so this asks the kernel).
 func canConnect(port: Int) -> Bool {
+    guard let fd = connectLoopback(port: port) else { return false }
+    close(fd)
+    return true
+}
+
+/// A new TCP connection to 127.0.0.1:`port`: its descriptor, or nil when refused.
+func connectLoopback(port: Int) -> Int32? {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { return false }
-    defer { close(fd) }
+    guard fd >= 0 else { return nil }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -95,5 +101,9 @@ func canConnect(port: Int) -> Bool {
             connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
         }
     }
-    return result == 0
+    guard result == 0 else {
+        close(fd)
+        return nil
+    }
+    return fd
 }
