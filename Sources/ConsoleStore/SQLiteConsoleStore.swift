@@ -43,9 +43,16 @@ public final class SQLiteConsoleStore: ConsoleStore {
         self.clock = clock
         self.crashPoint = crashPoint
         if let scheme = path.range(of: "://").map({ path[..<$0.lowerBound] }), !scheme.contains("/") {
+            // Named only when it is a plain scheme (`postgres`): anything else before `://` may
+            // be a user and password.
+            let plain =
+                (1...16).contains(scheme.count)
+                && scheme.unicodeScalars.allSatisfy {
+                    $0.isASCII && ($0.properties.isAlphabetic || "0123456789+-.".unicodeScalars.contains($0))
+                }
             throw .invalid(
                 "invalid_store_path",
-                "The SQLite store path is a \(scheme.prefix(16)):// URL, not a file; open it with the store for that URL."
+                "The SQLite store path is a URL\(plain ? " (\(scheme)://…)" : ""), not a file; open it with the store for that URL."
             )
         }
         try Self.prepareFile(at: path)

@@ -57,6 +57,13 @@ struct StoreSchemaTests {
         }
         // As a relative path, the URL names a directory under the working directory.
         #expect(!FileManager.default.fileExists(atPath: URL(fileURLWithPath: url).deletingLastPathComponent().path))
+        // What stands before `://` is named only when it is a plain scheme.
+        do {
+            _ = try SQLiteConsoleStore(path: "user:s3cret://host/db")
+            Issue.record("a URL opened as a SQLite file")
+        } catch {
+            #expect(error.code == "invalid_store_path" && !error.message.contains("s3cret"), "\(error.message)")
+        }
     }
 
     @Test func checkConstraintsRejectBadRows() async throws {
