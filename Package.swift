@@ -200,6 +200,12 @@ let package = Package(
             ],
             path: "Tests/BackupctlTestSupport", swiftSettings: strict),
 
+        // Run by the reaper test as a stand-in test process that is then SIGKILLed.
+        .executableTarget(
+            name: "ChildReaperProbe", dependencies: ["BackupctlTestSupport"], path: "Tests/ChildReaperProbe",
+            swiftSettings: strict),
+        .testTarget(name: "BackupctlTestSupportTests", dependencies: ["BackupctlTestSupport"]),
+
         .testTarget(name: "BackupModelTests", dependencies: ["BackupModel"]),
         .testTarget(
             name: "BackupCryptoTests", dependencies: ["BackupCrypto", "BackupModel"],
