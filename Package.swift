@@ -180,7 +180,7 @@ let package = Package(
             dependencies: [
                 "BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Inspect", "Recovery", "Turnkey",
                 "TurnkeySandbox", "Cleanup", "CSecp256k1", "COpenSSL", "BackupService", "BackupServiceSandbox",
-                "ConsoleService", "ConsoleClient", "PostgresStore",
+                "ConsoleService", "ConsoleClient", "PostgresStore", "BackupctlTestSupport",
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

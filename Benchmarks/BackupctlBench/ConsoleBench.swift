@@ -1,6 +1,7 @@
 import Access
 import BackupCrypto
 import BackupModel
+import BackupctlTestSupport
 import ConsoleStore
 import Foundation
 
@@ -15,9 +16,7 @@ struct ConsoleBench: BenchSuite {
     let name = "console"
 
     func run(_ scale: BenchScale) async throws -> [String: BenchValue] {
-        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-            .appendingPathComponent("backupctl")
-        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
+        guard BackupctlBinary.exists else {
             return ["error": .text("build the backupctl product in the same configuration first (make bench does)")]
         }
         let directory = scratchDirectory("console")
@@ -42,9 +41,9 @@ struct ConsoleBench: BenchSuite {
         var prompt = Samples()
         var version = Samples()
         for _ in 0..<scale.pick(20, quick: 5) {
-            prompt.add(try timeToPrompt(binary: binary, environment: environment))
+            prompt.add(try await timeToPrompt(environment: environment))
             let start = nowNanos()
-            try runQuiet(binary, ["--version"], environment: environment)
+            try await runQuiet(["--version"], environment: environment)
             version.add(nowNanos() - start)
         }
 
@@ -65,9 +64,8 @@ struct ConsoleBench: BenchSuite {
         try script.write(toFile: scriptPath, atomically: true, encoding: .utf8)
         let start = nowNanos()
         // Some seeded rows are deliberate drift (unauthorized_factor): keep going past them.
-        try runQuiet(
-            binary, ["--format", "json", "--continue-on-error", "-f", scriptPath], environment: environment,
-            allowFailure: true)
+        try await runQuiet(
+            ["--format", "json", "--continue-on-error", "-f", scriptPath], environment: environment, allowFailure: true)
         let scriptSeconds = Double(nowNanos() - start) / 1e9
 
         return [
@@ -84,54 +82,21 @@ struct ConsoleBench: BenchSuite {
     }
 
     /// Nanoseconds from spawn until the REPL prompt ("> ") shows on the pty.
-    private func timeToPrompt(binary: URL, environment: [String: String]) throws -> UInt64 {
-        var master: Int32 = 0
-        var slave: Int32 = 0
-        guard openpty(&master, &slave, nil, nil, nil) == 0 else { throw POSIXError(.EIO) }
-        defer { close(master) }
-        _ = fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK)
-        let process = Process()
-        process.executableURL = binary
-        process.environment = environment
-        let handle = FileHandle(fileDescriptor: slave, closeOnDealloc: true)
-        process.standardInput = handle
-        process.standardOutput = handle
-        process.standardError = handle
+    private func timeToPrompt(environment: [String: String]) async throws -> UInt64 {
+        let terminal = try PseudoTerminal()
         let start = nowNanos()
-        try process.run()
-        var seen = ""
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let deadline = start + 10_000_000_000
-        while nowNanos() < deadline {
-            let n = read(master, &buffer, buffer.count)
-            if n > 0 {
-                seen += String(decoding: buffer[0..<n], as: UTF8.self)
-                if seen.contains("> ") { break }
-            } else {
-                usleep(200)
-            }
-        }
+        let child = try BackupctlBinary.start([], environment: environment, terminal: terminal)
+        defer { child.killNow() }
+        guard await child.waitForStdout("> ", seconds: 10) else { throw POSIXError(.ETIMEDOUT) }
         let elapsed = nowNanos() - start
-        process.terminate()
-        process.waitUntilExit()
+        await child.stop(seconds: 10)
         return elapsed
     }
 
-    private func runQuiet(
-        _ binary: URL, _ arguments: [String], environment: [String: String], allowFailure: Bool = false
-    )
-        throws
+    private func runQuiet(_ arguments: [String], environment: [String: String], allowFailure: Bool = false)
+        async throws
     {
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
-        process.environment = environment
-        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        try process.run()
-        process.waitUntilExit()
-        if !allowFailure, process.terminationStatus != 0 {
-            throw POSIXError(.EIO)
-        }
+        let result = try await BackupctlBinary.run(arguments, environment: environment, seconds: 600)
+        if !allowFailure, result.status != 0 { throw POSIXError(.EIO) }
     }
 }

@@ -1,4 +1,5 @@
 import BackupModel
+import BackupctlTestSupport
 import ConsoleStore
 import Foundation
 import PostgresNIO
@@ -52,7 +53,7 @@ struct PostgresLookupBench: BenchSuite {
                 ours.add(nowNanos() - start)
                 guard row != nil else { throw BenchFailure("lookup of \(pk) missed") }
             }
-            for nanos in try Self.psqlTimes(url: url, tenant: tenant.rawValue, keys: round) { theirs.add(nanos) }
+            for nanos in try await Self.psqlTimes(url: url, tenant: tenant.rawValue, keys: round) { theirs.add(nanos) }
             // The floor without the pool: the same prepared statement on one connection held throughout.
             try await database.withConnection("timing lookups on one connection") { connection in
                 for pk in round {
@@ -86,7 +87,7 @@ struct PostgresLookupBench: BenchSuite {
 
     /// Runs `keys` through one `psql` session as `EXECUTE`s of the store's lookup statement,
     /// prepared once, and returns each one's `\timing` in nanoseconds.
-    static func psqlTimes(url: String, tenant: String, keys: [String]) throws -> [UInt64] {
+    static func psqlTimes(url: String, tenant: String, keys: [String]) async throws -> [UInt64] {
         guard var parts = URLComponents(string: url), let host = parts.host, let user = parts.user else {
             throw BenchFailure("the database URL does not parse")
         }
@@ -95,31 +96,17 @@ struct PostgresLookupBench: BenchSuite {
         func literal(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "''") + "'" }
         var script = "PREPARE lookup(text, text) AS \(PostgresConsoleStore.lookupSQL);\n\\timing on\n"
         for key in keys { script += "EXECUTE lookup(\(literal(tenant)), \(literal(key)));\n" }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-f", "-"]
         var environment = [
             "PATH": "/usr/bin:/bin", "PGHOST": host, "PGUSER": user, "PGDATABASE": String(parts.path.dropFirst()),
             "PGSSLMODE": "disable",
         ]
         environment["PGPORT"] = parts.port.map(String.init)
         environment["PGPASSWORD"] = password
-        process.environment = environment
-        let input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let bytes = Data(script.utf8)
-        let writer = Thread {
-            input.fileHandleForWriting.write(bytes)
-            try? input.fileHandleForWriting.close()
-        }
-        writer.start()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw BenchFailure("psql failed: \(text.suffix(300))") }
+        let result = try await ChildProcess.run(
+            "psql", ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-f", "-"], environment: environment,
+            input: .data(Data(script.utf8)), seconds: 600)
+        let text = result.stdout
+        guard result.status == 0 else { throw BenchFailure("psql failed: \(result.stderr.suffix(300))") }
         return text.split(separator: "\n").compactMap { line -> UInt64? in
             guard line.hasPrefix("Time: "), let millis = Double(line.dropFirst(6).prefix { $0 != " " }) else {
                 return nil

@@ -1,6 +1,7 @@
 import Access
 import BackupCrypto
 import BackupModel
+import BackupctlTestSupport
 import ConsoleClient
 import ConsoleService
 import ConsoleStore
@@ -14,9 +15,7 @@ struct ServerBench: BenchSuite {
     let name = "server"
 
     func run(_ scale: BenchScale) async throws -> [String: BenchValue] {
-        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-            .appendingPathComponent("backupctl")
-        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
+        guard BackupctlBinary.exists else {
             return ["error": .text("build the backupctl product in the same configuration first (make bench does)")]
         }
         let directory = scratchDirectory("server")
@@ -39,8 +38,10 @@ struct ServerBench: BenchSuite {
             guard rows.count == 5000, let last = rows.last else { break }
             after = last.pk
         }
-        let server = try BenchServer(binary: binary, dbPath: dbPath, directory: directory)
-        defer { server.stop() }
+        var serverEnvironment = ProcessInfo.processInfo.environment
+        serverEnvironment["XDG_STATE_HOME"] = directory.appendingPathComponent("state").path
+        let server = try await ServerProcess.serve(db: dbPath, environment: serverEnvironment)
+        defer { server.killNow() }
         // The measuring client is a process of its own, set up as `backupctl --server` sets
         // itself up (NIO's event loops as the global executor, see EventLoopTakeover), with the
         // in-process console beside it on the same store so both sides share its machine's drift.
@@ -48,7 +49,7 @@ struct ServerBench: BenchSuite {
         let queriesFile = directory.appendingPathComponent("queries.json")
         try Data(token.withUnsafeBytes { Array($0) }).write(to: tokenFile)
         try JSONEncoder().encode(queries).write(to: queriesFile)
-        let figures = try Self.runClient(
+        let figures = try await Self.runClient(
             bench: URL(fileURLWithPath: CommandLine.arguments[0]),
             arguments: [
                 Self.clientCommand, server.url, dbPath, tokenFile.path, queriesFile.path,
@@ -65,18 +66,13 @@ struct ServerBench: BenchSuite {
     /// The first argument that makes `backupctl-bench` the measuring client (main.swift).
     static let clientCommand = "server-client"
 
-    private static func runClient(bench: URL, arguments: [String]) throws -> [String: BenchValue] {
-        let process = Process()
-        process.executableURL = bench
-        process.arguments = arguments
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0, let figures = try? JSONDecoder().decode([String: Double].self, from: data)
+    private static func runClient(bench: URL, arguments: [String]) async throws -> [String: BenchValue] {
+        let result = try await ChildProcess.run(
+            bench.path, arguments, environment: ProcessInfo.processInfo.environment, seconds: 1800)
+        guard result.status == 0,
+            let figures = try? JSONDecoder().decode([String: Double].self, from: Data(result.stdout.utf8))
         else {
-            return ["error": .text("the measuring client failed (exit \(process.terminationStatus))")]
+            return ["error": .text("the measuring client failed (\(result.termination)): \(result.stderr.suffix(300))")]
         }
         return figures.mapValues { $0.rounded() == $0 && abs($0) < 1e15 ? .integer(Int($0)) : .number($0) }
     }
@@ -163,43 +159,5 @@ struct ServerBench: BenchSuite {
             try await group.waitForAll()
         }
         return Double(each * clients) / (Double(nowNanos() - start) / 1e9)
-    }
-}
-
-/// `backupctl serve` on a free loopback port, stopped with SIGTERM.
-final class BenchServer {
-    let process = Process()
-    let url: String
-
-    init(binary: URL, dbPath: String, directory: URL) throws {
-        process.executableURL = binary
-        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--db", dbPath]
-        var environment = ProcessInfo.processInfo.environment
-        environment["XDG_STATE_HOME"] = directory.appendingPathComponent("state").path
-        process.environment = environment
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        // The first stdout line is {"listening":"http://127.0.0.1:PORT"}, written once bound.
-        var line = Data()
-        while true {
-            let byte = out.fileHandleForReading.readData(ofLength: 1)
-            if byte.isEmpty || byte == Data([0x0A]) { break }
-            line.append(byte)
-        }
-        guard let object = try? JSONSerialization.jsonObject(with: line) as? [String: String],
-            let listening = object["listening"]
-        else {
-            process.terminate()
-            throw ConsoleError.internalError("backupctl serve did not say where it listens")
-        }
-        url = listening
-    }
-
-    func stop() {
-        guard process.isRunning else { return }
-        process.terminate()
-        process.waitUntilExit()
     }
 }

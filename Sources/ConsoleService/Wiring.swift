@@ -7,6 +7,7 @@ import ConsoleStore
 import Foundation
 import Inspect
 import Recovery
+import Synchronization
 import Turnkey
 import TurnkeySandbox
 
@@ -145,14 +146,23 @@ extension CrashHook {
     /// In debug builds, `BACKUPCTL_PAUSE_AT=cleanup.journaled` makes a deletion stop for good
     /// once its body is journaled, after writing `{"paused":"cleanup.journaled","subOrgId":…}`
     /// on stdout: a crash test then kills the process (`kill -9`) at exactly that point.
+    /// `BACKUPCTL_PAUSE_AFTER=N` lets the first N−1 deletions of the process pass the checkpoint
+    /// and stops the Nth and every later one.
     public static func cleanupCheckpoint(environment: [String: String]) -> @Sendable (CleanupCheckpoint, String) -> Void
     {
         #if DEBUG
             guard let name = environment["BACKUPCTL_PAUSE_AT"], let target = CleanupCheckpoint(rawValue: name) else {
                 return { _, _ in }
             }
+            let after = max(1, Int(environment["BACKUPCTL_PAUSE_AFTER"] ?? "") ?? 1)
+            let passed = Mutex(0)
             return { point, subOrgId in
                 guard point == target else { return }
+                let count = passed.withLock { count in
+                    count += 1
+                    return count
+                }
+                guard count >= after else { return }
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = .sortedKeys
                 let json = (try? encoder.encode(["paused": point.rawValue, "subOrgId": subOrgId])) ?? Data()

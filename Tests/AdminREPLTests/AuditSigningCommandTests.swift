@@ -10,7 +10,7 @@ import Testing
 /// `audit keygen`, `audit verify --public-key` and `audit export` through the real binary
 /// (in-process mode), on a store whose checkpoints were signed the way `backupctl serve
 /// --audit-key` signs them: by a ``LocalConsole`` with the key, after each request.
-@Suite struct AuditSigningCommandTests {
+@Suite(.timeLimit(.minutes(10))) struct AuditSigningCommandTests {
     struct Signed {
         var cli: CLI
         let keyPath: String
@@ -23,9 +23,9 @@ import Testing
     /// every 4 entries): entries 1…11, checkpoints at 2, 6 and 10.
     func signedStore() async throws -> Signed {
         var cli = CLI()
-        let token = try cli.bootstrap()
+        let token = try await cli.bootstrap()
         let keyPath = cli.directory.appendingPathComponent("audit.key").path
-        let keygen = try cli.run(["--format", "json", "audit", "keygen", "--out", keyPath])
+        let keygen = try await cli.run(["--format", "json", "audit", "keygen", "--out", keyPath])
         #expect(keygen.status == 0, "\(keygen.stderr)")
         let publicKey = try #require(CLI.json(keygen.stdout)?["publicKey"] as? String)
         let publicKeyPath = cli.directory.appendingPathComponent("audit.pub").path
@@ -43,13 +43,13 @@ import Testing
         }
     }
 
-    @Test func keygenWritesAnOwnerOnlyKeyAndNeverPrintsIt() throws {
+    @Test func keygenWritesAnOwnerOnlyKeyAndNeverPrintsIt() async throws {
         let cli = CLI()
         defer { cli.cleanUp() }
         // Local: no token and no store needed, and none is created.
         for (index, format) in ["table", "json"].enumerated() {
             let path = cli.directory.appendingPathComponent("key\(index)").path
-            let result = try cli.run(["--format", format, "audit", "keygen", "--out", path])
+            let result = try await cli.run(["--format", format, "audit", "keygen", "--out", path])
             #expect(result.status == 0, "\(result.stderr)")
             let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
             #expect(mode == 0o600)
@@ -69,7 +69,7 @@ import Testing
         // An existing file is never replaced.
         let path = cli.directory.appendingPathComponent("key0").path
         let before = try Data(contentsOf: URL(fileURLWithPath: path))
-        let again = try cli.run(["audit", "keygen", "--out", path])
+        let again = try await cli.run(["audit", "keygen", "--out", path])
         #expect(again.status == 1 && again.stdout.isEmpty)
         #expect(again.stderr.split(separator: "\n").count == 1 && again.stderr.contains("key_file_exists"))
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
@@ -80,7 +80,7 @@ import Testing
         defer { signed.cli.cleanUp() }
         let cli = signed.cli
         #expect(try checkpointSeqs(signed) == [2, 6, 10])
-        let intact = try cli.run(["--format", "json", "audit", "verify", "--public-key", signed.publicKeyPath])
+        let intact = try await cli.run(["--format", "json", "audit", "verify", "--public-key", signed.publicKeyPath])
         #expect(intact.status == 0, "\(intact.stderr)")
         let report = try #require(CLI.json(intact.stdout))
         #expect(report["ok"] as? Bool == true && report["entries"] as? Int == 11)
@@ -90,16 +90,16 @@ import Testing
         try await DatabaseQueue(path: signed.dbPath).write {
             try $0.execute(sql: "DELETE FROM audit WHERE seq >= 9")
         }
-        let keyless = try cli.run(["--format", "json", "audit", "verify"])
+        let keyless = try await cli.run(["--format", "json", "audit", "verify"])
         #expect(keyless.status == 0 && CLI.json(keyless.stdout)?["ok"] as? Bool == true)
 
-        let json = try cli.run(["--format", "json", "audit", "verify", "--public-key", signed.publicKeyPath])
+        let json = try await cli.run(["--format", "json", "audit", "verify", "--public-key", signed.publicKeyPath])
         #expect(json.status == 1)
         let broken = try #require(CLI.json(json.stdout))
         #expect(broken["ok"] as? Bool == false && broken["finding"] as? String == "truncated_tail")
         #expect(broken["firstBadSeq"] as? Int == 10 && broken["entries"] as? Int == 8)
         #expect(json.stderr.contains("audit_truncated_tail") && json.stderr.split(separator: "\n").count == 1)
-        let table = try cli.run(["audit", "verify", "--public-key", signed.publicKeyPath])
+        let table = try await cli.run(["audit", "verify", "--public-key", signed.publicKeyPath])
         #expect(table.status == 1)
         #expect(table.stdout.contains("entries were removed from the tail"), "\(table.stdout)")
         #expect(table.stderr.contains("truncated tail"))
@@ -127,10 +127,10 @@ import Testing
                     arguments: [entry.target, entry.prevHash, entry.hash, entry.seq])
             }
         }
-        let keyless = try cli.run(["--format", "json", "audit", "verify"])
+        let keyless = try await cli.run(["--format", "json", "audit", "verify"])
         #expect(keyless.status == 0 && CLI.json(keyless.stdout)?["ok"] as? Bool == true)
 
-        let result = try cli.run(["--format", "json", "audit", "verify", "--public-key", signed.publicKeyPath])
+        let result = try await cli.run(["--format", "json", "audit", "verify", "--public-key", signed.publicKeyPath])
         #expect(result.status == 1)
         let broken = try #require(CLI.json(result.stdout))
         #expect(broken["finding"] as? String == "recomputed_chain" && broken["firstBadSeq"] as? Int == 6)
@@ -138,12 +138,12 @@ import Testing
         // A key that did not sign them refuses the first checkpoint.
         let otherKey = cli.directory.appendingPathComponent("other.key").path
         let other = try #require(
-            CLI.json(try cli.run(["--format", "json", "audit", "keygen", "--out", otherKey]).stdout))
+            CLI.json(try await cli.run(["--format", "json", "audit", "keygen", "--out", otherKey]).stdout))
         let otherPub = cli.directory.appendingPathComponent("other.pub").path
         try Data((other["publicKey"] as? String ?? "").utf8).write(to: URL(fileURLWithPath: otherPub))
-        let forged = try cli.run(["--format", "json", "audit", "verify", "--public-key", otherPub])
+        let forged = try await cli.run(["--format", "json", "audit", "verify", "--public-key", otherPub])
         #expect(forged.status == 1 && CLI.json(forged.stdout)?["finding"] as? String == "bad_signature")
-        let unreadable = try cli.run([
+        let unreadable = try await cli.run([
             "audit", "verify", "--public-key", cli.directory.appendingPathComponent("no").path,
         ])
         #expect(unreadable.status == 1 && unreadable.stderr.contains("invalid_public_key"))
@@ -153,7 +153,7 @@ import Testing
         let signed = try await signedStore()
         defer { signed.cli.cleanUp() }
         let cli = signed.cli
-        let result = try cli.run(["audit", "export", "--since", "1h"])
+        let result = try await cli.run(["audit", "export", "--since", "1h"])
         #expect(result.status == 0, "\(result.stderr)")
         let lines = result.lines
         #expect(lines.count == 12)
@@ -187,7 +187,7 @@ import Testing
 
         // To a file: the same lines, mode 600, and a summary on stdout.
         let file = cli.directory.appendingPathComponent("audit.jsonl").path
-        let toFile = try cli.run(["--format", "json", "audit", "export", "--since", "1h", "--out", file])
+        let toFile = try await cli.run(["--format", "json", "audit", "export", "--since", "1h", "--out", file])
         #expect(toFile.status == 0, "\(toFile.stderr)")
         let summary = try #require(CLI.json(toFile.stdout))
         #expect(summary["entries"] as? Int == 11 && summary["checkpointSeq"] as? Int == 10)
@@ -196,21 +196,21 @@ import Testing
         #expect(mode == 0o600)
 
         // Nothing since the future but the newest checkpoint; a bad time is one line of error.
-        let future = try cli.run(["audit", "export", "--since", "2999-01-01"])
+        let future = try await cli.run(["audit", "export", "--since", "2999-01-01"])
         #expect(future.status == 0 && future.lines.count == 1 && future.stdout.contains(#""type":"checkpoint""#))
-        let bad = try cli.run(["audit", "export", "--since", "yesterday"])
+        let bad = try await cli.run(["audit", "export", "--since", "yesterday"])
         #expect(bad.status == 1 && bad.stderr.contains("invalid_since"))
     }
 
-    @Test func exportIsForAdminsOnly() throws {
+    @Test func exportIsForAdminsOnly() async throws {
         var cli = CLI()
         defer { cli.cleanUp() }
-        _ = try cli.bootstrap()
-        let added = try cli.run([
+        _ = try await cli.bootstrap()
+        let added = try await cli.run([
             "--format", "json", "operator", "add", "vera", "--tenant", "sandbox", "--role", "viewer",
         ])
         let token = try #require(CLI.json(added.stdout)?["token"] as? String, "\(added.stderr)")
-        let denied = try cli.run(
+        let denied = try await cli.run(
             ["audit", "export", "--since", "1h"], extraEnvironment: ["BACKUPCTL_TOKEN": token])
         #expect(denied.status == 77 && denied.stdout.isEmpty)
     }

@@ -5,7 +5,7 @@ import Testing
 /// gives exactly one stdout line — its result or `{"error": {…}, "line": N}` — and every error
 /// on stderr names the script and line. Compared byte for byte with `Goldens/batch-*`
 /// (`UPDATE_GOLDENS=1` rewrites them; the script's path reads `SCRIPT` there).
-@Suite(.serialized) struct BatchGoldenTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct BatchGoldenTests {
     static let script = """
         # a support script run with --continue-on-error
         whoami
@@ -28,16 +28,16 @@ import Testing
     }
 
     @Test(arguments: ["json", "table"], CLI.Mode.allCases)
-    func aScriptWithFailuresLinesUp(_ format: String, _ mode: CLI.Mode) throws {
+    func aScriptWithFailuresLinesUp(_ format: String, _ mode: CLI.Mode) async throws {
         var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
-        _ = try cli.bootstrap()
+        _ = try await cli.bootstrap()
         cli.environment["NO_COLOR"] = "1"
         let export = GoldenTests.repoRoot.appendingPathComponent("runbooks/fixtures/export").path
-        #expect(try cli.run(["import", export]).status == 0)
+        #expect(try await cli.run(["import", export]).status == 0)
         let path = cli.directory.appendingPathComponent("support.bctl").path
         try Self.script.write(toFile: path, atomically: true, encoding: .utf8)
-        let result = try cli.run(["--continue-on-error", "--format", format, "-f", path])
+        let result = try await cli.run(["--continue-on-error", "--format", format, "-f", path])
         #expect(result.status == 77, "the first failure's code (use nowhere): \(result.stderr)")
         let stderr = result.stderr.replacingOccurrences(of: path, with: "SCRIPT")
 
@@ -61,13 +61,13 @@ import Testing
         try Self.compare(stderr, "batch-continue.stderr.\(format == "json" ? "json" : "txt")")
     }
 
-    @Test(arguments: CLI.Mode.allCases) func pipedStdinAndDashCNameTheirLines(_ mode: CLI.Mode) throws {
+    @Test(arguments: CLI.Mode.allCases) func pipedStdinAndDashCNameTheirLines(_ mode: CLI.Mode) async throws {
         var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
-        _ = try cli.bootstrap()
-        let piped = try cli.run(["--continue-on-error"], stdin: "whoami\nfrobnicate\n")
+        _ = try await cli.bootstrap()
+        let piped = try await cli.run(["--continue-on-error"], stdin: "whoami\nfrobnicate\n")
         #expect(piped.stderr.hasPrefix("stdin:2: error[usage]:"), "\(piped.stderr)")
-        let dashC = try cli.run(["--format", "json", "-c", "whoami", "-c", "use nowhere"])
+        let dashC = try await cli.run(["--format", "json", "-c", "whoami", "-c", "use nowhere"])
         #expect(dashC.status == 77)
         #expect(dashC.lines.count == 2)
         let error = CLI.json(dashC.lines.last ?? "")

@@ -3,13 +3,13 @@ import Testing
 
 /// The command contract of DESIGN.md §2 through the real binary: batch modes, JSON lines,
 /// errors on stderr, exit codes, stop-on-error.
-@Suite struct BatchTests {
-    @Test func initPrintsTheTokenOnceAndRefusesTwice() throws {
+@Suite(.timeLimit(.minutes(10))) struct BatchTests {
+    @Test func initPrintsTheTokenOnceAndRefusesTwice() async throws {
         var cli = CLI()
         defer { cli.cleanUp() }
-        let token = try cli.bootstrap()
+        let token = try await cli.bootstrap()
         #expect(token.hasPrefix("bctl_"))
-        let again = try cli.run(["--format", "json", "init", "--admin", "other"])
+        let again = try await cli.run(["--format", "json", "init", "--admin", "other"])
         #expect(again.status == 1)
         #expect(again.stdout.isEmpty)
         let error = CLI.json(again.stderr.trimmingCharacters(in: .newlines))?["error"] as? [String: String]
@@ -17,11 +17,11 @@ import Testing
         #expect(!again.stderr.contains(token))
     }
 
-    @Test(arguments: CLI.Mode.allCases) func jsonModePrintsOneLinePerCommand(_ mode: CLI.Mode) throws {
+    @Test(arguments: CLI.Mode.allCases) func jsonModePrintsOneLinePerCommand(_ mode: CLI.Mode) async throws {
         var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
-        _ = try cli.bootstrap()
-        let result = try cli.run(["--format", "json", "-c", "whoami", "-c", "tenant list", "-c", "audit verify"])
+        _ = try await cli.bootstrap()
+        let result = try await cli.run(["--format", "json", "-c", "whoami", "-c", "tenant list", "-c", "audit verify"])
         #expect(result.status == 0)
         #expect(result.lines.count == 3)
         for line in result.lines { #expect(CLI.json(line) != nil) }
@@ -29,45 +29,47 @@ import Testing
         #expect(CLI.json(result.lines[2])?["ok"] as? Bool == true)
     }
 
-    @Test(arguments: CLI.Mode.allCases) func theSameCommandsRunFromEveryEntry(_ mode: CLI.Mode) throws {
+    @Test(arguments: CLI.Mode.allCases) func theSameCommandsRunFromEveryEntry(_ mode: CLI.Mode) async throws {
         var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
-        _ = try cli.bootstrap()
+        _ = try await cli.bootstrap()
         let script = cli.directory.appendingPathComponent("script.txt")
         try "# a comment\n\nwhoami\ntenant list\n".write(to: script, atomically: true, encoding: .utf8)
-        let direct = try cli.run(["--format", "json", "whoami"])
-        let dashC = try cli.run(["--format", "json", "-c", "whoami"])
-        let file = try cli.run(["--format", "json", "-f", script.path])
-        let dashF = try cli.run(["--format", "json", "-f", "-"], stdin: "whoami\ntenant list\n")
-        let piped = try cli.run(["--format", "json"], stdin: "# comment\nwhoami\n\ntenant list\n")
+        let direct = try await cli.run(["--format", "json", "whoami"])
+        let dashC = try await cli.run(["--format", "json", "-c", "whoami"])
+        let file = try await cli.run(["--format", "json", "-f", script.path])
+        let dashF = try await cli.run(["--format", "json", "-f", "-"], stdin: "whoami\ntenant list\n")
+        let piped = try await cli.run(["--format", "json"], stdin: "# comment\nwhoami\n\ntenant list\n")
         #expect(direct.lines == dashC.lines)
         #expect(file.lines.count == 2 && file.lines == piped.lines && file.lines == dashF.lines)
         #expect(file.lines.first == direct.lines.first)
     }
 
-    @Test(arguments: CLI.Mode.allCases) func pipedStdinHasNoPromptOrEcho(_ mode: CLI.Mode) throws {
+    @Test(arguments: CLI.Mode.allCases) func pipedStdinHasNoPromptOrEcho(_ mode: CLI.Mode) async throws {
         var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
-        _ = try cli.bootstrap()
-        let result = try cli.run([], stdin: "whoami\n")
+        _ = try await cli.bootstrap()
+        let result = try await cli.run([], stdin: "whoami\n")
         #expect(result.status == 0)
         #expect(!result.stdout.contains("> "))
         #expect(!result.stdout.contains("whoami"))
         #expect(result.stdout.contains("operator:"))
     }
 
-    @Test(arguments: CLI.Mode.allCases) func batchStopsAtTheFirstFailureWithItsCode(_ mode: CLI.Mode) throws {
+    @Test(arguments: CLI.Mode.allCases) func batchStopsAtTheFirstFailureWithItsCode(_ mode: CLI.Mode) async throws {
         var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
-        _ = try cli.bootstrap()
-        let result = try cli.run(["--format", "json", "-c", "whoami", "-c", "use nowhere", "-c", "tenant list"])
+        _ = try await cli.bootstrap()
+        let result = try await cli.run(["--format", "json", "-c", "whoami", "-c", "use nowhere", "-c", "tenant list"])
         #expect(result.status == 77)
         // One stdout line per command run: whoami's result, then the error in its place.
         #expect(result.lines.count == 2)
         let error = CLI.json(result.stderr.trimmingCharacters(in: .newlines))?["error"] as? [String: String]
         #expect(error?["code"] == "permission_denied")
 
-        let going = try cli.run(["--continue-on-error", "--format", "json", "-c", "use nowhere", "-c", "tenant list"])
+        let going = try await cli.run([
+            "--continue-on-error", "--format", "json", "-c", "use nowhere", "-c", "tenant list",
+        ])
         #expect(going.status == 77)
         #expect(going.lines.count == 2)
         #expect(CLI.json(going.lines.first ?? "")?["line"] as? Int == 1)
@@ -81,111 +83,112 @@ import Testing
         (["use", "elsewhere"], Int32(77)),
         (["audit", "list", "--limit", "0"], Int32(1)),
     ])
-    func badInputGetsOneLineAndTheRightCode(_ arguments: [String], _ status: Int32) throws {
+    func badInputGetsOneLineAndTheRightCode(_ arguments: [String], _ status: Int32) async throws {
         var cli = CLI()
         defer { cli.cleanUp() }
-        _ = try cli.bootstrap()
-        let before = try cli.run(["--format", "json", "audit", "verify"])
-        let result = try cli.run(arguments)
+        _ = try await cli.bootstrap()
+        let before = try await cli.run(["--format", "json", "audit", "verify"])
+        let result = try await cli.run(arguments)
         #expect(result.status == status)
         #expect(result.stdout.isEmpty)
         #expect(result.stderr.split(separator: "\n").count == 1)
         #expect(result.stderr.hasPrefix("error["))
-        let after = try cli.run(["--format", "json", "audit", "verify"])
+        let after = try await cli.run(["--format", "json", "audit", "verify"])
         // Bad input changes nothing; a refusal (exit 77) is the one audited entry it may add.
         let (was, now) = (CLI.json(before.stdout)?["entries"] as? Int ?? -1, CLI.json(after.stdout)?["entries"] as? Int)
         #expect(now == was + (status == 77 ? 1 : 0), "bad input must change nothing")
 
     }
 
-    @Test(arguments: CLI.Mode.allCases) func missingOrWrongTokenIsPermissionDenied(_ mode: CLI.Mode) throws {
+    @Test(arguments: CLI.Mode.allCases) func missingOrWrongTokenIsPermissionDenied(_ mode: CLI.Mode) async throws {
         var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
-        _ = try cli.bootstrap()
+        _ = try await cli.bootstrap()
         cli.environment["BACKUPCTL_TOKEN"] = nil
-        #expect(try cli.run(["whoami"]).status == 77)
+        #expect(try await cli.run(["whoami"]).status == 77)
         cli.environment["BACKUPCTL_TOKEN"] = "bctl_" + String(repeating: "A", count: 43)
-        let wrong = try cli.run(["whoami"])
+        let wrong = try await cli.run(["whoami"])
         #expect(wrong.status == 77)
         #expect(wrong.stderr.contains("not known"))
     }
 
-    @Test(arguments: CLI.Mode.allCases) func tokenFileIsRead(_ mode: CLI.Mode) throws {
+    @Test(arguments: CLI.Mode.allCases) func tokenFileIsRead(_ mode: CLI.Mode) async throws {
         var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
-        let token = try cli.bootstrap()
+        let token = try await cli.bootstrap()
         cli.environment["BACKUPCTL_TOKEN"] = nil
         let file = cli.directory.appendingPathComponent("token")
         try (token + "\n").write(to: file, atomically: true, encoding: .utf8)
-        let result = try cli.run(["--token-file", file.path, "--format", "json", "whoami"])
+        let result = try await cli.run(["--token-file", file.path, "--format", "json", "whoami"])
         #expect(result.status == 0)
         #expect(!result.stdout.contains(token))
     }
 
-    @Test(arguments: CLI.Mode.allCases) func operatorLifecycleAndRoles(_ mode: CLI.Mode) throws {
+    @Test(arguments: CLI.Mode.allCases) func operatorLifecycleAndRoles(_ mode: CLI.Mode) async throws {
         var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
-        _ = try cli.bootstrap()
-        let added = try cli.run([
+        _ = try await cli.bootstrap()
+        let added = try await cli.run([
             "--format", "json", "operator", "add", "vic", "--tenant", "sandbox", "--role", "viewer",
         ])
         #expect(added.status == 0)
         let vicToken = CLI.json(added.stdout)?["token"] as? String ?? ""
         // The viewer cannot manage operators: 77, and nothing changes.
-        let denied = try cli.run(
+        let denied = try await cli.run(
             ["operator", "grant", "vic", "--tenant", "sandbox", "--role", "admin"],
             extraEnvironment: ["BACKUPCTL_TOKEN": vicToken])
         #expect(denied.status == 77)
-        let list = try cli.run(["--format", "json", "operator", "list"])
+        let list = try await cli.run(["--format", "json", "operator", "list"])
         #expect(list.stdout.contains(#""operator":"vic","role":"viewer""#))
-        #expect(try cli.run(["operator", "revoke", "vic", "--tenant", "sandbox"]).status == 0)
+        #expect(try await cli.run(["operator", "revoke", "vic", "--tenant", "sandbox"]).status == 0)
         #expect(
-            try cli.run(["whoami"], extraEnvironment: ["BACKUPCTL_TOKEN": vicToken]).stdout.contains("none selected"))
+            try await cli.run(["whoami"], extraEnvironment: ["BACKUPCTL_TOKEN": vicToken]).stdout.contains(
+                "none selected"))
     }
 
-    @Test(arguments: CLI.Mode.allCases) func tenantsAndUse(_ mode: CLI.Mode) throws {
+    @Test(arguments: CLI.Mode.allCases) func tenantsAndUse(_ mode: CLI.Mode) async throws {
         var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
-        _ = try cli.bootstrap()
-        #expect(try cli.run(["tenant", "create", "staging", "--sandbox"]).status == 0)
-        let both = try cli.run(["--format", "json", "-c", "use staging", "-c", "whoami"])
+        _ = try await cli.bootstrap()
+        #expect(try await cli.run(["tenant", "create", "staging", "--sandbox"]).status == 0)
+        let both = try await cli.run(["--format", "json", "-c", "use staging", "-c", "whoami"])
         #expect(CLI.json(both.lines.last ?? "")?["tenant"] as? String == "staging")
         // Live tenant flags are validated before anything is saved.
         let keyFile = cli.directory.appendingPathComponent("api.key")
         try "k".write(to: keyFile, atomically: true, encoding: .utf8)
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: keyFile.path)
-        let insecure = try cli.run([
+        let insecure = try await cli.run([
             "tenant", "create", "prod", "--turnkey-url", "https://api.turnkey.com", "--turnkey-org",
             "5f1c2a4e-0000-4000-8000-000000000000", "--turnkey-api-key-file", keyFile.path,
         ])
         #expect(insecure.status == 1)
         #expect(insecure.stderr.contains("chmod 600"))
-        #expect(try cli.run(["--format", "json", "tenant", "list"]).stdout.contains("prod") == false)
+        #expect(try await cli.run(["--format", "json", "tenant", "list"]).stdout.contains("prod") == false)
     }
 
-    @Test func helpComesFromTheSameTree() throws {
+    @Test func helpComesFromTheSameTree() async throws {
         let cli = CLI()
         defer { cli.cleanUp() }
-        let help = try cli.run(["help"])
+        let help = try await cli.run(["help"])
         #expect(help.status == 0 && help.stdout.contains("COMMANDS") && help.stdout.contains("GLOBAL OPTIONS"))
-        let sub = try cli.run(["help", "operator", "add"])
+        let sub = try await cli.run(["help", "operator", "add"])
         #expect(sub.stdout.contains("--role"))
-        #expect(try cli.run(["help", "nope"]).status == 64)
-        #expect(try cli.run(["--version"]).stdout.contains("0."))
+        #expect(try await cli.run(["help", "nope"]).status == 64)
+        #expect(try await cli.run(["--version"]).stdout.contains("0."))
     }
 }
 
-@Suite struct StdinSecretTests {
-    @Test func aScriptOnStdinCannotAlsoCarryTheRootKey() throws {
+@Suite(.timeLimit(.minutes(10))) struct StdinSecretTests {
+    @Test func aScriptOnStdinCannotAlsoCarryTheRootKey() async throws {
         let cli = CLI()
         defer { cli.cleanUp() }
-        let piped = try cli.run(
+        let piped = try await cli.run(
             [], stdin: "recovery derive\n{\"version\":\"V1\",\"key\":\"\(String(repeating: "11", count: 32))\"}\n")
         #expect(piped.status == 64)
         #expect(piped.stderr.contains("--root-key-file"))
         #expect(!piped.stderr.contains("1111111111"))
         // Given as the command itself, stdin is free to carry the key.
-        let direct = try cli.run(
+        let direct = try await cli.run(
             ["--format", "json", "recovery", "derive"],
             stdin: "{\"version\":\"V1\",\"key\":\"\(String(repeating: "11", count: 32))\"}")
         #expect(direct.status == 0)
@@ -194,43 +197,45 @@ import Testing
     }
 }
 
-@Suite struct ContractDetailTests {
-    @Test(arguments: CLI.Mode.allCases) func auditVerifyReportsABrokenChainOnStdoutAndFails(_ mode: CLI.Mode) throws {
+@Suite(.timeLimit(.minutes(10))) struct ContractDetailTests {
+    @Test(arguments: CLI.Mode.allCases) func auditVerifyReportsABrokenChainOnStdoutAndFails(_ mode: CLI.Mode)
+        async throws
+    {
         var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
-        _ = try cli.bootstrap()
-        let ok = try cli.run(["--format", "json", "audit", "verify"])
+        _ = try await cli.bootstrap()
+        let ok = try await cli.run(["--format", "json", "audit", "verify"])
         #expect(ok.status == 0)
         #expect(ok.stdout.contains(#""firstBadSeq":null"#) && ok.stdout.contains(#""ok":true"#))
     }
 
-    @Test(arguments: CLI.Mode.allCases) func aRequestedTenantWithoutARoleIsAnError(_ mode: CLI.Mode) throws {
+    @Test(arguments: CLI.Mode.allCases) func aRequestedTenantWithoutARoleIsAnError(_ mode: CLI.Mode) async throws {
         var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
-        _ = try cli.bootstrap()
-        let result = try cli.run(["--tenant", "prod", "whoami"])
+        _ = try await cli.bootstrap()
+        let result = try await cli.run(["--tenant", "prod", "whoami"])
         #expect(result.status == 77)
         #expect(result.stderr.contains("no role in tenant prod"))
     }
 
-    @Test(arguments: CLI.Mode.allCases) func permissionErrorsNameTheCommand(_ mode: CLI.Mode) throws {
+    @Test(arguments: CLI.Mode.allCases) func permissionErrorsNameTheCommand(_ mode: CLI.Mode) async throws {
         var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
-        _ = try cli.bootstrap()
-        let added = try cli.run([
+        _ = try await cli.bootstrap()
+        let added = try await cli.run([
             "--format", "json", "operator", "add", "vic", "--tenant", "sandbox", "--role", "viewer",
         ])
         let token = CLI.json(added.stdout)?["token"] as? String ?? ""
-        let denied = try cli.run(["audit", "list"], extraEnvironment: ["BACKUPCTL_TOKEN": token])
+        let denied = try await cli.run(["audit", "list"], extraEnvironment: ["BACKUPCTL_TOKEN": token])
         #expect(denied.status == 77)
         #expect(denied.stderr.contains("`audit list` needs admin"))
     }
 
-    @Test(arguments: CLI.Mode.allCases) func tenantCreateJSONUsesABoolean(_ mode: CLI.Mode) throws {
+    @Test(arguments: CLI.Mode.allCases) func tenantCreateJSONUsesABoolean(_ mode: CLI.Mode) async throws {
         var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
-        _ = try cli.bootstrap()
-        let created = try cli.run(["--format", "json", "tenant", "create", "qa", "--sandbox"])
+        _ = try await cli.bootstrap()
+        let created = try await cli.run(["--format", "json", "tenant", "create", "qa", "--sandbox"])
         #expect(created.stdout.contains(#""sandbox":true"#))
     }
 }

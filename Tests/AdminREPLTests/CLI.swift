@@ -2,6 +2,7 @@ import BackupctlTestSupport
 import ConsoleStore
 import Foundation
 import PostgresStore
+import Synchronization
 import Testing
 
 /// Runs the real `backupctl` binary and returns what it printed and its exit status — the
@@ -24,13 +25,8 @@ struct CLI {
         var usesServer: Bool { self != .inProcess }
     }
 
-    struct Result {
-        var stdout: String
-        var stderr: String
-        var status: Int32
-
-        var lines: [String] { stdout.split(separator: "\n").map(String.init) }
-    }
+    /// What a command printed and how it ended (the runner's one result shape).
+    typealias Result = ChildResult
 
     /// The binary built next to the test bundle (`swift build --build-tests` builds both).
     static var binary: URL { BackupctlBinary.url }
@@ -45,7 +41,7 @@ struct CLI {
     /// PostgreSQL mode's database, dropped by ``cleanUp()``.
     let database: PostgresCLIDatabase?
     /// The `backupctl serve` of server mode, started by ``bootstrap(admin:)``.
-    private(set) var server: BackupctlProcess?
+    private(set) var server: ServerProcess?
 
     init(mode: Mode = .inProcess) {
         self.mode = mode
@@ -61,7 +57,7 @@ struct CLI {
         ]
         if mode == .postgres {
             do {
-                let made = try PostgresCLIDatabase.create()
+                let made = try PostgresCLIDatabase()
                 database = made
                 dbPath = made.url
             } catch {
@@ -76,51 +72,33 @@ struct CLI {
         }
     }
 
+    /// Ends what the test started, without waiting (it runs in a `defer`): the server's process
+    /// group is SIGKILLed, the directory removed, PostgreSQL mode's database dropped in the background.
     func cleanUp() {
-        stopServer()
+        server?.killNow()
         // Every server-mode test also checks the client never opened (or made) a store.
         if mode.usesServer, !clientOpenedNoStore { Issue.record("the client opened a store in server mode") }
         try? FileManager.default.removeItem(at: directory)
         database?.drop()
     }
 
-    /// Stops the server (SIGTERM: it drains and exits 0), if one runs.
-    func stopServer() {
-        guard let server, server.isRunning else { return }
-        server.signal(SIGTERM)
-        // Polled on this thread: blocking a test's thread on a task could starve the pool.
-        for _ in 0..<1000 where server.isRunning { Thread.sleep(forTimeInterval: 0.02) }
-        server.kill9()
+    /// Stops the server with SIGTERM (it drains and exits 0), if one runs; how it ended.
+    @discardableResult
+    func stopServer() async -> ChildTermination? {
+        guard let server, server.isRunning else { return nil }
+        return await server.stop()
     }
 
     /// Starts `backupctl serve` on the store and points the client at it. The client's own
     /// `BACKUPCTL_DB` then names a file in a directory that does not exist, so a command that
     /// opened a store on the client would fail (and ``clientOpenedNoStore`` would see it).
-    mutating func startServer() throws {
+    mutating func startServer() async throws {
         var serverEnvironment = environment
         serverEnvironment["BACKUPCTL_TOKEN"] = nil
-        // A database URL goes in the environment (it carries a password); a file in --db.
-        serverEnvironment["BACKUPCTL_DB"] = dbPath
-        let store = mode == .postgres ? [] : ["--db", dbPath]
-        let process = try BackupctlProcess(
-            ["serve", "--listen", "127.0.0.1:0"] + store, environment: serverEnvironment)
-        let deadline = Date().addingTimeInterval(60)
-        var url: String?
-        while url == nil, process.isRunning, Date() < deadline {
-            if let line = process.stdout.split(separator: "\n").first,
-                let object = Self.json(String(line)), let listening = object["listening"] as? String
-            {
-                url = listening
-            } else {
-                Thread.sleep(forTimeInterval: 0.02)
-            }
-        }
-        guard let url else {
-            process.kill9()
-            throw ServerDidNotStart(stderr: process.stderr)
-        }
-        server = process
-        environment["BACKUPCTL_SERVER"] = url
+        try await database?.create()
+        let started = try await ServerProcess.serve(db: dbPath, environment: serverEnvironment)
+        server = started
+        environment["BACKUPCTL_SERVER"] = started.url
         environment["BACKUPCTL_DB"] = clientStorePath
     }
 
@@ -132,55 +110,31 @@ struct CLI {
         !FileManager.default.fileExists(atPath: directory.appendingPathComponent("client-has-no-store").path)
     }
 
-    struct ServerDidNotStart: Error, CustomStringConvertible {
-        var stderr: String
-        var description: String { "backupctl serve did not start: \(stderr)" }
-    }
-
+    /// Runs `backupctl ARGUMENTS` to completion in this test's environment (PostgreSQL mode's
+    /// database made first).
     @discardableResult
-    func run(_ arguments: [String], stdin: String? = nil, extraEnvironment: [String: String] = [:]) throws -> Result {
-        let process = Process()
-        process.executableURL = Self.binary
-        process.arguments = arguments
-        process.environment = environment.merging(extraEnvironment) { $1 }
-        let out = Pipe()
-        let err = Pipe()
-        let input = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = input
-        try process.run()
-        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
-        try input.fileHandleForWriting.close()
-        // Read both pipes concurrently so a chatty child never blocks on a full pipe.
-        let group = DispatchGroup()
-        nonisolated(unsafe) var errData = Data()
-        group.enter()
-        DispatchQueue.global().async {
-            errData = err.fileHandleForReading.readDataToEndOfFile()
-            group.leave()
-        }
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        group.wait()
-        process.waitUntilExit()
-        return Result(
-            stdout: String(decoding: outData, as: UTF8.self), stderr: String(decoding: errData, as: UTF8.self),
-            status: process.terminationStatus)
+    func run(_ arguments: [String], stdin: String? = nil, extraEnvironment: [String: String] = [:]) async throws
+        -> Result
+    {
+        try await database?.create()
+        return try await BackupctlBinary.run(
+            arguments, environment: environment.merging(extraEnvironment) { $1 }, stdin: stdin)
     }
 
     /// `init --admin root` and export the token the way an operator would.
-    mutating func bootstrap(admin: String = "root") throws -> String {
-        let result = try run(["--format", "json", "init", "--admin", admin])
+    mutating func bootstrap(admin: String = "root") async throws -> String {
+        let result = try await run(["--format", "json", "init", "--admin", admin])
         let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: String]
         let token = object?["token"] ?? ""
         environment["BACKUPCTL_TOKEN"] = token
-        if mode.usesServer { try startServer() }
+        if mode.usesServer { try await startServer() }
         return token
     }
 
     /// Runs `body` on the store the commands use, opened by the test itself (to plant what no
     /// command would write): the SQLite file, or PostgreSQL mode's database.
     func withStore(_ body: (any ConsoleStore) async throws -> Void) async throws {
+        try await database?.create()
         guard mode == .postgres else {
             try await body(try SQLiteConsoleStore(path: dbPath))
             return
@@ -202,56 +156,33 @@ struct CLI {
     }
 }
 
-/// A database of one CLI test's own on the private PostgreSQL cluster, made and dropped with
-/// `psql` (the CLI helper is synchronous, and a test thread must not block on a task).
-struct PostgresCLIDatabase {
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
-    }
-
+/// A database of one CLI test's own on the private PostgreSQL cluster: named at once, made
+/// before the first command, dropped (in the background) when the test cleans up.
+final class PostgresCLIDatabase: Sendable {
     let name: String
     let url: String
+    private let server: String
+    private let made = Mutex(false)
 
-    static func create() throws -> PostgresCLIDatabase {
+    init() throws {
         guard let server = PostgresTestDatabase.serverURL else { throw PostgresTestDatabase.Failure.noCluster }
-        let name = "cli_" + String(format: "%016llx", UInt64.random(in: .min ... .max))
-        try psql("CREATE DATABASE \(name)", server: server)
-        return PostgresCLIDatabase(name: name, url: try PostgresAdmin.url(server, database: name))
+        self.server = server
+        name = "cli_" + String(format: "%016llx", UInt64.random(in: .min ... .max))
+        url = try PostgresAdmin.url(server, database: name)
     }
 
-    /// Starts the drop without waiting for it: `DROP DATABASE` waits until every backend of the
-    /// cluster has taken note, and a backend in the middle of a `COPY` from an async test of
-    /// this same process would then wait for a thread this test holds. The cluster goes at the
-    /// end of the run anyway.
+    /// `CREATE DATABASE`, once.
+    func create() async throws {
+        guard !made.withLock({ $0 }) else { return }
+        try await PostgresAdmin.execute("CREATE DATABASE \(name)", on: server)
+        made.withLock { $0 = true }
+    }
+
+    /// Starts `DROP DATABASE … WITH (FORCE)` without waiting for it; the cluster goes at the end
+    /// of the run anyway.
     func drop() {
-        guard let server = PostgresTestDatabase.serverURL else { return }
-        try? Self.psql("DROP DATABASE \(name) WITH (FORCE)", server: server, wait: false)
-    }
-
-    /// Runs one statement with `psql`, the password in its environment rather than its arguments.
-    static func psql(_ sql: String, server: String, wait: Bool = true) throws {
-        guard var parts = URLComponents(string: server), let host = parts.host, let user = parts.user else {
-            throw Failure(description: "BACKUPCTL_TEST_POSTGRES is not a URL")
-        }
-        let password = parts.password
-        parts.password = nil
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", sql]
-        var environment = ["PATH": "/usr/bin:/bin", "PGHOST": host, "PGUSER": user, "PGDATABASE": "postgres"]
-        environment["PGPORT"] = parts.port.map(String.init)
-        environment["PGPASSWORD"] = password
-        environment["PGSSLMODE"] = "disable"
-        process.environment = environment
-        let err = Pipe()
-        process.standardError = wait ? err : FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        guard wait else { return }
-        let message = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw Failure(description: "psql failed: \(String(decoding: message, as: UTF8.self).prefix(300))")
-        }
+        guard made.withLock({ $0 }) else { return }
+        let (name, server) = (name, server)
+        Task.detached { try? await PostgresAdmin.execute("DROP DATABASE \(name) WITH (FORCE)", on: server) }
     }
 }

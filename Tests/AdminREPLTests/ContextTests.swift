@@ -3,7 +3,7 @@ import Testing
 
 /// `context add|use|list|remove` and how a run picks its server: the config file's mode, the
 /// precedence of flags over contexts, and that a context sends commands to its server.
-@Suite("Client contexts")
+@Suite("Client contexts", .timeLimit(.minutes(10)))
 struct ContextTests {
     /// A CLI whose config home is inside its directory.
     func cli() -> CLI {
@@ -15,13 +15,13 @@ struct ContextTests {
     var configPath: (CLI) -> String = { $0.directory.appendingPathComponent("config/backupctl/config").path }
 
     @Test("add writes a 0600 config with the token file's path, never the token")
-    func addWritesPrivateConfig() throws {
+    func addWritesPrivateConfig() async throws {
         var cli = cli()
         defer { cli.cleanUp() }
-        let token = try cli.bootstrap()
+        let token = try await cli.bootstrap()
         let tokenFile = cli.directory.appendingPathComponent("prod.token")
         try Data(token.utf8).write(to: tokenFile)
-        let added = try cli.run(
+        let added = try await cli.run(
             [
                 "--format", "json", "context", "add", "prod", "--server", "http://127.0.0.1:1", "--token-file",
                 tokenFile.path, "--tenant", "sandbox",
@@ -32,7 +32,7 @@ struct ContextTests {
         let text = try String(contentsOfFile: configPath(cli), encoding: .utf8)
         #expect(text.contains(tokenFile.path))
         #expect(!text.contains(token))
-        let listed = try cli.run(["--format", "json", "context", "list"])
+        let listed = try await cli.run(["--format", "json", "context", "list"])
         let contexts = CLI.json(listed.stdout)?["contexts"] as? [[String: Any]]
         #expect(contexts?.count == 1)
         #expect(contexts?.first?["current"] as? Bool == true)
@@ -40,62 +40,62 @@ struct ContextTests {
     }
 
     @Test("a named context sends commands to its server, and its store is never opened")
-    func contextRoutesToServer() throws {
+    func contextRoutesToServer() async throws {
         var cli = cli()
         defer { cli.cleanUp() }
-        _ = try cli.bootstrap()
-        try cli.run(["context", "add", "dead", "--server", "http://127.0.0.1:1"])
+        _ = try await cli.bootstrap()
+        try await cli.run(["context", "add", "dead", "--server", "http://127.0.0.1:1"])
         // Nothing listens on port 1: the command must fail as a remote failure, not run locally.
         let missing = cli.directory.appendingPathComponent("absent/console.db").path
-        let result = try cli.run(["--context", "dead", "stats"], extraEnvironment: ["BACKUPCTL_DB": missing])
+        let result = try await cli.run(["--context", "dead", "stats"], extraEnvironment: ["BACKUPCTL_DB": missing])
         #expect(result.status == 2, "\(result.stderr)")
         #expect(result.stderr.contains("server_unavailable"))
         #expect(!FileManager.default.fileExists(atPath: missing))
         // The current context does not capture a run that names its own store.
-        let local = try cli.run(["whoami"])
+        let local = try await cli.run(["whoami"])
         #expect(local.status == 0, "\(local.stderr)")
         // --server beats the context.
-        let flagged = try cli.run(["--server", "http://127.0.0.1:2", "--context", "dead", "stats"])
+        let flagged = try await cli.run(["--server", "http://127.0.0.1:2", "--context", "dead", "stats"])
         #expect(flagged.stderr.contains("127.0.0.1:2"), "\(flagged.stderr)")
     }
 
     @Test("a config others can read or write is refused with its own code")
-    func insecureConfigRefused() throws {
+    func insecureConfigRefused() async throws {
         var cli = cli()
         defer { cli.cleanUp() }
-        _ = try cli.bootstrap()
-        try cli.run(["context", "add", "prod", "--server", "http://127.0.0.1:1"])
+        _ = try await cli.bootstrap()
+        try await cli.run(["context", "add", "prod", "--server", "http://127.0.0.1:1"])
         chmod(configPath(cli), 0o644)
-        let result = try cli.run(["--context", "prod", "whoami"])
+        let result = try await cli.run(["--context", "prod", "whoami"])
         #expect(result.status == 1)
         #expect(result.stderr.hasPrefix("error[insecure_config]:"), "\(result.stderr)")
         #expect(result.stderr.split(separator: "\n").count == 1)
     }
 
     @Test("bad input: unknown context, bad server URL, bad name; use and remove")
-    func badInputAndLifecycle() throws {
+    func badInputAndLifecycle() async throws {
         var cli = cli()
         defer { cli.cleanUp() }
-        _ = try cli.bootstrap()
-        let badURL = try cli.run(["context", "add", "x", "--server", "ftp://host"])
+        _ = try await cli.bootstrap()
+        let badURL = try await cli.run(["context", "add", "x", "--server", "ftp://host"])
         #expect(badURL.status == 1)
         #expect(badURL.stderr.contains("invalid_server"))
-        let badName = try cli.run(["context", "add", "a b", "--server", "http://127.0.0.1:1"])
+        let badName = try await cli.run(["context", "add", "a b", "--server", "http://127.0.0.1:1"])
         #expect(badName.stderr.contains("invalid_context"))
         #expect(!FileManager.default.fileExists(atPath: configPath(cli)))
-        try cli.run(["context", "add", "prod", "--server", "http://127.0.0.1:1"])
-        try cli.run(["context", "add", "staging", "--server", "http://127.0.0.1:2"])
-        let unknown = try cli.run(["--context", "prdo", "whoami"])
+        try await cli.run(["context", "add", "prod", "--server", "http://127.0.0.1:1"])
+        try await cli.run(["context", "add", "staging", "--server", "http://127.0.0.1:2"])
+        let unknown = try await cli.run(["--context", "prdo", "whoami"])
         #expect(unknown.status == 1)
         #expect(unknown.stderr.contains("unknown_context"))
         #expect(unknown.stderr.contains("did you mean 'prod'"))
-        #expect(try cli.run(["context", "use", "staging"]).status == 0)
-        let listed = try cli.run(["--format", "json", "context", "list"])
+        #expect(try await cli.run(["context", "use", "staging"]).status == 0)
+        let listed = try await cli.run(["--format", "json", "context", "list"])
         let current = (CLI.json(listed.stdout)?["contexts"] as? [[String: Any]])?.first {
             $0["current"] as? Bool == true
         }
         #expect(current?["name"] as? String == "staging")
-        #expect(try cli.run(["context", "remove", "staging"]).status == 0)
-        #expect(try cli.run(["context", "remove", "staging"]).status == 1)
+        #expect(try await cli.run(["context", "remove", "staging"]).status == 0)
+        #expect(try await cli.run(["context", "remove", "staging"]).status == 1)
     }
 }

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// `import`, `seed` and `demo` through the real binary.
-@Suite struct DataCommandTests {
+@Suite(.timeLimit(.minutes(10))) struct DataCommandTests {
     static let metadata = """
         {"id":"backup_account_039797dc9fec4e3d3f2f27173ba0faac160ee2f803954e8552c308da22ab40ab5c",
          "manifestHash":"\(String(repeating: "ab", count: 32))",
@@ -25,47 +25,47 @@ import Testing
         return root
     }
 
-    @Test(arguments: CLI.Mode.allCases) func importReportsBadFilesAndIsIdempotent(_ mode: CLI.Mode) throws {
+    @Test(arguments: CLI.Mode.allCases) func importReportsBadFilesAndIsIdempotent(_ mode: CLI.Mode) async throws {
         var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
-        _ = try cli.bootstrap()
+        _ = try await cli.bootstrap()
         let root = try export(in: cli)
         // One backup is refused, so the exit is 1 while the good one is (or would be) imported.
-        let dry = try cli.run(["--format", "json", "import", root.path, "--dry-run"])
+        let dry = try await cli.run(["--format", "json", "import", root.path, "--dry-run"])
         #expect(dry.status == 1)
         #expect(dry.stderr.contains("\"import_rejected\""))
         let dryReport = CLI.json(dry.stdout)
         #expect(dryReport?["dryRun"] as? Bool == true)
         #expect(dryReport?["imported"] as? Int == 1)
-        let first = CLI.json(try cli.run(["--format", "json", "import", root.path]).stdout)
+        let first = CLI.json(try await cli.run(["--format", "json", "import", root.path]).stdout)
         #expect(first?["imported"] as? Int == 1)
         #expect(first?["failed"] as? Int == 1)
         let problems = first?["problems"] as? [[String: Any]]
         #expect((problems?.first?["path"] as? String)?.hasPrefix("backup_account_broken") == true)
-        let second = CLI.json(try cli.run(["--format", "json", "import", root.path]).stdout)
+        let second = CLI.json(try await cli.run(["--format", "json", "import", root.path]).stdout)
         #expect(second?["imported"] as? Int == 0)
         #expect(second?["unchanged"] as? Int == 1)
-        let table = try cli.run(["import", root.path])
+        let table = try await cli.run(["import", root.path])
         #expect(table.stdout.contains("Problems"))
-        #expect(try cli.run(["import", cli.directory.appendingPathComponent("missing").path]).status == 1)
+        #expect(try await cli.run(["import", cli.directory.appendingPathComponent("missing").path]).status == 1)
     }
 
-    @Test(arguments: CLI.Mode.allCases) func seedIsForSandboxesOnlyAndDeterministic(_ mode: CLI.Mode) throws {
+    @Test(arguments: CLI.Mode.allCases) func seedIsForSandboxesOnlyAndDeterministic(_ mode: CLI.Mode) async throws {
         var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
-        _ = try cli.bootstrap()
+        _ = try await cli.bootstrap()
         let seeded = CLI.json(
-            try cli.run(["--format", "json", "seed", "--backups", "40", "--orphans", "5", "--seed", "3"]).stdout)
+            try await cli.run(["--format", "json", "seed", "--backups", "40", "--orphans", "5", "--seed", "3"]).stdout)
         #expect(seeded?["backups"] as? Int == 40)
         #expect(seeded?["orphanSubOrgs"] as? Int == 5)
-        #expect(try cli.run(["seed", "--backups=-1"]).status == 1)
-        #expect(try cli.run(["seed"]).status == 64)
+        #expect(try await cli.run(["seed", "--backups=-1"]).status == 1)
+        #expect(try await cli.run(["seed"]).status == 64)
     }
 
-    @Test func demoSeedsOnceAndPrintsHowToConnect() throws {
+    @Test func demoSeedsOnceAndPrintsHowToConnect() async throws {
         let cli = CLI()
         defer { cli.cleanUp() }
-        let first = try cli.run(["--format", "json", "demo", "--backups", "30", "--orphans", "3"])
+        let first = try await cli.run(["--format", "json", "demo", "--backups", "30", "--orphans", "3"])
         #expect(first.status == 0, "\(first.stderr)")
         let report = CLI.json(first.stdout)
         let seeded = report?["seeded"] as? [String: Any]
@@ -73,10 +73,10 @@ import Testing
         let tokenFile = try #require(report?["tokenFile"] as? String)
         let attributes = try FileManager.default.attributesOfItem(atPath: tokenFile)
         #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
-        let again = CLI.json(try cli.run(["--format", "json", "demo"]).stdout)
+        let again = CLI.json(try await cli.run(["--format", "json", "demo"]).stdout)
         #expect(again?["seeded"] == nil)
         let db = try #require(report?["db"] as? String)
-        let whoami = try cli.run(["--db", db, "--token-file", tokenFile, "whoami"])
+        let whoami = try await cli.run(["--db", db, "--token-file", tokenFile, "whoami"])
         #expect(whoami.stdout.contains("demo"))
     }
 }

@@ -1,3 +1,4 @@
+import BackupctlTestSupport
 import Foundation
 
 #if canImport(Glibc)
@@ -18,27 +19,15 @@ final class DrillSession {
     private(set) var skipped: [String] = []
     private var background: [Background] = []
 
-    final class Background: @unchecked Sendable {
-        let process: Process
+    /// A command started with `&`: `$!` is its pid.
+    struct Background {
+        let child: ChildProcess
         let command: String
-        private let lock = NSLock()
-        private var out = Data()
-        private var err = Data()
 
-        init(process: Process, command: String) {
-            self.process = process
-            self.command = command
-        }
-
-        func append(_ data: Data, toErr: Bool) {
-            lock.withLock { if toErr { err.append(data) } else { out.append(data) } }
-        }
         var result: CLI.Result {
-            lock.withLock {
-                CLI.Result(
-                    stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self),
-                    status: process.isRunning ? 0 : process.terminationStatus)
-            }
+            let output = child.output
+            return CLI.Result(
+                stdout: output.stdoutText, stderr: output.stderrText, termination: output.termination ?? .exited(0))
         }
     }
 
@@ -48,9 +37,9 @@ final class DrillSession {
 
     /// A fresh store, an admin `root` of the `sandbox` tenant (token exported), and a copy of
     /// `runbooks/fixtures` under the scratch directory.
-    init(repoRoot: URL) throws {
+    init(repoRoot: URL) async throws {
         cli = CLI()
-        _ = try cli.bootstrap()
+        _ = try await cli.bootstrap()
         work = cli.directory.appendingPathComponent("work")
         let fixtures = work.appendingPathComponent("runbooks/fixtures")
         try FileManager.default.createDirectory(
@@ -63,18 +52,15 @@ final class DrillSession {
         environment["NO_COLOR"] = "1"
     }
 
+    /// Kills what the drill left running (each background job's process group) and the store.
     func finish() {
-        for job in background where job.process.isRunning {
-            job.process.terminate()
-            waitFor(job.process, timeout: 10)
-            if job.process.isRunning { kill(job.process.processIdentifier, SIGKILL) }
-        }
+        for job in background { job.child.killNow() }
         cli.cleanUp()
     }
 
     // MARK: - Blocks
 
-    func run(_ block: DrillRunbook.Block, in runbook: String) throws {
+    func run(_ block: DrillRunbook.Block, in runbook: String) async throws {
         guard let annotation = block.annotation else {
             throw Failure(description: "\(runbook):\(block.line): not annotated")
         }
@@ -96,7 +82,7 @@ final class DrillSession {
         var last: CLI.Result?
         for command in block.commands {
             let place = "\(runbook):\(command.line)"
-            let result = try execute(command, annotation: annotation, place: place)
+            let result = try await execute(command, annotation: annotation, place: place)
             log.append("\(place) $ \(command.text) → exit \(result.status)")
             try check(result, against: command, annotation: annotation, place: place)
             last = result
@@ -116,7 +102,7 @@ final class DrillSession {
 
     // MARK: - Commands
 
-    func execute(_ command: DrillRunbook.Command, annotation: DrillRunbook.Annotation, place: String) throws
+    func execute(_ command: DrillRunbook.Command, annotation: DrillRunbook.Annotation, place: String) async throws
         -> CLI.Result
     {
         let text = command.text
@@ -126,20 +112,20 @@ final class DrillSession {
                 throw Failure(description: "\(place): export needs NAME=VALUE")
             }
             let name = String(assignment[..<eq])
-            let value = try shell("export \(assignment); printf '%s' \"$\(name)\"", timeout: annotation.timeout)
+            let value = try await shell(
+                "export \(assignment); printf '%s' \"$\(name)\"", timeout: annotation.timeout)
             guard value.status == 0 else { throw Failure(description: "\(place): \(text) failed: \(value.stderr)") }
             environment[name] = value.stdout
-            return CLI.Result(stdout: "", stderr: value.stderr, status: 0)
+            return CLI.Result(stdout: "", stderr: value.stderr, termination: .exited(0))
         }
         if text.hasPrefix("unset ") {
             for name in text.dropFirst("unset ".count).split(separator: " ") { environment[String(name)] = nil }
-            return CLI.Result(stdout: "", stderr: "", status: 0)
+            return CLI.Result(stdout: "", stderr: "", termination: .exited(0))
         }
         if text == "kill $!" {
             guard let job = background.last else { throw Failure(description: "\(place): no background job") }
-            job.process.terminate()
-            waitFor(job.process, timeout: 15)
-            guard !job.process.isRunning else {
+            job.child.signal(SIGTERM)
+            guard await job.child.wait(seconds: 15) != nil else {
                 throw Failure(description: "\(place): \(job.command) did not stop on SIGTERM")
             }
             return job.result
@@ -148,79 +134,41 @@ final class DrillSession {
             throw Failure(description: "\(place): cd is not supported in drills")
         }
         if text.hasSuffix(" &") {
-            return try startBackground(String(text.dropLast(2)), expected: command.expected, place: place)
+            return try await startBackground(String(text.dropLast(2)), expected: command.expected, place: place)
         }
         var substituted = text
-        if let pid = background.last?.process.processIdentifier {
+        if let pid = background.last?.child.pid {
             substituted = substituted.replacingOccurrences(of: "$!", with: "\(pid)")
         }
-        return try shell(substituted, timeout: annotation.timeout)
+        return try await shell(substituted, timeout: annotation.timeout)
     }
 
-    /// `sh -c TEXT` in the scratch directory, stdin closed, bounded by `timeout`.
-    func shell(_ text: String, timeout: TimeInterval) throws -> CLI.Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", text]
-        process.environment = environment
-        process.currentDirectoryURL = work
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let group = DispatchGroup()
-        nonisolated(unsafe) var errData = Data()
-        group.enter()
-        DispatchQueue.global().async {
-            errData = err.fileHandleForReading.readDataToEndOfFile()
-            group.leave()
-        }
-        let timer = DispatchWorkItem { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: timer)
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        group.wait()
-        process.waitUntilExit()
-        timer.cancel()
-        return CLI.Result(
-            stdout: String(decoding: outData, as: UTF8.self), stderr: String(decoding: errData, as: UTF8.self),
-            status: process.terminationStatus)
+    /// `sh -c TEXT` in the scratch directory, stdin closed, bounded by `timeout` (then killed:
+    /// the drill fails with what it printed).
+    func shell(_ text: String, timeout: TimeInterval) async throws -> CLI.Result {
+        try await ChildProcess.run(
+            "/bin/sh", ["-c", text], environment: environment, directory: work.path, seconds: timeout)
     }
 
     /// Starts `text` (through `exec`, so `$!` is the command itself) and waits until it printed
     /// every expected line — a server is ready once it announced its address.
-    func startBackground(_ text: String, expected: [String], place: String) throws -> CLI.Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "exec " + text]
-        process.environment = environment
-        process.currentDirectoryURL = work
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        let job = Background(process: process, command: text)
-        out.fileHandleForReading.readabilityHandler = { handle in job.append(handle.availableData, toErr: false) }
-        err.fileHandleForReading.readabilityHandler = { handle in job.append(handle.availableData, toErr: true) }
-        try process.run()
+    func startBackground(_ text: String, expected: [String], place: String) async throws -> CLI.Result {
+        let child = try ChildProcess.start(
+            "/bin/sh", ["-c", "exec " + text], environment: environment, directory: work.path)
+        let job = Background(child: child, command: text)
         background.append(job)
-        let deadline = Date().addingTimeInterval(15)
-        while Date() < deadline {
-            if Self.mismatch(job.result, expected: expected) == nil { return job.result }
-            if !process.isRunning { break }
-            usleep(50_000)
+        let ready = await child.waitFor(seconds: 15) { output in
+            Self.mismatch(
+                CLI.Result(stdout: output.stdoutText, stderr: output.stderrText, termination: .exited(0)),
+                expected: expected) == nil
         }
-        throw Failure(
-            description:
-                "\(place): background `\(text)` did not print what the runbook shows:\n\(job.result.stdout)\n\(job.result.stderr)"
-        )
-    }
-
-    func waitFor(_ process: Process, timeout: TimeInterval) {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning, Date() < deadline { usleep(20_000) }
+        guard ready else {
+            throw Failure(
+                description:
+                    "\(place): background `\(text)` did not print what the runbook shows:\n\(job.result.stdout)\n\(job.result.stderr)"
+            )
+        }
+        return job.result
     }
 
     func hasTool(_ tool: String) -> Bool {

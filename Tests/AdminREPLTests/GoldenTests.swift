@@ -4,7 +4,7 @@ import Testing
 /// Table and JSON rendering compared byte for byte with files in `Goldens/`, on the fixed export
 /// in `runbooks/fixtures/export`. After an intended change, rerun with `UPDATE_GOLDENS=1` and
 /// review the diff of the golden files.
-@Suite(.serialized) struct GoldenTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct GoldenTests {
     static let repoRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
     static let goldens = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Goldens")
@@ -31,17 +31,17 @@ import Testing
     ]
 
     @Test(arguments: cases.map(\.name), CLI.Mode.allCases)
-    func renderingMatchesTheGoldenFile(_ name: String, _ mode: CLI.Mode) throws {
+    func renderingMatchesTheGoldenFile(_ name: String, _ mode: CLI.Mode) async throws {
         var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
-        _ = try cli.bootstrap()
+        _ = try await cli.bootstrap()
         cli.environment["NO_COLOR"] = "1"
         // Times show in UTC with the local time beside them: fix the zone.
         cli.environment["TZ"] = "Europe/Berlin"
         let export = Self.repoRoot.appendingPathComponent("runbooks/fixtures/export").path
-        #expect(try cli.run(["import", export]).status == 0)
+        #expect(try await cli.run(["import", export]).status == 0)
         let arguments = try #require(Self.cases.first { $0.name == name }?.arguments)
-        let result = try cli.run(arguments)
+        let result = try await cli.run(arguments)
         let golden = Self.goldens.appendingPathComponent(name)
         if ProcessInfo.processInfo.environment["UPDATE_GOLDENS"] == "1" {
             try result.stdout.write(to: golden, atomically: true, encoding: .utf8)

@@ -3,53 +3,55 @@ import GRDB
 import Testing
 
 /// A script's lookups are audited one by one, each before its result is shown.
-@Suite struct GroupedAuditTests {
+@Suite(.timeLimit(.minutes(10))) struct GroupedAuditTests {
     /// A sandbox with seeded backups; returns the passkey credential ids the seed stored.
-    func seeded(_ cli: inout CLI) throws -> [String] {
-        _ = try cli.bootstrap()
-        #expect(try cli.run(["--tenant", "sandbox", "seed", "--backups", "12", "--seed", "5"]).status == 0)
+    func seeded(_ cli: inout CLI) async throws -> [String] {
+        _ = try await cli.bootstrap()
+        #expect(try await cli.run(["--tenant", "sandbox", "seed", "--backups", "12", "--seed", "5"]).status == 0)
         let queue = try DatabaseQueue(path: cli.dbPath)
-        return try queue.read { db in
+        return try await queue.read { db in
             try String.fetchAll(
                 db, sql: "SELECT substr(pk, 9) FROM factor_lookup WHERE pk LIKE 'MAIN#PK|%' ORDER BY pk LIMIT 8")
         }
     }
 
-    @Test func scriptedLookupsAreAllAuditedInOrderWithTheSameOutput() throws {
+    @Test func scriptedLookupsAreAllAuditedInOrderWithTheSameOutput() async throws {
         var cli = CLI()
         defer { cli.cleanUp() }
-        let ids = try seeded(&cli)
+        let ids = try await seeded(&cli)
         #expect(ids.count == 8)
         let lines =
             ids.prefix(4).map { "lookup passkey \($0)" } + ["whoami"] + ids.dropFirst(4).map { "lookup passkey \($0)" }
         let script = cli.directory.appendingPathComponent("lookups.bctl")
         try lines.joined(separator: "\n").write(to: script, atomically: true, encoding: .utf8)
-        let batch = try cli.run(["--format", "json", "--tenant", "sandbox", "--continue-on-error", "-f", script.path])
-        var oneByOne = CLI.Result(stdout: "", stderr: "", status: 0)
+        let batch = try await cli.run([
+            "--format", "json", "--tenant", "sandbox", "--continue-on-error", "-f", script.path,
+        ])
+        var oneByOne = CLI.Result(stdout: "", stderr: "", termination: .exited(0))
         for line in lines {
-            let single = try cli.run(["--format", "json", "--tenant", "sandbox", "-c", line])
+            let single = try await cli.run(["--format", "json", "--tenant", "sandbox", "-c", line])
             oneByOne.stdout += single.stdout
             oneByOne.stderr += single.stderr
         }
         #expect(batch.stdout == oneByOne.stdout)
         #expect(batch.stderr == oneByOne.stderr)
 
-        let audit = try cli.run(["--format", "json", "--tenant", "sandbox", "audit", "list", "--limit", "100"])
+        let audit = try await cli.run(["--format", "json", "--tenant", "sandbox", "audit", "list", "--limit", "100"])
         let entries = (CLI.json(audit.stdout)?["entries"] as? [[String: Any]]) ?? []
         let lookups = entries.filter { $0["action"] as? String == "backup.lookup" }
         // The batch's eight, then the same eight run one by one.
         #expect(lookups.count == 16)
         let targets = lookups.compactMap { $0["target"] as? String }
         #expect(Array(targets.prefix(8)) == Array(targets.suffix(8)))
-        #expect(try cli.run(["--tenant", "sandbox", "audit", "verify"]).status == 0)
+        #expect(try await cli.run(["--tenant", "sandbox", "audit", "verify"]).status == 0)
     }
 
-    @Test func outputIsWithheldWhenItsAuditCannotBeWritten() throws {
+    @Test func outputIsWithheldWhenItsAuditCannotBeWritten() async throws {
         var cli = CLI()
         defer { cli.cleanUp() }
-        let ids = try seeded(&cli)
+        let ids = try await seeded(&cli)
         let queue = try DatabaseQueue(path: cli.dbPath)
-        try queue.write { db in
+        try await queue.write { db in
             try db.execute(
                 sql: """
                     CREATE TRIGGER refuse_lookups BEFORE INSERT ON audit WHEN NEW.action = 'backup.lookup'
@@ -57,18 +59,18 @@ import Testing
                     """)
         }
         let script = ids.prefix(3).map { "lookup passkey \($0)" }.joined(separator: "\n")
-        let batch = try cli.run(["--tenant", "sandbox", "-f", "-"], stdin: script)
+        let batch = try await cli.run(["--tenant", "sandbox", "-f", "-"], stdin: script)
         #expect(batch.status != 0)
         #expect(batch.stdout.isEmpty)
         #expect(batch.stderr.contains("refused by the test"))
         #expect(!batch.stderr.contains("backup_account_"))
-        let single = try cli.run(["--tenant", "sandbox", "lookup", "passkey", ids[0]])
+        let single = try await cli.run(["--tenant", "sandbox", "lookup", "passkey", ids[0]])
         #expect(single.status != 0)
         #expect(single.stdout.isEmpty)
 
         // In JSON mode each refused lookup gets its error in its own line; the command after
         // them, whose audit is written, runs and shows its output.
-        let json = try cli.run(
+        let json = try await cli.run(
             ["--format", "json", "--tenant", "sandbox", "--continue-on-error", "-f", "-"], stdin: script + "\nwhoami\n")
         #expect(json.status != 0)
         let lines = json.lines.map { CLI.json($0) }

@@ -7,7 +7,7 @@ import Testing
 /// and bad index rows, each run through the real binary. Every case must end in one line of
 /// error with a code (`error[code]: …`, or one JSON object in JSON mode) and a non-zero exit —
 /// never a crash — and leave the store as it was apart from audited refusals.
-@Suite(.serialized) struct HostileInputCorpusTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct HostileInputCorpusTests {
     static let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Corpus")
     static let repoRoot = corpus.deletingLastPathComponent().deletingLastPathComponent()
@@ -21,13 +21,13 @@ import Testing
     }
 
     /// A store with the runbook fixture export imported and a viewer, so refusals have data to guard.
-    func prepared() throws -> (CLI, viewerToken: String) {
+    func prepared() async throws -> (CLI, viewerToken: String) {
         var cli = CLI()
-        _ = try cli.bootstrap()
+        _ = try await cli.bootstrap()
         let fixture = Self.repoRoot.appendingPathComponent("runbooks/fixtures/export").path
-        let imported = try cli.run(["import", fixture])
+        let imported = try await cli.run(["import", fixture])
         #expect(imported.status == 0, "\(imported.stderr)")
-        let added = try cli.run([
+        let added = try await cli.run([
             "--format", "json", "operator", "add", "vera", "--tenant", "sandbox", "--role", "viewer",
         ])
         let token = CLI.json(added.stdout)?["token"] as? String ?? ""
@@ -95,8 +95,8 @@ import Testing
         }
     }
 
-    @Test("bad script lines") func badLines() throws {
-        var (cli, viewer) = try prepared()
+    @Test("bad script lines") func badLines() async throws {
+        var (cli, viewer) = try await prepared()
         defer { cli.cleanUp() }
         let before = try snapshot(cli)
         let cases = try Self.cases("lines.jsonl")
@@ -107,14 +107,14 @@ import Testing
             let script = cli.directory.appendingPathComponent("case-\(n).txt")
             try Data((line + "\n").utf8).write(to: script)
             for json in [false, true] {
-                let result = try cli.run((json ? ["--format", "json"] : []) + ["-f", script.path])
+                let result = try await cli.run((json ? ["--format", "json"] : []) + ["-f", script.path])
                 expectOneLineError(result, json: json, name)
             }
         }
         // The same lines from a viewer: refusals where the role is short, audited as such.
         cli.environment["BACKUPCTL_TOKEN"] = viewer
         for line in ["audit verify", "import /nonexistent", "operator add eve --tenant sandbox --role admin"] {
-            let result = try cli.run(["-c", line])
+            let result = try await cli.run(["-c", line])
             expectOneLineError(result, json: false, line)
             #expect(result.status == 77, "\(line)")
         }
@@ -123,21 +123,21 @@ import Testing
         #expect(after.audit.filter { $0[1] == "access.denied" }.count >= 5)
     }
 
-    @Test("bad global flags") func badFlags() throws {
-        let (cli, _) = try prepared()
+    @Test("bad global flags") func badFlags() async throws {
+        let (cli, _) = try await prepared()
         defer { cli.cleanUp() }
         let before = try snapshot(cli)
         for item in try Self.cases("flags.jsonl") {
             let name = item["case"] as? String ?? "?"
             let argv = item["argv"] as? [String] ?? []
-            let result = try cli.run(argv)
+            let result = try await cli.run(argv)
             expectOneLineError(result, json: argv.contains("json"), name)
         }
         expectUnchanged(before, try snapshot(cli), "flags")
     }
 
-    @Test("bad exports and index rows are refused one by one") func badExports() throws {
-        let (cli, _) = try prepared()
+    @Test("bad exports and index rows are refused one by one") func badExports() async throws {
+        let (cli, _) = try await prepared()
         defer { cli.cleanUp() }
         let before = try snapshot(cli)
         let id = "backup_account_030b2e4ce2de76318c0ef50964d225910b64019d8e43620d6d166b6bd100ad26e8"
@@ -156,7 +156,7 @@ import Testing
                     to: root.appendingPathComponent("factor_lookup.jsonl"))
             }
             for json in [false, true] {
-                let result = try cli.run((json ? ["--format", "json"] : []) + ["import", root.path])
+                let result = try await cli.run((json ? ["--format", "json"] : []) + ["import", root.path])
                 expectOneLineError(result, json: json, name)
                 #expect(result.status == 1, "\(name)")
                 if json {
@@ -176,12 +176,12 @@ import Testing
     }
 
     @Test("teardown-request with an unwritable --out leaves no journal item and no audit entry")
-    func teardownRequestUnwritableOut() throws {
-        let (cli, _) = try prepared()
+    func teardownRequestUnwritableOut() async throws {
+        let (cli, _) = try await prepared()
         defer { cli.cleanUp() }
         let before = try snapshot(cli)
         let subOrg = "7d3e0a52-2f7e-4c1e-9a36-0c4f6f0b8a99"
-        let result = try cli.run([
+        let result = try await cli.run([
             "cleanup", "teardown-request", subOrg, "--out",
             cli.directory.appendingPathComponent("no/such/dir/body").path,
         ])
@@ -190,7 +190,7 @@ import Testing
         #expect(try snapshot(cli) == before)
         // A writable --out then works, and journals and audits once.
         let out = cli.directory.appendingPathComponent("body.json")
-        let ok = try cli.run(["cleanup", "teardown-request", subOrg, "--out", out.path])
+        let ok = try await cli.run(["cleanup", "teardown-request", subOrg, "--out", out.path])
         #expect(ok.status == 0, "\(ok.stderr)")
         #expect(try Data(contentsOf: out).starts(with: Data("{".utf8)))
         #expect(try snapshot(cli).audit.last?[1] == "cleanup.teardown_request")

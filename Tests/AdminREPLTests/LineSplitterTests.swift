@@ -5,7 +5,7 @@ import Testing
 @Suite("Script lines")
 struct LineSplitterTests {
     @Test("blanks and comments are skipped; surrounding whitespace and CRLF endings go")
-    func scriptLines() throws {
+    func scriptLines() async throws {
         #expect(LineSplitter.scriptLine("") == nil)
         #expect(LineSplitter.scriptLine(" \t \r") == nil)
         #expect(LineSplitter.scriptLine("# lookup passkey AQID") == nil)

@@ -5,7 +5,7 @@ import Testing
 
 /// Strings that reached the store before import refused them (or from any other way in) are
 /// still shown escaped; the pager never sees the console's secrets.
-@Suite(.serialized) struct OutputEscapingTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct OutputEscapingTests {
     static let id = "backup_account_030b2e4ce2de76318c0ef50964d225910b64019d8e43620d6d166b6bd100ad26e8"
 
     /// Writes a backup whose label and masked email carry terminal control sequences, behind
@@ -44,10 +44,10 @@ import Testing
     @Test(arguments: CLI.Mode.allCases) func showEscapesWhatCameFromOutside(_ mode: CLI.Mode) async throws {
         var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
-        _ = try cli.bootstrap()
+        _ = try await cli.bootstrap()
         try await plant(cli)
         for color in ["never", "always"] {
-            let shown = try cli.run(["--color", color, "show", Self.id])
+            let shown = try await cli.run(["--color", color, "show", Self.id])
             #expect(shown.status == 0, "\(shown.stderr)")
             #expect(shown.stdout.contains(#"\u{1B}]0;owned\u{7}Keychain\nfake row"#))
             #expect(shown.stdout.contains(#"\u{1B}[2J\u{1B}[Hj***@x"#))
@@ -59,31 +59,31 @@ import Testing
             #expect(sequences.allSatisfy { sequence in allowed.contains { sequence.hasPrefix($0) } })
             if color == "never" { #expect(!shown.stdout.contains("\u{1B}")) }
         }
-        let json = try cli.run(["--format", "json", "show", Self.id])
+        let json = try await cli.run(["--format", "json", "show", Self.id])
         let object = try #require(CLI.json(json.stdout))
         let factors = object["factors"] as? [[String: Any]]
         #expect(factors?.first?["label"] as? String == "\u{1B}]0;owned\u{7}Keychain\nfake row")
         #expect(!json.stdout.contains("\u{1B}"))
     }
 
-    @Test(arguments: CLI.Mode.allCases) func thePagerRunsWithoutTheConsoleSecrets(_ mode: CLI.Mode) throws {
+    @Test(arguments: CLI.Mode.allCases) func thePagerRunsWithoutTheConsoleSecrets(_ mode: CLI.Mode) async throws {
         var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
-        let token = try cli.bootstrap()
+        let token = try await cli.bootstrap()
         // Enough audit entries for `audit list` to outgrow the 40-row terminal.
         let adds = (0..<30).flatMap { ["-c", "operator add user\($0) --tenant sandbox --role viewer"] }
-        #expect(try cli.run(adds).status == 0)
+        #expect(try await cli.run(adds).status == 0)
         let dump = cli.directory.appendingPathComponent("pager-env").path
         let pty = try PTY(
             arguments: [],
             environment: cli.environment.merging([
                 "TERM": "xterm", "PAGER": "env > '\(dump)'; cat", "GITHUB_TOKEN": "gh-secret", "LESS": "-R",
             ]) { $1 })
-        #expect(pty.expect("> "))
+        #expect(await pty.expect("> "))
         pty.send("audit list --limit 70\r")
-        #expect(pty.expect("operator.grant"))
+        #expect(await pty.expect("operator.grant"))
         pty.send("quit\r")
-        #expect(pty.waitForExit())
+        #expect(await pty.waitForExit())
         let environment = try String(contentsOfFile: dump, encoding: .utf8)
         #expect(environment.contains("LESS=-R") && environment.contains("TERM=xterm"))
         #expect(!environment.contains(token) && !environment.contains("BACKUPCTL_TOKEN"))

@@ -3,10 +3,10 @@ import Testing
 
 /// Long output through a real `less` on a real pseudo-terminal (40 rows): the pager gets the
 /// terminal, `q` and Ctrl-C return to the prompt, and nothing is cut without a word.
-@Suite(.serialized) struct PagerTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct PagerTests {
     /// The REPL with the default pager (`less -FRXK`): no PAGER, no BACKUPCTL_PAGER.
-    func repl(_ cli: inout CLI, extra: [String: String] = [:]) throws -> PTY {
-        _ = try cli.bootstrap()
+    func repl(_ cli: inout CLI, extra: [String: String] = [:]) async throws -> PTY {
+        _ = try await cli.bootstrap()
         var environment = cli.environment.merging(["TERM": "xterm"]) { $1 }
         environment["PAGER"] = nil
         return try PTY(arguments: [], environment: environment.merging(extra) { $1 })
@@ -17,73 +17,72 @@ import Testing
     static let secondScreen = "e.g. operator list"
 
     @Test(arguments: ["q", "\u{03}", "\u{1A}"])
-    func lessGetsTheTerminalAndLeavingItReturnsToThePrompt(_ key: String) throws {
+    func lessGetsTheTerminalAndLeavingItReturnsToThePrompt(_ key: String) async throws {
         #expect(FileManager.default.isExecutableFile(atPath: "/usr/bin/less"), "scripts/install-deps.sh installs less")
         var cli = CLI()
         defer { cli.cleanUp() }
-        let pty = try repl(&cli)
-        #expect(pty.expect("root@"), "\(pty.transcript)")
+        let pty = try await repl(&cli)
+        #expect(await pty.expect("root@"), "\(pty.transcript)")
         pty.send("help\r")
-        #expect(pty.expect(Self.firstScreen), "\(pty.transcript)")
+        #expect(await pty.expect(Self.firstScreen), "\(pty.transcript)")
         // less shows one screen and waits for a key: the end is not on the terminal yet.
-        pty.drain()
         #expect(!pty.transcript.contains(Self.lastLine), "less must page, not dump: \(pty.transcript)")
         #expect(!pty.transcript.contains(Self.secondScreen))
         pty.send(" ")  // a key less reads from the terminal: the next screen
-        #expect(pty.expect(Self.secondScreen), "less must read keys: \(pty.transcript)")
+        #expect(await pty.expect(Self.secondScreen), "less must read keys: \(pty.transcript)")
         pty.send(key)
-        #expect(pty.expect("root@"), "\(key.debugDescription) must return to the prompt: \(pty.transcript)")
+        #expect(await pty.expect("root@"), "\(key.debugDescription) must return to the prompt: \(pty.transcript)")
         pty.send("whoami\r")
-        #expect(pty.expect("operator:"), "the console must read the terminal again: \(pty.transcript)")
+        #expect(await pty.expect("operator:"), "the console must read the terminal again: \(pty.transcript)")
         pty.send("quit\r")
-        try #require(pty.waitForExit())
-        #expect(pty.process.terminationStatus == 0)
+        try #require(await pty.waitForExit())
+        #expect(pty.status == 0)
     }
 
-    @Test func noPagerPrintsEverythingAndSetPagerOffToo() throws {
+    @Test func noPagerPrintsEverythingAndSetPagerOffToo() async throws {
         var cli = CLI()
         defer { cli.cleanUp() }
-        _ = try cli.bootstrap()
+        _ = try await cli.bootstrap()
         let environment = cli.environment.merging(["TERM": "xterm"]) { $1 }
         let direct = try PTY(arguments: ["help", "--no-pager"], environment: environment)
-        #expect(direct.waitForExit())
-        #expect(direct.process.terminationStatus == 0)
+        #expect(await direct.waitForExit())
+        #expect(direct.status == 0)
         #expect(direct.transcript.contains(Self.firstScreen) && direct.transcript.contains(Self.lastLine))
 
         let pty = try PTY(arguments: [], environment: environment)
-        #expect(pty.expect("root@"))
+        #expect(await pty.expect("root@"))
         pty.send("set pager off\r")
-        #expect(pty.expect("pager"))
+        #expect(await pty.expect("pager"))
         pty.send("help\r")
-        #expect(pty.expect(Self.lastLine), "\(pty.transcript)")
+        #expect(await pty.expect(Self.lastLine), "\(pty.transcript)")
         pty.send("quit\r")
-        #expect(pty.waitForExit())
+        #expect(await pty.waitForExit())
     }
 
-    @Test func thePagerRunsWithoutTheTokenAndBackupctlPagerWins() throws {
+    @Test func thePagerRunsWithoutTheTokenAndBackupctlPagerWins() async throws {
         var cli = CLI()
         defer { cli.cleanUp() }
-        let token = try cli.bootstrap()
+        let token = try await cli.bootstrap()
         let seen = cli.directory.appendingPathComponent("pager-env").path
         let environment = cli.environment.merging([
             "TERM": "xterm", "PAGER": "false", "BACKUPCTL_PAGER": "env > '\(seen)'; cat > /dev/null",
         ]) { $1 }
         let pty = try PTY(arguments: ["help"], environment: environment)
-        try #require(pty.waitForExit())
-        #expect(pty.process.terminationStatus == 0)
+        try #require(await pty.waitForExit())
+        #expect(pty.status == 0)
         let recorded = try String(contentsOfFile: seen, encoding: .utf8)
         #expect(recorded.contains("TERM=xterm"))
         #expect(!recorded.contains(token) && !recorded.contains("BACKUPCTL_"))
         #expect(!pty.transcript.contains(Self.lastLine), "the output went to the pager, not the terminal")
     }
 
-    @Test func aPagerThatCannotStartMeansTheOutputIsPrintedWithANote() throws {
+    @Test func aPagerThatCannotStartMeansTheOutputIsPrintedWithANote() async throws {
         var cli = CLI()
         defer { cli.cleanUp() }
-        _ = try cli.bootstrap()
+        _ = try await cli.bootstrap()
         let environment = cli.environment.merging(["TERM": "xterm", "PAGER": "no-such-pager-here"]) { $1 }
         let pty = try PTY(arguments: ["help"], environment: environment)
-        #expect(pty.waitForExit())
+        #expect(await pty.waitForExit())
         #expect(pty.transcript.contains("could not start"))
         #expect(pty.transcript.contains(Self.lastLine))
     }

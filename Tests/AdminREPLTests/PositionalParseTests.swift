@@ -21,7 +21,7 @@ struct PositionalParseTests {
     ]
 
     @Test("agrees with ArgumentParser wherever it answers", arguments: 0..<commands.count)
-    func agrees(index: Int) throws {
+    func agrees(index: Int) async throws {
         let command = Self.commands[index]
         var answered = 0
         for words in Self.words {
@@ -48,7 +48,7 @@ struct PositionalParseTests {
     }
 
     @Test("the executor takes the fast path for plain words and ArgumentParser for the rest")
-    @MainActor func executorParse() throws {
+    @MainActor func executorParse() async throws {
         let passkey = try Executor.parse(["lookup", "passkey", "AQID"], top: LookupCommand.self)
         #expect((passkey as? LookupCommand.Passkey)?.credentialId == "AQID")
         let sync = try Executor.parse(["lookup", "keypair", "--sync", "02ab"], top: LookupCommand.self)

@@ -4,7 +4,7 @@ import Testing
 @testable import AdminREPL
 
 /// Issue 14 item 10: waiting is visible.
-@Suite(.serialized) struct ProgressTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct ProgressTests {
     @Test func theLineShowsCountTotalRateAndETA() {
         let line = Progress.line(label: "seed", done: 250, total: 1000, detail: nil, elapsed: 5, final: false)
         #expect(line == "seed: 250/1000 (25%), 50/s, ETA 15s, 5s")
@@ -23,16 +23,19 @@ import Testing
     /// Not a terminal: whole lines, each a fresh state, never carriage-return redraws; on a
     /// terminal: one line redrawn in place, closed by a newline.
     @Test(arguments: [false, true])
-    func linesArePlainOffATerminalAndRedrawnOnOne(_ terminal: Bool) throws {
-        let pipe = Pipe()
-        let progress = Progress(label: "import", total: 10, terminal: terminal, output: pipe.fileHandleForWriting)
+    func linesArePlainOffATerminalAndRedrawnOnOne(_ terminal: Bool) async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("progress-\(UUID().uuidString)")
+        #expect(FileManager.default.createFile(atPath: file.path, contents: nil))
+        defer { try? FileManager.default.removeItem(at: file) }
+        let output = try FileHandle(forWritingTo: file)
+        let progress = Progress(label: "import", total: 10, terminal: terminal, output: output)
         progress.set(done: 3)
         progress.tick()
         progress.set(done: 7)
         progress.tick()
         progress.finish()
-        try pipe.fileHandleForWriting.close()
-        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        try output.close()
+        let text = try String(contentsOf: file, encoding: .utf8)
         #expect(text.contains("import: 3/10 (30%)") && text.contains("import: 7/10 (70%)"))
         #expect(text.contains("in "), "a closing line: \(text)")
         if terminal {
@@ -45,18 +48,18 @@ import Testing
         }
     }
 
-    @Test func aLongSeedOnATerminalShowsItsTotalAndETA() throws {
+    @Test func aLongSeedOnATerminalShowsItsTotalAndETA() async throws {
         var cli = CLI()
         defer { cli.cleanUp() }
-        _ = try cli.bootstrap()
+        _ = try await cli.bootstrap()
         let pty = try PTY(arguments: [], environment: cli.environment.merging(["TERM": "xterm"]) { $1 })
-        #expect(pty.expect("root@"))
+        #expect(await pty.expect("root@"))
         pty.send("seed --backups 400000\r")
-        #expect(pty.expect("/400000 ("), "\(pty.transcript)")
-        #expect(pty.expect("ETA"), "\(pty.transcript)")
+        #expect(await pty.expect("/400000 ("), "\(pty.transcript)")
+        #expect(await pty.expect("ETA"), "\(pty.transcript)")
         pty.send("\u{03}")
-        #expect(pty.expect("error[interrupted]"), "\(pty.transcript)")
+        #expect(await pty.expect("error[interrupted]"), "\(pty.transcript)")
         pty.send("quit\r")
-        #expect(pty.waitForExit())
+        #expect(await pty.waitForExit())
     }
 }

@@ -2,102 +2,102 @@ import Foundation
 import Testing
 
 /// The interactive console on a real pseudo-terminal.
-@Suite(.serialized) struct REPLTests {
-    func session(_ cli: inout CLI) throws -> PTY {
-        _ = try cli.bootstrap()
+@Suite(.serialized, .timeLimit(.minutes(10))) struct REPLTests {
+    func session(_ cli: inout CLI) async throws -> PTY {
+        _ = try await cli.bootstrap()
         return try PTY(arguments: [], environment: cli.environment.merging(["TERM": "xterm"]) { $1 })
     }
 
-    @Test func promptShowsOperatorAndTenantAndRunsCommands() throws {
+    @Test func promptShowsOperatorAndTenantAndRunsCommands() async throws {
         var cli = CLI()
         defer { cli.cleanUp() }
-        let pty = try session(&cli)
-        #expect(pty.expect("root@"), "\(pty.transcript)")
-        #expect(pty.expect("sandbox"))
+        let pty = try await session(&cli)
+        #expect(await pty.expect("root@"), "\(pty.transcript)")
+        #expect(await pty.expect("sandbox"))
         pty.send("whoami\r")
-        #expect(pty.expect("operator:"))
+        #expect(await pty.expect("operator:"))
         pty.send("quit\r")
-        try #require(pty.waitForExit())
-        #expect(pty.process.terminationStatus == 0)
+        try #require(await pty.waitForExit())
+        #expect(pty.status == 0)
     }
 
-    @Test func tabCompletesCommandsSubcommandsAndTenants() throws {
+    @Test func tabCompletesCommandsSubcommandsAndTenants() async throws {
         var cli = CLI()
         defer { cli.cleanUp() }
-        let pty = try session(&cli)
-        #expect(try cli.run(["tenant", "create", "staging", "--sandbox"]).status == 0)
-        #expect(pty.expect("> "))
+        let pty = try await session(&cli)
+        #expect(try await cli.run(["tenant", "create", "staging", "--sandbox"]).status == 0)
+        #expect(await pty.expect("> "))
         pty.send("whoa\t")
-        #expect(pty.expect("whoami"))
+        #expect(await pty.expect("whoami"))
         pty.send("\r")
-        #expect(pty.expect("operator:"))
+        #expect(await pty.expect("operator:"))
         pty.send("tenant li\t\r")
-        #expect(pty.expect("TENANT"))
+        #expect(await pty.expect("TENANT"))
         pty.send("use sta\t\r")
-        #expect(pty.expect("Using tenant staging"))
-        #expect(pty.expect("@"))
+        #expect(await pty.expect("Using tenant staging"))
+        #expect(await pty.expect("@"))
         pty.send("\u{04}")
-        #expect(pty.waitForExit())
+        #expect(await pty.waitForExit())
     }
 
-    @Test func tabCompletesBackupIdsOfTheTenant() throws {
+    @Test func tabCompletesBackupIdsOfTheTenant() async throws {
         var cli = CLI()
         defer { cli.cleanUp() }
-        let pty = try session(&cli)
+        let pty = try await session(&cli)
         let export = GoldenTests.repoRoot.appendingPathComponent("runbooks/fixtures/export").path
-        #expect(try cli.run(["import", export]).status == 0)
-        #expect(pty.expect("> "))
+        #expect(try await cli.run(["import", export]).status == 0)
+        #expect(await pty.expect("> "))
         // Only 030b… starts with 030: the rest of the id can only come from completion (checked
         // on its first digits, before the 80-column line wraps).
         // (`lookup account` answers in three lines: no pager in the way.)
         pty.send("lookup account backup_account_030\t")
-        #expect(pty.expect("b2e4ce2de763"), "\(pty.transcript)")
+        #expect(await pty.expect("b2e4ce2de763"), "\(pty.transcript)")
         pty.send("\r")
-        #expect(pty.expect("lookup key:"))
+        #expect(await pty.expect("lookup key:"))
         // Bare hex digits complete too.
         pty.send("lookup account 0397\t")
-        #expect(pty.expect("dc9fec4e3d3f"), "\(pty.transcript)")
+        #expect(await pty.expect("dc9fec4e3d3f"), "\(pty.transcript)")
         pty.send("\r")
-        #expect(pty.expect("lookup key:"))
+        #expect(await pty.expect("lookup key:"))
         pty.send("\u{04}")
-        #expect(pty.waitForExit())
+        #expect(await pty.waitForExit())
     }
 
-    @Test func auditFollowPrintsNewEntriesAsTheyAreWritten() throws {
+    @Test func auditFollowPrintsNewEntriesAsTheyAreWritten() async throws {
         var cli = CLI()
         defer { cli.cleanUp() }
-        _ = try cli.bootstrap()
+        _ = try await cli.bootstrap()
         let export = GoldenTests.repoRoot.appendingPathComponent("runbooks/fixtures/export").path
-        #expect(try cli.run(["import", export]).status == 0)
+        #expect(try await cli.run(["import", export]).status == 0)
         let follow = try PTY(
             arguments: ["--format", "json", "audit", "list", "--follow", "--action", "backup.show"],
             environment: cli.environment)
-        #expect(try cli.run(["show", "030b"]).status == 0)
-        #expect(follow.expect(#""action":"backup.show""#), "\(follow.transcript)")
-        #expect(try cli.run(["lookup", "oidc", "google", "104500000000000000001"]).status == 0)
-        #expect(try cli.run(["show", "0397"]).status == 0)
+        #expect(try await cli.run(["show", "030b"]).status == 0)
+        #expect(await follow.expect(#""action":"backup.show""#), "\(follow.transcript)")
+        #expect(try await cli.run(["lookup", "oidc", "google", "104500000000000000001"]).status == 0)
+        #expect(try await cli.run(["show", "0397"]).status == 0)
         // The lookup is filtered out; the second show arrives.
-        #expect(follow.expect("039797dc9fec"), "\(follow.transcript)")
+        #expect(await follow.expect("039797dc9fec"), "\(follow.transcript)")
         #expect(!follow.transcript.contains("backup.lookup"))
         // Ctrl-C stops it.
         follow.send("\u{03}")
-        #expect(follow.waitForExit())
+        #expect(await follow.waitForExit())
     }
 
-    @Test func historyIsPrivateAndKeepsNoSecrets() throws {
+    @Test func historyIsPrivateAndKeepsNoSecrets() async throws {
         var cli = CLI()
         defer { cli.cleanUp() }
-        let pty = try session(&cli)
-        #expect(pty.expect("> "))
+        let pty = try await session(&cli)
+        #expect(await pty.expect("> "))
         pty.send("whoami\r")
-        #expect(pty.expect("operator:"))
+        #expect(await pty.expect("operator:"))
         let key = String(repeating: "ab", count: 32)
         pty.send("tenant create k\(key) --sandbox\r")
-        #expect(pty.expect("error["))
+        #expect(await pty.expect("error["))
         pty.send("operator add x --tenant sandbox --role viewer --token bctl_secret\r")
-        #expect(pty.expect("error["))
+        #expect(await pty.expect("error["))
         pty.send("quit\r")
-        #expect(pty.waitForExit())
+        #expect(await pty.waitForExit())
         let path = cli.environment["XDG_STATE_HOME", default: ""] + "/backupctl/history"
         let attributes = try FileManager.default.attributesOfItem(atPath: path)
         #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
@@ -107,51 +107,51 @@ import Testing
         #expect(!history.contains("bctl_"))
     }
 
-    @Test func ctrlCAbandonsTheLineAndCtrlDLeaves() throws {
+    @Test func ctrlCAbandonsTheLineAndCtrlDLeaves() async throws {
         var cli = CLI()
         defer { cli.cleanUp() }
-        let pty = try session(&cli)
-        #expect(pty.expect("> "))
+        let pty = try await session(&cli)
+        #expect(await pty.expect("> "))
         pty.send("tenant list partial")
-        #expect(pty.expect("partial"))
+        #expect(await pty.expect("partial"))
         pty.send("\u{03}")
-        #expect(pty.expect("^C"))
+        #expect(await pty.expect("^C"))
         pty.send("whoami\r")
-        #expect(pty.expect("operator:"), "the console must still be alive after ^C: \(pty.transcript)")
+        #expect(await pty.expect("operator:"), "the console must still be alive after ^C: \(pty.transcript)")
         #expect(!pty.transcript.contains("TENANT"), "the abandoned line must not run")
         pty.send("\u{04}")
-        try #require(pty.waitForExit())
-        #expect(pty.process.terminationStatus == 0)
+        try #require(await pty.waitForExit())
+        #expect(pty.status == 0)
     }
 
-    @Test func ctrlCCancelsARunningCommandAndReturnsToThePrompt() throws {
+    @Test func ctrlCCancelsARunningCommandAndReturnsToThePrompt() async throws {
         var cli = CLI()
         defer { cli.cleanUp() }
-        let pty = try session(&cli)
-        #expect(pty.expect("> "))
+        let pty = try await session(&cli)
+        #expect(await pty.expect("> "))
         pty.send("seed --backups 500000\r")
-        #expect(pty.expect("seed: "), "progress should show: \(pty.transcript)")
+        #expect(await pty.expect("seed: "), "progress should show: \(pty.transcript)")
         pty.send("\u{03}")
-        #expect(pty.expect("error[interrupted]"), "\(pty.transcript)")
+        #expect(await pty.expect("error[interrupted]"), "\(pty.transcript)")
         pty.send("whoami\r")
-        #expect(pty.expect("operator:"))
+        #expect(await pty.expect("operator:"))
         pty.send("quit\r")
-        try #require(pty.waitForExit())
-        #expect(pty.process.terminationStatus == 0)
+        try #require(await pty.waitForExit())
+        #expect(pty.status == 0)
     }
 
-    @Test func colourOnlyOnATerminalAndNotWithNoColor() throws {
+    @Test func colourOnlyOnATerminalAndNotWithNoColor() async throws {
         var cli = CLI()
         defer { cli.cleanUp() }
-        _ = try cli.bootstrap()
-        let piped = try cli.run(["tenant", "list"], extraEnvironment: ["TERM": "xterm"])
+        _ = try await cli.bootstrap()
+        let piped = try await cli.run(["tenant", "list"], extraEnvironment: ["TERM": "xterm"])
         #expect(!piped.stdout.contains("\u{1B}["))
-        let forced = try cli.run(["--color", "always", "tenant", "list"])
+        let forced = try await cli.run(["--color", "always", "tenant", "list"])
         #expect(forced.stdout.contains("\u{1B}["))
         let pty = try PTY(
             arguments: ["tenant", "list"],
             environment: cli.environment.merging(["TERM": "xterm", "NO_COLOR": "1"]) { $1 })
-        #expect(pty.waitForExit())
+        #expect(await pty.waitForExit())
         #expect(pty.transcript.contains("sandbox") && !pty.transcript.contains("\u{1B}[1m"))
     }
 }

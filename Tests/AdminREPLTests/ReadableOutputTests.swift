@@ -14,7 +14,7 @@ import Testing
         #expect(Readable.bytes(bytes) == text)
     }
 
-    @Test func timesShowUTCAndTheLocalZoneBesideIt() throws {
+    @Test func timesShowUTCAndTheLocalZoneBesideIt() async throws {
         let berlin = try #require(TimeZone(identifier: "Europe/Berlin"))
         let utc = try #require(TimeZone(identifier: "UTC"))
         let march = Int64(1_772_442_900)  // 2026-03-02 09:15 UTC
@@ -34,7 +34,7 @@ import Testing
         #expect(!Readable.isNumeric("backup_account_03") && !Readable.isNumeric(""))
     }
 
-    @Test func durationsParseWithUnitsAndRejectTheRest() throws {
+    @Test func durationsParseWithUnitsAndRejectTheRest() async throws {
         #expect(try Readable.duration("90", option: "--x") == 90)
         #expect(try Readable.duration("30d", option: "--x") == 30 * 86_400)
         #expect(try Readable.duration("2w", option: "--x") == 14 * 86_400)

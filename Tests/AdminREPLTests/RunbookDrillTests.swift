@@ -4,7 +4,7 @@ import Testing
 /// The runbooks in `runbooks/` are executable: every fenced block is annotated, every `sh` block
 /// runs against a fresh store (sandbox tenant, fixtures, the standalone Turnkey sandbox where a
 /// runbook starts one), and each command's exit code and shown output must be what it prints.
-@Suite struct RunbookDrillTests {
+@Suite(.timeLimit(.minutes(10))) struct RunbookDrillTests {
     static let repoRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
     static let runbookDirectory = repoRoot.appendingPathComponent("runbooks")
@@ -23,7 +23,7 @@ import Testing
         return names.filter { $0.hasSuffix(".md") }.sorted()
     }
 
-    @Test func everyRequiredRunbookExistsAndTheIndexLinksIt() throws {
+    @Test func everyRequiredRunbookExistsAndTheIndexLinksIt() async throws {
         let index = try String(contentsOf: Self.runbookDirectory.appendingPathComponent("README.md"), encoding: .utf8)
         for name in Self.required {
             #expect(Self.allRunbooks.contains(name), "missing runbooks/\(name)")
@@ -31,20 +31,20 @@ import Testing
         }
     }
 
-    @Test(arguments: allRunbooks) func everyBlockIsAnnotated(_ name: String) throws {
+    @Test(arguments: allRunbooks) func everyBlockIsAnnotated(_ name: String) async throws {
         let runbook = try Self.load(name)
         #expect(runbook.lintProblems.isEmpty, "\(runbook.lintProblems.joined(separator: "\n"))")
     }
 
-    @Test(arguments: required) func everyBackupctlCommandRunsAsWritten(_ name: String) throws {
+    @Test(arguments: required) func everyBackupctlCommandRunsAsWritten(_ name: String) async throws {
         let runbook = try Self.load(name)
         try #require(runbook.lintProblems.isEmpty, "\(runbook.lintProblems.joined(separator: "\n"))")
         let executable = runbook.blocks.filter { $0.annotation?.isSkip == false && $0.annotation?.file == nil }
         #expect(executable.contains { $0.mentionsBackupctl }, "\(name) runs no backupctl command")
-        let session = try DrillSession(repoRoot: Self.repoRoot)
+        let session = try await DrillSession(repoRoot: Self.repoRoot)
         defer { session.finish() }
         for block in runbook.blocks {
-            try session.run(block, in: name)
+            try await session.run(block, in: name)
         }
         if !session.skipped.isEmpty { print("drill \(name): skipped \(session.skipped.joined(separator: ", "))") }
     }
@@ -80,7 +80,8 @@ import Testing
 
     @Test func outputLinesMatchWholeLinesWithEllipsisWildcards() {
         let result = CLI.Result(
-            stdout: "backup:     backup_account_030b2e\nscope:      MAIN\n", stderr: "import: 1 done\n", status: 0)
+            stdout: "backup:     backup_account_030b2e\nscope:      MAIN\n", stderr: "import: 1 done\n",
+            termination: .exited(0))
         #expect(
             DrillSession.mismatch(result, expected: ["backup:     backup_account_03…", "…", "scope:      MAIN"]) == nil)
         #expect(DrillSession.mismatch(result, expected: ["import: … done"]) == nil)

@@ -77,7 +77,7 @@ struct SafeTextTests {
     }
 
     @Test("JSON output stays the same JSON value with every control character escaped")
-    func jsonLines() throws {
+    func jsonLines() async throws {
         let value = "a\u{2028}\u{9B}\u{7F}\u{202E}\u{1B}[2J\n\u{0}b"
         let line = JSONLine.encode(["m": value])
         #expect(!line.unicodeScalars.contains(where: UntrustedText.isControl))

@@ -50,7 +50,7 @@ struct ScriptLineFuzzTests {
     }
 
     @Test("random words survive single-quoting and splitting unchanged", arguments: [4, 5] as [UInt64])
-    func quotedRoundTrip(seed: UInt64) throws {
+    func quotedRoundTrip(seed: UInt64) async throws {
         var rng = Stream(state: seed)
         for _ in 0..<2000 {
             let words = (0..<(1 + rng.below(5))).map { _ in
@@ -62,7 +62,7 @@ struct ScriptLineFuzzTests {
     }
 
     @Test("random words: the fast path agrees with ArgumentParser or steps aside", arguments: [6, 7] as [UInt64])
-    func positional(seed: UInt64) throws {
+    func positional(seed: UInt64) async throws {
         var rng = Stream(state: seed)
         let commands = PositionalParseTests.commands
         var fast = 0

@@ -3,12 +3,12 @@ import Testing
 
 /// `reset walkthrough` end to end on a pseudo-terminal: present-user proof, confirmation by
 /// tenant name, the wipe, and the teardown hand-off to the cleanup service.
-@Suite(.serialized) struct WalkthroughTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct WalkthroughTests {
     static let rootKey = #"{"version":"V1","key":"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"}"#
     static let backupId = "backup_account_030b2e4ce2de76318c0ef50964d225910b64019d8e43620d6d166b6bd100ad26e8"
     static let subOrg = "7d3e0a52-2f7e-4c1e-9a36-0c4f6f0b8a11"
 
-    func importBackup(_ cli: CLI) throws {
+    func importBackup(_ cli: CLI) async throws {
         let dir = cli.directory.appendingPathComponent("export/\(Self.backupId)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let metadata = """
@@ -22,89 +22,92 @@ import Testing
         try metadata.write(to: dir.appendingPathComponent("metadata"), atomically: true, encoding: .utf8)
         // The service resets only a backup whose sealed blob exists (its HEAD of {id}/backup).
         try Data([1, 2, 3]).write(to: dir.appendingPathComponent("backup"))
-        let result = try cli.run(["import", cli.directory.appendingPathComponent("export").path])
+        let result = try await cli.run(["import", cli.directory.appendingPathComponent("export").path])
         #expect(result.status == 0, "\(result.stderr)")
     }
 
-    @Test(arguments: CLI.Mode.allCases) func presentUserWalkthroughWipesAndSubmitsTheTeardown(_ mode: CLI.Mode) throws {
+    @Test(arguments: CLI.Mode.allCases) func presentUserWalkthroughWipesAndSubmitsTheTeardown(_ mode: CLI.Mode)
+        async throws
+    {
         var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
-        _ = try cli.bootstrap()
-        try importBackup(cli)
+        _ = try await cli.bootstrap()
+        try await importBackup(cli)
         let pty = try PTY(arguments: ["reset", "walkthrough"], environment: cli.environment)
-        #expect(pty.expect("backup or factor>"), "\(pty.transcript)")
+        #expect(await pty.expect("backup or factor>"), "\(pty.transcript)")
         pty.send("google 104500000000000000001\r")
-        #expect(pty.expect("Will NOT be wiped"))
-        #expect(pty.expect("still have ANY factor listed above? (yes/no)>"))
+        #expect(await pty.expect("Will NOT be wiped"))
+        #expect(await pty.expect("still have ANY factor listed above? (yes/no)>"))
         pty.send("no\r")
-        #expect(pty.expect("Issue a reset challenge? (yes/no)>"))
+        #expect(await pty.expect("Issue a reset challenge? (yes/no)>"))
         pty.send("yes\r")
-        #expect(pty.expect("a, b or abort>"))
+        #expect(await pty.expect("a, b or abort>"))
         pty.send("b\r")
-        #expect(pty.expect("hidden"))
+        #expect(await pty.expect("hidden"))
         // Echo is off by the time the prompt shows, so a key typed at once is neither echoed
         // nor dropped (the mode used to be set after the prompt, and a quick key was lost).
         #expect(!pty.echoes)
         pty.send(Self.rootKey + "\r")
-        #expect(pty.expect("tenant>"), "\(pty.transcript)")
+        #expect(await pty.expect("tenant>"), "\(pty.transcript)")
         pty.send("sandbox\r")
-        #expect(pty.expect("Reset summary"), "\(pty.transcript)")
-        try #require(pty.waitForExit())
-        #expect(pty.process.terminationStatus == 0)
+        #expect(await pty.expect("Reset summary"), "\(pty.transcript)")
+        try #require(await pty.waitForExit())
+        #expect(pty.status == 0)
         #expect(!pty.transcript.contains("0102030405060708090a0b0c0d0e0f"), "the Root Key must never be echoed")
         #expect(pty.transcript.contains("Sent to Turnkey") || pty.transcript.contains("Not sent"))
         // The backup is gone and its sub-org is in the cleanup journal.
-        let show = try cli.run(["show", Self.backupId])
+        let show = try await cli.run(["show", Self.backupId])
         #expect(show.status == 1)
-        let status = try cli.run(["--format", "json", "cleanup", "status"])
+        let status = try await cli.run(["--format", "json", "cleanup", "status"])
         #expect(status.stdout.contains("reset") || status.stdout.contains(Self.subOrg) || status.status == 0)
-        let audit = try cli.run(["--format", "json", "audit", "list", "--limit", "50"])
+        let audit = try await cli.run(["--format", "json", "audit", "list", "--limit", "50"])
         #expect(audit.stdout.contains("reset.complete"))
         #expect(!audit.stdout.contains("0102030405060708090a0b0c0d0e0f"))
     }
 
     /// A store with the imported backup and a walkthrough that has found it and asks the
     /// runbook's "no reset" question.
-    func walkthroughAtTheFactorQuestion(_ cli: inout CLI) throws -> PTY {
-        _ = try cli.bootstrap()
-        try importBackup(cli)
+    func walkthroughAtTheFactorQuestion(_ cli: inout CLI) async throws -> PTY {
+        _ = try await cli.bootstrap()
+        try await importBackup(cli)
         let pty = try PTY(arguments: ["reset", "walkthrough"], environment: cli.environment)
-        #expect(pty.expect("backup or factor>"))
+        #expect(await pty.expect("backup or factor>"))
         pty.send(Self.backupId + "\r")
-        #expect(pty.expect("still have ANY factor listed above? (yes/no)>"))
+        #expect(await pty.expect("still have ANY factor listed above? (yes/no)>"))
         return pty
     }
 
-    @Test(arguments: CLI.Mode.allCases) func aWrongTenantNameAtConfirmationChangesNothing(_ mode: CLI.Mode) throws {
+    @Test(arguments: CLI.Mode.allCases) func aWrongTenantNameAtConfirmationChangesNothing(_ mode: CLI.Mode) async throws
+    {
         var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
-        let pty = try walkthroughAtTheFactorQuestion(&cli)
+        let pty = try await walkthroughAtTheFactorQuestion(&cli)
         pty.send("no\r")
-        #expect(pty.expect("Issue a reset challenge? (yes/no)>"))
+        #expect(await pty.expect("Issue a reset challenge? (yes/no)>"))
         pty.send("yes\r")
-        #expect(pty.expect("a, b or abort>"))
+        #expect(await pty.expect("a, b or abort>"))
         pty.send("b\r")
-        #expect(pty.expect("hidden"))
+        #expect(await pty.expect("hidden"))
         pty.send(Self.rootKey + "\r")
-        #expect(pty.expect("tenant>"), "\(pty.transcript)")
+        #expect(await pty.expect("tenant>"), "\(pty.transcript)")
         pty.send("production\r")
-        try #require(pty.waitForExit())
-        #expect(pty.process.terminationStatus == 1, "\(pty.transcript)")
-        #expect(try cli.run(["show", Self.backupId]).status == 0)
+        try #require(await pty.waitForExit())
+        #expect(pty.status == 1, "\(pty.transcript)")
+        #expect(try await cli.run(["show", Self.backupId]).status == 0)
     }
 
     /// The runbook's "no reset" test comes first: a user who still has a listed factor gets no
     /// challenge, and nothing is issued, audited as a reset or changed.
-    @Test(arguments: CLI.Mode.allCases) func aUserWhoStillHasAFactorGetsNoReset(_ mode: CLI.Mode) throws {
+    @Test(arguments: CLI.Mode.allCases) func aUserWhoStillHasAFactorGetsNoReset(_ mode: CLI.Mode) async throws {
         var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
-        let pty = try walkthroughAtTheFactorQuestion(&cli)
+        let pty = try await walkthroughAtTheFactorQuestion(&cli)
         pty.send("yes\r")
-        #expect(pty.expect("No reset"), "\(pty.transcript)")
-        #expect(pty.waitForExit())
+        #expect(await pty.expect("No reset"), "\(pty.transcript)")
+        #expect(await pty.waitForExit())
         #expect(!pty.transcript.contains("challenge:"))
-        #expect(try cli.run(["show", Self.backupId]).status == 0)
-        let audit = try cli.run(["--format", "json", "audit", "list", "--limit", "50"])
+        #expect(try await cli.run(["show", Self.backupId]).status == 0)
+        let audit = try await cli.run(["--format", "json", "audit", "list", "--limit", "50"])
         #expect(!audit.stdout.contains("reset.begin") && !audit.stdout.contains("reset.complete"))
     }
 }

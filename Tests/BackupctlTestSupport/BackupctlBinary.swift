@@ -1,7 +1,8 @@
 import Foundation
 
-/// Where the real `backupctl` is for tests that run it as a process: next to the test bundle
-/// (`swift build --build-tests` builds both into the same directory), `BACKUPCTL_BIN` overriding.
+/// The real `backupctl` as a child process — the one way tests and benchmarks run it — found
+/// next to the test bundle (`swift build --build-tests` builds both into the same directory),
+/// `BACKUPCTL_BIN` overriding.
 public enum BackupctlBinary {
     public static let url: URL = {
         if let explicit = ProcessInfo.processInfo.environment["BACKUPCTL_BIN"] {
@@ -19,4 +20,28 @@ public enum BackupctlBinary {
     }()
 
     public static var exists: Bool { FileManager.default.isExecutableFile(atPath: url.path) }
+
+    /// The binary's path.
+    public static var path: String { url.path }
+
+    /// Why a suite that needs the binary cannot run (for `.enabled(if:)` and `#require`).
+    public static let missing = "build the backupctl binary first: swift build --build-tests"
+
+    /// Runs `backupctl ARGUMENTS` to completion with exactly `environment`, feeding `stdin`.
+    /// - Throws: ``ChildProcessError`` when it cannot start or outlives `seconds` (then killed).
+    public static func run(
+        _ arguments: [String], environment: [String: String], stdin: String? = nil, seconds: Double = 300
+    ) async throws -> ChildResult {
+        try await ChildProcess.run(
+            path, arguments, environment: environment, input: stdin.map { .data(Data($0.utf8)) } ?? .null,
+            seconds: seconds)
+    }
+
+    /// Starts `backupctl ARGUMENTS` (on `terminal` when given) and returns at once.
+    public static func start(
+        _ arguments: [String], environment: [String: String], input: ChildProcess.Input = .null,
+        terminal: PseudoTerminal? = nil
+    ) throws -> ChildProcess {
+        try ChildProcess.start(path, arguments, environment: environment, input: input, terminal: terminal)
+    }
 }

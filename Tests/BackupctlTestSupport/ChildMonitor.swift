@@ -114,6 +114,7 @@ final class ChildMonitor: @unchecked Sendable {
         if case .data(let data) = input {
             child.pending = Array(data)
             child.closeInputWhenDrained = true
+            Self.flush(&child)
         }
         reaper.register(pid)
         let id = state.withLock { state in

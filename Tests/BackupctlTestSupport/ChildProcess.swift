@@ -74,6 +74,8 @@ public final class ChildProcess: Sendable {
     public var stdout: String { String(decoding: monitor.output(id).stdout, as: UTF8.self) }
     public var stderr: String { String(decoding: monitor.output(id).stderr, as: UTF8.self) }
     public var stdoutData: Data { monitor.output(id).stdout }
+    /// Both streams and the end so far, read at one moment.
+    public var output: ChildOutput { monitor.output(id) }
     public var isRunning: Bool { monitor.output(id).termination == nil }
     /// How the child ended, once it has.
     public var termination: ChildTermination? { monitor.output(id).termination }

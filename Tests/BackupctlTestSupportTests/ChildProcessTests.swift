@@ -36,6 +36,12 @@ struct ChildProcessTests {
         #expect(result.stdout == text)
     }
 
+    @Test func emptyStdinIsEndOfFileAtOnce() async throws {
+        let result = try await ChildProcess.run(
+            "/bin/cat", [], environment: Self.environment, input: .data(Data()), seconds: 60)
+        #expect(result.stdout.isEmpty && result.status == 0)
+    }
+
     @Test func anOpenStdinIsWrittenThenClosed() async throws {
         let child = try ChildProcess.start("/bin/cat", [], environment: Self.environment, input: .open)
         child.write("first\n")

@@ -10,22 +10,13 @@ import Turnkey
 @testable import TurnkeySandbox
 
 /// Real processes: the console SIGKILLed mid-run against a standalone sandbox server that outlives it.
-@Suite("cleanup as real processes against `backupctl sandbox turnkey`", .serialized)
+@Suite("cleanup as real processes against `backupctl sandbox turnkey`", .serialized, .timeLimit(.minutes(5)))
 struct CrashResumeProcessTests {
     static let runCommand = [
         "--tenant", "drill", "--yes", "--format", "json", "cleanup", "run", "--execute", "--grace", "0", "--max",
         "1000",
         "--concurrency", "4",
     ]
-
-    /// Polls (synchronously, so a busy task pool cannot stretch the wait) until the sandbox has
-    /// received `count` deletion bodies or the console has exited; at most 20 s.
-    static func waitUntil(_ console: BackupctlProcess, bodiesBeyond count: Int, _ drill: ProcessDrill) throws {
-        for _ in 0..<1000 where console.isRunning {
-            if try drill.bodiesReceived() >= count { return }
-            usleep(20_000)
-        }
-    }
 
     /// The live tenant's proof: a scan records when the orphans were first seen unreferenced,
     /// then a complete snapshot taken no earlier says they still are (what importing a fresh
@@ -43,7 +34,7 @@ struct CrashResumeProcessTests {
 
     @Test("killed at many points mid-run, then run again: nothing lost, one body per sub-org, journal consistent")
     func killedMidRunThenResumed() async throws {
-        try #require(BackupctlProcess.binaryExists, "build the backupctl binary first (swift build --build-tests)")
+        try #require(BackupctlBinary.exists, "\(BackupctlBinary.missing)")
         let drill = try ProcessDrill()
         defer { drill.cleanUp() }
         // 120 orphans at the tenant's 10 RPS: ~12 s of deleting to interrupt. Plus the sub-orgs
@@ -68,29 +59,26 @@ struct CrashResumeProcessTests {
 
         try await Self.freshSnapshot(drill)
 
-        var killedMidRun = 0
-        var early: [String] = []
-        var progressAtKill: [Int] = []
+        // Each round's console stops for good at a named checkpoint — right after journaling the
+        // body of its Nth new deletion, before sending it — and is SIGKILLed there. Deletions of
+        // the earlier items of the round (and bodies journaled by earlier rounds) have gone out.
+        var resent: [String] = []
         for round in 0..<10 {
-            // The checkpoint: this round's console has had 1–3 more deletions accepted by the
-            // sandbox (its state file, saved every 200 ms). A fixed delay drifted when the test
-            // pool was busy, and the consoles finished the work before their kills.
-            let before = try drill.bodiesReceived()
-            let console = try BackupctlProcess(Self.runCommand, environment: drill.environment)
-            try Self.waitUntil(console, bodiesBeyond: before + 1 + round % 3, drill)
-            if console.isRunning {
-                console.signal(SIGKILL)
-                killedMidRun += 1
-                _ = await console.waitExit(seconds: 30)
-            } else if let status = await console.waitExit(seconds: 30), status != 0 {
-                early.append("round \(round): exit \(status): \(console.stderr.prefix(300))")
-            }
-            progressAtKill.append(try drill.bodiesReceived())
+            var environment = drill.environment
+            environment["BACKUPCTL_PAUSE_AT"] = "cleanup.journaled"
+            environment["BACKUPCTL_PAUSE_AFTER"] = String(1 + round % 4)
+            let console = try BackupctlBinary.start(Self.runCommand, environment: environment)
+            defer { console.killNow() }
+            let paused = await console.waitForStdout(#""paused":"cleanup.journaled""#, seconds: 120)
+            #expect(paused, "round \(round) did not reach its checkpoint: \(console.stderr.suffix(400))")
+            #expect(await console.kill() == .signaled(SIGKILL), "round \(round) ended before its kill")
+            resent.append(contentsOf: ProcessDrill.pausedSubOrgs(console.stdout))
         }
-        #expect(early.isEmpty, "runs that failed before their kill: \(early)")
-        #expect(killedMidRun >= 6, "only \(killedMidRun) of 10 kills hit a running console; \(early)")
-        #expect(progressAtKill.last ?? 0 > 0, "no deletion happened before the final run")
-        #expect(progressAtKill.last ?? 0 < orphans.count * 2, "the kills did not interrupt the work")
+        // A body journaled at a checkpoint is sent by a later run without passing it again.
+        #expect(resent.count >= 10 && Set(resent).count == resent.count, "\(resent)")
+        let progress = try drill.bodiesReceived()
+        #expect(progress > 0, "no deletion happened before the final run")
+        #expect(progress < orphans.count, "the kills did not interrupt the work")
 
         let final = try await drill.run(Self.runCommand)
         #expect(final.status == 0, "final run failed: \(final.stderr)")
@@ -127,7 +115,7 @@ struct CrashResumeProcessTests {
 
     @Test("SIGTERM stops a run like Ctrl-C: in-flight calls finish and are recorded; the next run finishes")
     func sigtermStopsTheRunCleanly() async throws {
-        try #require(BackupctlProcess.binaryExists, "build the backupctl binary first (swift build --build-tests)")
+        try #require(BackupctlBinary.exists, "\(BackupctlBinary.missing)")
         let drill = try ProcessDrill()
         defer { drill.cleanUp() }
         var state = try SandboxStateFile.loadOrCreate(
@@ -138,17 +126,15 @@ struct CrashResumeProcessTests {
         try await drill.startServer()
         try await drill.createLiveTenant(state)
         try await Self.freshSnapshot(drill)
-        let console = try BackupctlProcess(Self.runCommand, environment: drill.environment)
-        // The checkpoint: the sandbox has received a deletion (bounded wait, no timing assertion).
-        var received = 0
-        for _ in 0..<400 where received == 0 && console.isRunning {
-            try await Task.sleep(nanoseconds: 25_000_000)
-            received = try drill.bodiesReceived()
-        }
-        #expect(received > 0 && console.isRunning, "the run ended before it could be stopped")
+        let console = try BackupctlBinary.start(Self.runCommand, environment: drill.environment)
+        defer { console.killNow() }
+        // The checkpoint: the sandbox has received a deletion (a bounded wait). The tenant's rate
+        // limit (10 a second) keeps the 60 deletions going for six seconds at least.
+        let received = await eventually(seconds: 30) { (try? drill.bodiesReceived()) ?? 0 > 0 || !console.isRunning }
+        #expect(received && console.isRunning, "the run ended before it could be stopped")
         console.signal(SIGTERM)
-        let status = await console.waitExit(seconds: 30)
-        #expect(status == 0, "SIGTERM should stop the run cleanly: \(status.map(String.init) ?? "still running")")
+        let status = await console.wait(seconds: 30)
+        #expect(status == .exited(0), "SIGTERM should stop the run cleanly: \(String(describing: status))")
         let report = try #require(ProcessDrill.json(console.stdout), "no report: \(console.stdout)")
         #expect((report["deleted"] as? Int ?? orphans.count) < orphans.count, "the run was not stopped early")
         // What was in flight is recorded: no item is left failed, and the next run finishes the rest.
@@ -162,7 +148,7 @@ struct CrashResumeProcessTests {
 
     @Test("break-glass by command line: needsUser, teardown-request, recovery stamp, submit → deleted")
     func breakGlassCommandLine() async throws {
-        try #require(BackupctlProcess.binaryExists, "build the backupctl binary first (swift build --build-tests)")
+        try #require(BackupctlBinary.exists, "\(BackupctlBinary.missing)")
         let drill = try ProcessDrill()
         defer { drill.cleanUp() }
         var state = try SandboxStateFile.loadOrCreate(
@@ -214,6 +200,14 @@ struct CrashResumeProcessTests {
 }
 
 extension ProcessDrill {
+    /// The sub-orgs of the `{"paused":…,"subOrgId":…}` lines a console printed at its checkpoint.
+    static func pausedSubOrgs(_ stdout: String) -> [String] {
+        stdout.split(separator: "\n").compactMap { line in
+            guard line.contains(#""paused""#) else { return nil }
+            return ((try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: String])?["subOrgId"]
+        }
+    }
+
     /// Deletion bodies the server has recorded so far (its state file is written as it changes).
     func bodiesReceived() throws -> Int {
         try state().deleteBodies.values.reduce(0) { $0 + $1.count }

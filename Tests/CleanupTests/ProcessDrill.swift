@@ -11,7 +11,7 @@ final class ProcessDrill: @unchecked Sendable {
     let directory: URL
     let statePath: String
     var environment: [String: String]
-    private(set) var server: BackupctlProcess?
+    private(set) var server: ServerProcess?
     private(set) var url = ""
 
     init() throws {
@@ -30,24 +30,18 @@ final class ProcessDrill: @unchecked Sendable {
 
     /// Starts the standalone sandbox on an ephemeral loopback port and waits until it listens.
     func startServer() async throws {
-        let process = try BackupctlProcess(
-            ["sandbox", "turnkey", "--listen", "127.0.0.1:0", "--state", statePath], environment: environment)
-        server = process
-        let up = await BackupctlProcess.waitUntil(seconds: 20) { process.stderr.contains("Turnkey sandbox on http://") }
-        guard up, let range = process.stderr.range(of: #"http://127\.0\.0\.1:[0-9]+"#, options: .regularExpression)
-        else {
-            process.kill9()
-            throw HarnessError("the sandbox did not start: \(process.stderr)")
-        }
-        url = String(process.stderr[range])
+        let started = try await ServerProcess.turnkeySandbox(
+            arguments: ["--state", statePath], environment: environment)
+        server = started
+        url = started.url
     }
 
     /// SIGTERMs the server and returns its final state file.
     func stopServer() async throws -> SandboxStateFile {
         if let server {
-            server.signal(SIGTERM)
-            guard await server.waitExit(seconds: 10) == 0 else {
-                throw HarnessError("the sandbox did not stop cleanly: \(server.stderr)")
+            let end = await server.stop(seconds: 10)
+            guard end == .exited(0) else {
+                throw HarnessError("the sandbox did not stop cleanly (\(end)): \(server.stderr)")
             }
         }
         server = nil
@@ -59,12 +53,8 @@ final class ProcessDrill: @unchecked Sendable {
     }
 
     /// Runs one `backupctl` command line to completion (bounded).
-    func run(_ arguments: [String], seconds: Double = 60) async throws -> (
-        status: Int32?, stdout: String, stderr: String
-    ) {
-        let process = try BackupctlProcess(arguments, environment: environment)
-        let status = await process.waitExit(seconds: seconds)
-        return (status, process.stdout, process.stderr)
+    func run(_ arguments: [String], seconds: Double = 60) async throws -> ChildResult {
+        try await BackupctlBinary.run(arguments, environment: environment, seconds: seconds)
     }
 
     /// `init --admin root`, then `tenant create drill` as a live tenant of the sandbox server.
@@ -82,7 +72,7 @@ final class ProcessDrill: @unchecked Sendable {
     }
 
     func cleanUp() {
-        server?.kill9()
+        server?.killNow()
         try? FileManager.default.removeItem(at: directory)
     }
 

@@ -9,7 +9,9 @@ import Testing
 /// operator added on one signs in on the other, a revocation on one refuses the next call on
 /// the other, a reset token completes once however the servers race for it, and the audit
 /// chain both write stays one verifiable chain.
-@Suite(.serialized, .enabled(if: PostgresTestDatabase.enabled, "\(PostgresTestDatabase.skipped)"))
+@Suite(
+    .serialized, .enabled(if: PostgresTestDatabase.enabled, "\(PostgresTestDatabase.skipped)"), .timeLimit(.minutes(10))
+)
 struct MultiServerTests {
     static let backupId = "backup_account_030b2e4ce2de76318c0ef50964d225910b64019d8e43620d6d166b6bd100ad26e8"
     static var fixtures: URL {
@@ -38,7 +40,7 @@ struct MultiServerTests {
         func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
 
         /// The environment of a console that talks to `server` with `token`, and has no store.
-        func client(_ server: ServeProcess, token: String) -> [String: String] {
+        func client(_ server: ServerProcess, token: String) -> [String: String] {
             var environment = environment
             environment["BACKUPCTL_DB"] = path("client-has-no-store/console.db")
             environment["BACKUPCTL_SERVER"] = server.url
@@ -49,31 +51,18 @@ struct MultiServerTests {
         func cleanUp() { try? FileManager.default.removeItem(at: directory) }
     }
 
-    struct Run {
-        var stdout: String
-        var stderr: String
-        var status: Int32
-
-        var json: [String: Any]? {
-            (try? JSONSerialization.jsonObject(with: Data(stdout.utf8))) as? [String: Any]
-        }
-    }
+    typealias Run = ChildResult
 
     /// Runs the binary to its end (at most a minute).
     static func run(_ arguments: [String], _ environment: [String: String]) async throws -> Run {
-        let process = try BackupctlProcess(arguments, environment: environment)
-        let status = await process.waitExit(seconds: 60)
-        return Run(stdout: process.stdout, stderr: process.stderr, status: status ?? -9)
+        try await BackupctlBinary.run(arguments, environment: environment, seconds: 60)
     }
 
     /// Runs every command at once (each its own process) and returns their results in order.
     static func race(_ runs: [([String], [String: String])]) async throws -> [Run] {
-        let processes = try runs.map { try BackupctlProcess($0.0, environment: $0.1) }
+        let processes = try runs.map { try BackupctlBinary.start($0.0, environment: $0.1) }
         var results: [Run] = []
-        for process in processes {
-            let status = await process.waitExit(seconds: 60)
-            results.append(Run(stdout: process.stdout, stderr: process.stderr, status: status ?? -9))
-        }
+        for process in processes { results.append(try await process.result(seconds: 60)) }
         return results
     }
 
@@ -93,10 +82,10 @@ struct MultiServerTests {
 
             var serverEnvironment = workspace.environment
             serverEnvironment["BACKUPCTL_TOKEN"] = nil
-            let first = try await ServeProcess(db: database.url, environment: serverEnvironment)
-            defer { first.kill9() }
-            let second = try await ServeProcess(db: database.url, environment: serverEnvironment)
-            defer { second.kill9() }
+            let first = try await ServerProcess.serve(db: database.url, environment: serverEnvironment)
+            defer { first.killNow() }
+            let second = try await ServerProcess.serve(db: database.url, environment: serverEnvironment)
+            defer { second.killNow() }
 
             // An operator added through the first server signs in on the second.
             let added = try await Self.run(
@@ -154,18 +143,16 @@ struct MultiServerTests {
             // One reset, and the losers' refusals beside it.
             #expect(listed.stdout.components(separatedBy: "\"reset.complete\"").count - 1 == 1, "\(listed.stdout)")
             #expect(listed.stdout.components(separatedBy: "\"reset.refused\"").count - 1 == 3)
-            #expect(await first.stop() == 0)
-            #expect(await second.stop() == 0)
+            #expect(await first.stop() == .exited(0))
+            #expect(await second.stop() == .exited(0))
             #expect(!FileManager.default.fileExists(atPath: workspace.path("client-has-no-store")))
         }
     }
 
     /// Waits (at most `seconds`) for a process to print that it stopped at a checkpoint, and
     /// returns the sub-org it stopped on.
-    static func pausedSubOrg(_ process: BackupctlProcess, seconds: Double = 60) async -> String? {
-        _ = await BackupctlProcess.waitUntil(seconds: seconds) {
-            process.stdout.contains(#""paused":"cleanup.journaled""#) || !process.isRunning
-        }
+    static func pausedSubOrg(_ process: ChildProcess, seconds: Double = 60) async -> String? {
+        await process.waitForStdout(#""paused":"cleanup.journaled""#, seconds: seconds)
         for line in process.stdout.split(separator: "\n") where line.contains(#""paused""#) {
             let object = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: String]
             return object?["subOrgId"]
@@ -208,8 +195,8 @@ struct MultiServerTests {
             #expect(seeded.status == 0, "\(seeded.stderr)")
             var serverEnvironment = workspace.environment
             serverEnvironment["BACKUPCTL_TOKEN"] = nil
-            let api = try await ServeProcess(db: database.url, environment: serverEnvironment)
-            defer { api.kill9() }
+            let api = try await ServerProcess.serve(db: database.url, environment: serverEnvironment)
+            defer { api.killNow() }
             let client = workspace.client(api, token: root)
             let queued = try await Self.run(
                 [
@@ -224,27 +211,27 @@ struct MultiServerTests {
             // A server with a worker, and a worker: each stops once it has journaled a body; SIGKILL.
             var pausing = serverEnvironment
             pausing["BACKUPCTL_PAUSE_AT"] = "cleanup.journaled"
-            let doomedServer = try await ServeProcess(
+            let doomedServer = try await ServerProcess.serve(
                 db: database.url, arguments: ["--workers", "1", "--worker-lease-seconds", "2"], environment: pausing)
-            defer { doomedServer.kill9() }
-            let serverItem = try #require(await Self.pausedSubOrg(doomedServer.process), "\(doomedServer.stderr)")
-            doomedServer.kill9()
-            let doomedWorker = try BackupctlProcess(
+            defer { doomedServer.killNow() }
+            let serverItem = try #require(await Self.pausedSubOrg(doomedServer.child), "\(doomedServer.stderr)")
+            await doomedServer.child.kill()
+            let doomedWorker = try BackupctlBinary.start(
                 ["worker", "--workers", "1", "--lease-seconds", "2"], environment: pausing)
-            defer { doomedWorker.kill9() }
+            defer { doomedWorker.killNow() }
             let workerItem = try #require(await Self.pausedSubOrg(doomedWorker), "\(doomedWorker.stderr)")
-            doomedWorker.kill9()
+            await doomedWorker.kill()
             #expect(serverItem != workerItem && orphans.isSuperset(of: [serverItem, workerItem]))
             let journaled = try await Self.journaledBodies(database.url, [serverItem, workerItem])
             #expect(journaled.count == 2 && journaled.values.allSatisfy { $0.contains(#""organizationId""#) })
 
             // Two more workers finish everything, the killed ones' items once their leases lapse.
             let workers = try (0..<2).map { _ in
-                try BackupctlProcess(
+                try BackupctlBinary.start(
                     ["worker", "--workers", "2", "--lease-seconds", "2", "--idle-millis", "100"],
                     environment: serverEnvironment)
             }
-            defer { for worker in workers { worker.kill9() } }
+            defer { for worker in workers { worker.killNow() } }
             var status: [String: Any]?
             for _ in 0..<600 {
                 status = try await Self.run(["--format", "json", "cleanup", "status"], client).json
@@ -254,8 +241,7 @@ struct MultiServerTests {
             #expect(status?["pending"] as? Int == 0, "\(status ?? [:])")
             #expect(status?["deleted"] as? Int == 30, "\(status ?? [:])")
             for worker in workers {
-                worker.signal(SIGTERM)
-                #expect(await worker.waitExit(seconds: 30) == 0, "\(worker.stderr)")
+                #expect(await worker.stop(seconds: 30) == .exited(0), "\(worker.stderr)")
             }
             // The killed ones' items went with the bodies they had journaled.
             #expect(try await Self.journaledBodies(database.url, [serverItem, workerItem]) == journaled)
@@ -268,7 +254,12 @@ struct MultiServerTests {
             #expect((scan.json?["orphans"] as? [Any])?.isEmpty == true, "\(scan.stdout.prefix(400))")
             let verified = try await Self.run(["--format", "json", "audit", "verify"], client)
             #expect(verified.json?["ok"] as? Bool == true, "\(verified.stdout) \(verified.stderr)")
-            #expect(await api.stop() == 0)
+            #expect(await api.stop() == .exited(0))
         }
     }
+}
+
+extension ChildResult {
+    /// stdout as one JSON object.
+    var json: [String: Any]? { (try? JSONSerialization.jsonObject(with: Data(stdout.utf8))) as? [String: Any] }
 }

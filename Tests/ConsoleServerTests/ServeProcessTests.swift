@@ -9,7 +9,7 @@ import Testing
 
 /// `backupctl serve` as a process: the startup line, the loopback rule, SIGTERM, and the
 /// console as a client that never opens a store file of its own.
-@Suite(.serialized) struct ServeProcessTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct ServeProcessTests {
     /// A store made in-process (``StoreSetup``) in a fresh directory, and the environment for the binary.
     struct Workspace {
         let directory: URL
@@ -34,23 +34,22 @@ import Testing
 
     /// Runs the binary to its end: (stdout, stderr, status).
     static func run(_ arguments: [String], environment: [String: String]) async throws -> (String, String, Int32) {
-        let process = try BackupctlProcess(arguments, environment: environment)
-        let status = await process.waitExit(seconds: 60)
-        return (process.stdout, process.stderr, status ?? -9)
+        let result = try await BackupctlBinary.run(arguments, environment: environment, seconds: 60)
+        return (result.stdout, result.stderr, result.status)
     }
 
     @Test func printsItsListeningLineFirstAndExitsZeroOnSIGTERM() async throws {
         let workspace = try await Workspace()
         defer { workspace.cleanUp() }
-        let server = try await ServeProcess(db: workspace.db, environment: workspace.environment)
-        defer { server.kill9() }
+        let server = try await ServerProcess.serve(db: workspace.db, environment: workspace.environment)
+        defer { server.killNow() }
         let port = try #require(Int(server.url.split(separator: ":").last ?? ""))
         #expect(server.url == "http://127.0.0.1:\(port)" && port > 0)
         #expect(server.stdout == #"{"listening":"http://127.0.0.1:\#(port)"}"# + "\n")
         let health = try await HTTPClient.shared.execute(
             HTTPClientRequest(url: server.url + "/healthz"), timeout: .seconds(30))
         #expect(health.status.code == 200)
-        #expect(await server.stop() == 0)
+        #expect(await server.stop() == .exited(0))
         #expect(server.stdout.split(separator: "\n").count == 1, "\(server.stdout)")
     }
 
@@ -62,22 +61,22 @@ import Testing
         #expect(status == 64)
         #expect(out.isEmpty)
         #expect(err.contains("--insecure-plain-http"), "\(err)")
-        let forced = try await ServeProcess(
+        let forced = try await ServerProcess.serve(
             db: workspace.db, arguments: ["--insecure-plain-http"], listen: "0.0.0.0:0",
             environment: workspace.environment)
-        defer { forced.kill9() }
+        defer { forced.killNow() }
         #expect(forced.url.hasPrefix("http://0.0.0.0:"))
-        #expect(await forced.stop() == 0)
+        #expect(await forced.stop() == .exited(0))
     }
 
     @Test func servesHTTPSAndTheConsoleTrustsTheCAFileItIsGiven() async throws {
         let workspace = try await Workspace()
         defer { workspace.cleanUp() }
-        let pair = try TLSTests.selfSigned(in: workspace.directory.appendingPathComponent("tls"))
-        let server = try await ServeProcess(
+        let pair = try await TLSTests.selfSigned(in: workspace.directory.appendingPathComponent("tls"))
+        let server = try await ServerProcess.serve(
             db: workspace.db, arguments: ["--tls-cert", pair.cert, "--tls-key", pair.key],
             environment: workspace.environment)
-        defer { server.kill9() }
+        defer { server.killNow() }
         #expect(server.url.hasPrefix("https://127.0.0.1:"))
         var client = workspace.environment
         client["BACKUPCTL_SERVER"] = server.url
@@ -89,7 +88,7 @@ import Testing
         let trusted = try await Self.run(["--format", "json", "whoami"], environment: client)
         #expect(trusted.2 == 0, "\(trusted.1)")
         #expect(trusted.0.contains(#""operator":"root""#))
-        #expect(await server.stop() == 0)
+        #expect(await server.stop() == .exited(0))
     }
 
     @Test func refusesToStartWithoutAStore() async throws {
@@ -107,8 +106,8 @@ import Testing
     @Test func theClientExitsSeventySevenWhenRefused() async throws {
         let workspace = try await Workspace()
         defer { workspace.cleanUp() }
-        let server = try await ServeProcess(db: workspace.db, environment: workspace.environment)
-        defer { server.kill9() }
+        let server = try await ServerProcess.serve(db: workspace.db, environment: workspace.environment)
+        defer { server.killNow() }
         var client = workspace.environment
         client["BACKUPCTL_SERVER"] = server.url
         let anonymous = try await Self.run(["--format", "json", "whoami"], environment: client)
@@ -120,15 +119,15 @@ import Testing
         #expect(elsewhere.1.contains("permission_denied"), "\(elsewhere.1)")
         client["BACKUPCTL_TOKEN"] = unknownToken()
         #expect(try await Self.run(["whoami"], environment: client).2 == 77)
-        #expect(await server.stop() == 0)
+        #expect(await server.stop() == .exited(0))
     }
 
     @Test func anUnreachableServerFailsAtOnceWithExitTwo() async throws {
         let workspace = try await Workspace()
         defer { workspace.cleanUp() }
-        let server = try await ServeProcess(db: workspace.db, environment: workspace.environment)
-        defer { server.kill9() }
-        #expect(await server.stop() == 0)
+        let server = try await ServerProcess.serve(db: workspace.db, environment: workspace.environment)
+        defer { server.killNow() }
+        #expect(await server.stop() == .exited(0))
         var client = workspace.environment
         client["BACKUPCTL_SERVER"] = server.url
         client["BACKUPCTL_TOKEN"] = ServerFixture.text(workspace.setup.rootToken)
@@ -141,8 +140,8 @@ import Testing
     @Test func theClientNeverOpensAStoreFile() async throws {
         let workspace = try await Workspace()
         defer { workspace.cleanUp() }
-        let server = try await ServeProcess(db: workspace.db, environment: workspace.environment)
-        defer { server.kill9() }
+        let server = try await ServerProcess.serve(db: workspace.db, environment: workspace.environment)
+        defer { server.killNow() }
         let nowhere = workspace.directory.appendingPathComponent("absent-\(UUID().uuidString)")
         var client = workspace.environment
         client["BACKUPCTL_SERVER"] = server.url
@@ -155,7 +154,7 @@ import Testing
             #expect(!result.0.isEmpty, "\(command)")
         }
         #expect(!FileManager.default.fileExists(atPath: nowhere.path))
-        #expect(await server.stop() == 0)
+        #expect(await server.stop() == .exited(0))
     }
 
     @Test func sigtermWhileAStreamedCheckRunsDrainsItAndExitsZero() async throws {
@@ -166,8 +165,8 @@ import Testing
         let seeded = try await Self.run(
             ["--db", workspace.db, "--tenant", "sandbox", "seed", "--backups", "3000"], environment: admin)
         try #require(seeded.2 == 0, "\(seeded.1)")
-        let server = try await ServeProcess(db: workspace.db, environment: workspace.environment)
-        defer { server.kill9() }
+        let server = try await ServerProcess.serve(db: workspace.db, environment: workspace.environment)
+        defer { server.killNow() }
         let remote = try RemoteConsole(server: server.url, timeout: .seconds(60))
         let caller = Caller(token: workspace.setup.rootToken, tenant: "sandbox")
         let started = Flag()
@@ -177,7 +176,7 @@ import Testing
             }
         }
         #expect(await eventually { started.isRaised })
-        server.process.signal(SIGTERM)
+        server.child.signal(SIGTERM)
         // The stream ends with its result, or with the job's own `interrupted`: never cut short.
         do {
             let report = try await job.value
@@ -185,6 +184,6 @@ import Testing
         } catch let error as ConsoleError {
             #expect(error.code == "interrupted", "\(error.code): \(error.message)")
         }
-        #expect(await server.process.waitExit(seconds: 60) == 0, "\(server.stderr)")
+        #expect(await server.child.wait(seconds: 60) == .exited(0), "\(server.stderr)")
     }
 }

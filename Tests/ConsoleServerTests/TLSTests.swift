@@ -1,4 +1,5 @@
 import BackupModel
+import BackupctlTestSupport
 import ConsoleClient
 import ConsoleServer
 import ConsoleService
@@ -6,30 +7,26 @@ import Foundation
 import Testing
 
 /// HTTPS with a self-signed certificate made here by the openssl CLI.
-@Suite struct TLSTests {
+@Suite(.timeLimit(.minutes(10))) struct TLSTests {
     /// A self-signed P-256 certificate for 127.0.0.1: (certificate, key) PEM paths.
-    static func selfSigned(in directory: URL) throws -> (cert: String, key: String) {
+    static func selfSigned(in directory: URL) async throws -> (cert: String, key: String) {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let cert = directory.appendingPathComponent("cert.pem").path
         let key = directory.appendingPathComponent("key.pem").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = [
-            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=127.0.0.1",
-            "-addext", "subjectAltName=IP:127.0.0.1", "-days", "2", "-keyout", key, "-out", cert,
-        ]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown) }
+        let made = try await ChildProcess.run(
+            "/usr/bin/openssl",
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj",
+                "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-days", "2", "-keyout", key, "-out", cert,
+            ], environment: ["PATH": "/usr/bin:/bin"], seconds: 60)
+        guard made.status == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: ["stderr": made.stderr]) }
         return (cert, key)
     }
 
     @Test func roundTripOverTLSWithTheServersCertificateTrusted() async throws {
         let keys = FileManager.default.temporaryDirectory.appendingPathComponent("tls-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: keys) }
-        let pair = try Self.selfSigned(in: keys)
+        let pair = try await Self.selfSigned(in: keys)
         try await ServerFixture.with(configuration: {
             ConsoleServer.Configuration(listen: $0, tlsCertificate: pair.cert, tlsKey: pair.key)
         }) { fixture in

@@ -5,7 +5,7 @@ import Testing
 import Turnkey
 
 /// End-to-end runs of the real binary for the user-side commands: no store, no token.
-@Suite(.enabled(if: Binary.exists, "build the executable first: swift build --product backupctl"))
+@Suite(.enabled(if: Binary.exists, "build the executable first: swift build --build-tests"), .timeLimit(.minutes(5)))
 struct RecoveryBinaryTests {
     let v = ResetVector.shared
     let keyHex = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
@@ -22,31 +22,33 @@ struct RecoveryBinaryTests {
         }
     }
 
-    @Test func deriveFromStdinWithNoStoreAndNoToken() throws {
+    @Test func deriveFromStdinWithNoStoreAndNoToken() async throws {
         let db = FileManager.default.temporaryDirectory.appendingPathComponent("none-\(UUID().uuidString).db").path
-        let run = try Binary.run(["--db", db, "--format", "json", "recovery", "derive"], stdin: v.rootKeyJson + "\n")
+        let run = try await Binary.run(
+            ["--db", db, "--format", "json", "recovery", "derive"], stdin: v.rootKeyJson + "\n")
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout == #"{"backupAccountId":"\#(v.backupAccountId)"}"# + "\n")
         #expect(!FileManager.default.fileExists(atPath: db))
         expectNoSecret(run)
     }
 
-    @Test func signWithRootKeyFileIsByteIdenticalToTheVector() throws {
+    @Test func signWithRootKeyFileIsByteIdenticalToTheVector() async throws {
         let file = try tempFile(v.rootKeyJson)
         defer { try? FileManager.default.removeItem(atPath: file) }
-        let run = try Binary.run(
+        let run = try await Binary.run(
             ["--format", "json", "-c", "recovery sign --challenge \(v.challengeBase64) --root-key-file \(file)"])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout == #"{"signature":"\#(v.signatureBase64)"}"# + "\n")
         expectNoSecret(run)
     }
 
-    @Test func stampOverTheExactBodyFile() throws {
+    @Test func stampOverTheExactBodyFile() async throws {
         let body =
             #"{"type":"ACTIVITY_TYPE_DELETE_SUB_ORGANIZATION","timestampMs":"1","organizationId":"x","parameters":{"deleteWithoutExport":true}}"#
         let file = try tempFile(body)
         defer { try? FileManager.default.removeItem(atPath: file) }
-        let run = try Binary.run(["--format", "json", "recovery", "stamp", "--body-file", file], stdin: v.rootKeyJson)
+        let run = try await Binary.run(
+            ["--format", "json", "recovery", "stamp", "--body-file", file], stdin: v.rootKeyJson)
         #expect(run.status == 0, "\(run.stderr)")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: String])
         let stamp = try TurnkeyStamp(headerValue: try #require(object["stamp"]))
@@ -61,22 +63,24 @@ struct RecoveryBinaryTests {
         (#"{"version":"V1","key":"\#(String(repeating: "1g", count: 32))"}"#, "invalid_root_key"),
         ("", "invalid_root_key"),
     ])
-    func badRootKeysExitOneWithoutEchoingThem(_ input: String, _ code: String) throws {
-        let run = try Binary.run(["--format", "json", "recovery", "derive"], stdin: input)
+    func badRootKeysExitOneWithoutEchoingThem(_ input: String, _ code: String) async throws {
+        let run = try await Binary.run(["--format", "json", "recovery", "derive"], stdin: input)
         #expect(run.status == 1)
         #expect(Binary.errorCode(run.stderr) == code)
         #expect(run.stdout.isEmpty)
         #expect(!run.stderr.contains("1111111111") && !run.stderr.contains("1g1g1g"))
     }
 
-    @Test func badChallengeAndMissingFileAndRootKeyArgument() throws {
-        var run = try Binary.run(
+    @Test func badChallengeAndMissingFileAndRootKeyArgument() async throws {
+        var run = try await Binary.run(
             ["--format", "json", "recovery", "sign", "--challenge", "AAAA"], stdin: v.rootKeyJson)
         #expect(run.status == 1 && Binary.errorCode(run.stderr) == "invalid_challenge")
-        run = try Binary.run(["--format", "json", "recovery", "derive", "--root-key-file", "/nonexistent/rk.json"])
+        run = try await Binary.run([
+            "--format", "json", "recovery", "derive", "--root-key-file", "/nonexistent/rk.json",
+        ])
         #expect(run.status == 1 && Binary.errorCode(run.stderr) == "invalid_root_key_file")
         // There is no way to pass the key as an argument.
-        run = try Binary.run(["--format", "json", "recovery", "derive", "--root-key", v.rootKeyJson])
+        run = try await Binary.run(["--format", "json", "recovery", "derive", "--root-key", v.rootKeyJson])
         #expect(run.status == 64)
         expectNoSecret(run)
     }

@@ -2,12 +2,13 @@ import Access
 import BackupCrypto
 import BackupModel
 import BackupService
+import BackupctlTestSupport
 import ConsoleStore
 import Foundation
 import Recovery
 import Testing
 
-@Suite struct ResetServiceTests {
+@Suite(.timeLimit(.minutes(10))) struct ResetServiceTests {
     @Test func vectorSignatureIsByteIdenticalAndVerifies() throws {
         let v = ResetVector.shared
         let key = try UserRecovery.rootKey(json: Array(v.rootKeyJson.utf8))
@@ -131,13 +132,13 @@ import Testing
     @Test func rerunAfterAnUnrecordedSendFinishesTheLocalPart() async throws {
         let (f, id, service, begun, signature) = try await Self.begun()
         // What the killed process did: claimed and marked the ledger sent; the service reset the backup.
-        let killed = try Process.run(URL(fileURLWithPath: "/bin/true"), arguments: [])
-        killed.waitUntilExit()
+        let killed = try ChildProcess.start("/bin/true", [], environment: [:])
+        _ = await killed.wait(seconds: 60)
         let host = ProcessInfo.processInfo.hostName
         #expect(
             try await f.store.claimResetSend(
                 tokenHash: begun.tokenHash, subOrgIds: ["suborg-a", "suborg-b"],
-                holder: "root@\(host):\(killed.processIdentifier):dead", now: 1, until: 4_000_000_000, takeOver: nil)
+                holder: "root@\(host):\(killed.pid):dead", now: 1, until: 4_000_000_000, takeOver: nil)
                 == .claimed(sentBefore: false))
         #expect(
             try await f.store.sandboxServiceReset(

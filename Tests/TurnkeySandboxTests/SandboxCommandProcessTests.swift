@@ -7,13 +7,13 @@ import Turnkey
 
 @testable import TurnkeySandbox
 
-@Suite("`backupctl sandbox turnkey` as a real process")
+@Suite("`backupctl sandbox turnkey` as a real process", .timeLimit(.minutes(3)))
 struct SandboxCommandProcessTests {
     @Test(
         "serves on 127.0.0.1, writes its state while running, stops cleanly on the signal",
         arguments: [SIGTERM, SIGINT])
     func standaloneServer(signal: Int32) async throws {
-        try #require(BackupctlProcess.binaryExists, "build the backupctl binary first (swift build --build-tests)")
+        try #require(BackupctlBinary.exists, "\(BackupctlBinary.missing)")
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "sandbox-cmd-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -23,24 +23,14 @@ struct SandboxCommandProcessTests {
             "PATH": "/usr/bin:/bin", "HOME": directory.path, "TERM": "dumb",
             "BACKUPCTL_DB": directory.appendingPathComponent("console.db").path,
         ]
-        func start() async throws -> (BackupctlProcess, String) {
-            let server = try BackupctlProcess(
-                ["sandbox", "turnkey", "--listen", "127.0.0.1:0", "--state", statePath, "--suborgs", "5"],
-                environment: environment)
-            let listening = await BackupctlProcess.waitUntil(seconds: 20) {
-                server.stderr.contains("Turnkey sandbox on http://")
-            }
-            guard listening,
-                let range = server.stderr.range(of: #"http://127\.0\.0\.1:[0-9]+"#, options: .regularExpression)
-            else {
-                server.kill9()
-                throw HarnessError("the sandbox did not start: \(server.stderr)")
-            }
-            return (server, String(server.stderr[range]))
+        func start() async throws -> (ServerProcess, String) {
+            let server = try await ServerProcess.turnkeySandbox(
+                arguments: ["--state", statePath, "--suborgs", "5"], environment: environment)
+            return (server, server.url)
         }
 
         let (server, url) = try await start()
-        defer { server.kill9() }
+        defer { server.killNow() }
         let state = try Self.load(statePath)
         #expect(state.subOrgs.count == 5)
         let client = TurnkeyClient(
@@ -59,15 +49,15 @@ struct SandboxCommandProcessTests {
             return
         }
         // Durable while running: the state file catches up without a shutdown.
-        let written = await BackupctlProcess.waitUntil(seconds: 5) {
+        let written = await eventually(seconds: 5) {
             guard let now = try? Self.load(statePath) else { return false }
             return now.subOrgs.count == 4 && now.deleteBodies[target] == [body]
         }
         #expect(written, "the state file was not updated while the server ran")
 
-        server.signal(signal)
-        let status = await server.waitExit(seconds: 10)
-        #expect(status == 0, "exit \(String(describing: status)); stderr: \(server.stderr)")
+        server.child.signal(signal)
+        let status = await server.child.wait(seconds: 10)
+        #expect(status == .exited(0), "\(String(describing: status)); stderr: \(server.stderr)")
         #expect(server.stdout.contains("sandbox stopped; 4 sub-orgs saved"))
         #expect(!server.stderr.lowercased().contains("error"), "stderr: \(server.stderr)")
         let final = try Self.load(statePath)
@@ -79,15 +69,14 @@ struct SandboxCommandProcessTests {
 
         // The state outlives the process: a new server serves the same sub-orgs and keys.
         let (again, secondURL) = try await start()
-        defer { again.kill9() }
+        defer { again.killNow() }
         var listed: [String] = []
         let second = TurnkeyClient(
             baseURL: secondURL, transport: HTTPClientTransport(), policy: TurnkeyRetryPolicy(attempts: 1),
             timing: .system)
         for try await page in second.subOrganizations(of: state.parentOrgId, signer: .apiKey(apiKey)) { listed += page }
         #expect(listed == final.subOrgs)
-        again.signal(SIGTERM)
-        #expect(await again.waitExit(seconds: 10) == 0)
+        #expect(await again.stop(seconds: 10) == .exited(0))
     }
 
     static func load(_ path: String) throws -> SandboxStateFile {
