@@ -45,22 +45,23 @@ public struct SignedAuditLog: Sendable {
                 result.lastCheckpointSeq = check.lastCheckpointSeq
                 result.uncoveredEntries = check.uncoveredEntries
             }
-            if check.ok,
-                let (code, problem) = AuditLog.coverageFinding(
-                    entries: try await store.auditCheckpointLag().headSeq, checkpoints: stored.count,
-                    uncovered: check.uncoveredEntries, maxUnsigned: maxUnsigned)
-            {
-                check.ok = false
-                check.code = code
-                check.problem = problem
-                check.badSeq = check.lastCheckpointSeq + 1
-            }
         }
         if check.ok,
             let anchored = try await AuditLog.verifyAnchors(
                 store: store, anchors: anchors, stored: stored, publicKeys: publicKeys.map(\.bytes))
         {
             check = anchored
+        }
+        // Anchors first: they name what was removed; the coverage rule only says something was.
+        if !publicKeys.isEmpty, check.ok,
+            let (code, problem) = AuditLog.coverageFinding(
+                entries: try await store.auditCheckpointLag().headSeq, checkpoints: stored.count,
+                uncovered: check.uncoveredEntries, maxUnsigned: maxUnsigned)
+        {
+            check.ok = false
+            check.code = code
+            check.problem = problem
+            check.badSeq = check.lastCheckpointSeq + 1
         }
         // A break in the chain itself is the first thing to repair; it is reported alone.
         guard result.ok, !check.ok else { return result }
