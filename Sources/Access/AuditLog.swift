@@ -18,7 +18,8 @@ public struct AuditVerification: Sendable, Equatable, Codable {
     public var scope: String = "all"
     /// What was found when not ok: `removed_entry`, `broken_link`, `rewritten_entry` (the
     /// chain itself), `truncated_tail`, `recomputed_chain`, `checkpoint_missing`,
-    /// `bad_signature` (its checkpoints).
+    /// `bad_signature`, `unsigned_chain`, `unsigned_tail` (its checkpoints), `bad_anchor`
+    /// (an anchored checkpoint not signed by the key).
     public var finding: String?
     /// How many signed checkpoints the store holds (present when there are any, or a key was given).
     public var checkpoints: Int?
@@ -30,10 +31,12 @@ public struct AuditVerification: Sendable, Equatable, Codable {
     public var uncoveredEntries: Int?
     /// The fingerprint of the key the checkpoints were checked with.
     public var keyFingerprint: String?
+    /// How many checkpoints anchored outside the store were checked (`--anchor`).
+    public var anchorsChecked: Int?
 
     private enum CodingKeys: String, CodingKey {
         case ok, entries, firstBadSeq, problem, headHash, scope, finding, checkpoints, checkpointsVerified
-        case lastCheckpointSeq, uncoveredEntries, keyFingerprint
+        case lastCheckpointSeq, uncoveredEntries, keyFingerprint, anchorsChecked
     }
 
     /// `firstBadSeq` is always present (null when ok): it is part of the command contract.
@@ -51,6 +54,7 @@ public struct AuditVerification: Sendable, Equatable, Codable {
         try c.encodeIfPresent(lastCheckpointSeq, forKey: .lastCheckpointSeq)
         try c.encodeIfPresent(uncoveredEntries, forKey: .uncoveredEntries)
         try c.encodeIfPresent(keyFingerprint, forKey: .keyFingerprint)
+        try c.encodeIfPresent(anchorsChecked, forKey: .anchorsChecked)
     }
 
     public init(from decoder: any Decoder) throws {
@@ -67,6 +71,7 @@ public struct AuditVerification: Sendable, Equatable, Codable {
         lastCheckpointSeq = try c.decodeIfPresent(Int64.self, forKey: .lastCheckpointSeq)
         uncoveredEntries = try c.decodeIfPresent(Int.self, forKey: .uncoveredEntries)
         keyFingerprint = try c.decodeIfPresent(String.self, forKey: .keyFingerprint)
+        anchorsChecked = try c.decodeIfPresent(Int.self, forKey: .anchorsChecked)
     }
 
     public init(ok: Bool, entries: Int, firstBadSeq: Int64?, problem: String?, headHash: String) {

@@ -21,11 +21,16 @@ public struct DataAdminService: Sendable {
     /// snapshot's time is unknown, and such a snapshot never lets cleanup delete anything. A
     /// complete snapshot retires the tenant's backups it no longer holds (their lookup rows and
     /// sub-org references go with them; their sub-orgs are queued, naming the backup).
+    ///
+    /// Those backups are set aside before the export's backups are judged, so a factor that
+    /// moved from one of them to a backup of the snapshot is handed over, not a conflict. A
+    /// snapshot that would retire more than the tenant's allowance
+    /// (``TenantPolicy/retireAllowance(of:)``) changes nothing unless `retireAtMost` covers the count.
     /// - Throws: `invalid_export_manifest`, `invalid_snapshot_time`, `retire_refused` (a complete
-    ///   export that holds no backup at all), and the importer's errors.
+    ///   export that holds no backup at all), `retire_threshold_exceeded`, and the importer's errors.
     public func importExport(
         directory: String, dryRun: Bool, session: Session, snapshotAt: String? = nil, complete: Bool = false,
-        progress: ((Int) throws(ConsoleError) -> Void)? = nil
+        retireAtMost: Int? = nil, progress: ((Int) throws(ConsoleError) -> Void)? = nil
     ) async throws(ConsoleError) -> ImportReport {
         try await session.require(.importBackups)
         var isDirectory: ObjCBool = false
@@ -50,10 +55,14 @@ public struct DataAdminService: Sendable {
                 "A complete snapshot with no backup directories would retire every backup of \(session.tenantName); refusing. Check the export."
             )
         }
+        let live = store as? any LiveTenantStore
+        let setAside = try await setAsideBackups(
+            live: live, held: isComplete ? held : nil, session: session, retireAtMost: retireAtMost)
         let clock = self.clock
         var report = try await store.importExport(
             directory: root, tenant: session.tenantName, dryRun: dryRun,
-            operatorName: session.operatorName.rawValue, clock: { clock.seconds }, progress: progress)
+            operatorName: session.operatorName.rawValue, setAside: setAside, clock: { clock.seconds },
+            progress: progress)
         report.snapshotAt = snapshotTime.map(Timestamp.format)
         // A backup (or index row) the import refused is not in the console: a "complete"
         // snapshot without it would prove its sub-orgs orphaned. Such a snapshot counts as partial.
@@ -62,9 +71,12 @@ public struct DataAdminService: Sendable {
         // An import that wrote nothing leaves no snapshot behind either.
         let recordsSnapshot =
             (report.failed == 0 && report.problems.isEmpty) || report.imported + report.unchanged > 0
-        if let live = store as? any LiveTenantStore, recordsSnapshot {
+        if let live, recordsSnapshot {
             if trusted {
-                report.retired = try await live.backupIds(tenant: session.tenantName).filter { !held.contains($0) }
+                // Only what was counted against the allowance: a backup written meanwhile stays.
+                report.retired = try await live.backupIds(tenant: session.tenantName).filter {
+                    !held.contains($0) && setAside.contains($0)
+                }
             }
             if !dryRun {
                 if !report.retired.isEmpty {
@@ -104,6 +116,32 @@ public struct DataAdminService: Sendable {
             }
         }
         return report
+    }
+
+    /// The tenant's backups a complete snapshot (`held`: its backup ids; `nil` for a partial
+    /// one) no longer holds, checked against the retire allowance before anything changes.
+    /// - Throws: `retire_threshold_exceeded` naming the count and the flag that would allow it.
+    private func setAsideBackups(
+        live: (any LiveTenantStore)?, held: Set<String>?, session: Session, retireAtMost: Int?
+    ) async throws(ConsoleError) -> Set<String> {
+        if let retireAtMost, retireAtMost < 0 {
+            throw .invalid("invalid_retire_at_most", "--retire-at-most must be 0 or more, got \(retireAtMost).")
+        }
+        guard let live, let held else { return [] }
+        let stored = try await live.backupIds(tenant: session.tenantName)
+        let absent = Set(stored.filter { !held.contains($0) })
+        let allowance = session.tenant.policy.retireAllowance(of: stored.count)
+        let limit = retireAtMost ?? allowance
+        guard absent.count > limit else { return absent }
+        let policy = session.tenant.policy
+        let why =
+            retireAtMost != nil
+            ? "more than --retire-at-most \(limit)"
+            : "more than the tenant's allowance of \(allowance) (\(policy.retireMaxPercent)% of its backups, at most \(policy.retireMaxCount))"
+        throw ConsoleError(
+            .conflict, code: "retire_threshold_exceeded",
+            "This complete snapshot would retire \(absent.count) of the \(stored.count) backups of tenant \(session.tenantName), \(why); nothing was changed. Check that the export is whole; if it is, import again with --retire-at-most \(absent.count)."
+        )
     }
 
     /// Writes realistic synthetic backups (real keys) into a sandbox tenant.

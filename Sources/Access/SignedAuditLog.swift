@@ -20,21 +20,48 @@ public struct SignedAuditLog: Sendable {
         try await verify(session: session, publicKeys: publicKey.map { [$0] } ?? [])
     }
 
-    /// As ``verify(session:publicKey:)`` with every key that signed checkpoints across rotations.
-    public func verify(session: Session, publicKeys: [AuditPublicKey]) async throws(ConsoleError) -> AuditVerification {
+    /// As ``verify(session:publicKey:)`` with every key that signed checkpoints across rotations,
+    /// and against checkpoints anchored outside the store (``AuditLog/verifyAnchors(store:anchors:stored:publicKeys:pageSize:)``).
+    /// - Parameter maxUnsigned: with keys, more entries than this after the newest checkpoint is
+    ///   the finding `unsigned_tail` (the signer's checkpoint interval); none at all over a
+    ///   non-empty chain is `unsigned_chain`.
+    public func verify(
+        session: Session, publicKeys: [AuditPublicKey], anchors: [AuditCheckpoint] = [], maxUnsigned: Int64 = 100
+    ) async throws(ConsoleError) -> AuditVerification {
         try await session.require(.auditVerify)
         let global = try await store.operatorRecord(named: session.operatorName)?.canCreateTenants == true
         var result = try await AuditLog.verify(store: store, scope: global ? nil : session.tenantName)
         let stored = try await store.auditCheckpoints()
-        if !stored.isEmpty || !publicKeys.isEmpty { result.checkpoints = stored.count }
-        guard !publicKeys.isEmpty else { return result }
-        let check = try await AuditLog.verifyCheckpoints(
-            store: store, checkpoints: stored, publicKeys: publicKeys.map(\.bytes))
-        result.keyFingerprint = publicKeys.map(\.fingerprint).joined(separator: ",")
-        result.checkpointsVerified = check.checkpoints
-        if global {
-            result.lastCheckpointSeq = check.lastCheckpointSeq
-            result.uncoveredEntries = check.uncoveredEntries
+        if !stored.isEmpty || !publicKeys.isEmpty || !anchors.isEmpty { result.checkpoints = stored.count }
+        if !anchors.isEmpty { result.anchorsChecked = anchors.count }
+        var check = CheckpointVerification(
+            ok: true, code: nil, problem: nil, badSeq: nil, checkpoints: 0, lastCheckpointSeq: 0, uncoveredEntries: 0)
+        if !publicKeys.isEmpty {
+            check = try await AuditLog.verifyCheckpoints(
+                store: store, checkpoints: stored, publicKeys: publicKeys.map(\.bytes))
+            result.keyFingerprint = publicKeys.map(\.fingerprint).joined(separator: ",")
+            result.checkpointsVerified = check.checkpoints
+            if global {
+                result.lastCheckpointSeq = check.lastCheckpointSeq
+                result.uncoveredEntries = check.uncoveredEntries
+            }
+        }
+        if check.ok,
+            let anchored = try await AuditLog.verifyAnchors(
+                store: store, anchors: anchors, stored: stored, publicKeys: publicKeys.map(\.bytes))
+        {
+            check = anchored
+        }
+        // Anchors first: they name what was removed; the coverage rule only says something was.
+        if !publicKeys.isEmpty, check.ok,
+            let (code, problem) = AuditLog.coverageFinding(
+                entries: try await store.auditCheckpointLag().headSeq, checkpoints: stored.count,
+                uncovered: check.uncoveredEntries, maxUnsigned: maxUnsigned)
+        {
+            check.ok = false
+            check.code = code
+            check.problem = problem
+            check.badSeq = check.lastCheckpointSeq + 1
         }
         // A break in the chain itself is the first thing to repair; it is reported alone.
         guard result.ok, !check.ok else { return result }
@@ -57,6 +84,9 @@ public struct SignedAuditLog: Sendable {
         case "recomputed_chain": "a rewritten entry with the chain recomputed"
         case "checkpoint_missing": "a removed checkpoint"
         case "bad_signature": "a checkpoint not signed by this key"
+        case "unsigned_chain": "a chain with no signed checkpoint"
+        case "unsigned_tail": "more unsigned entries after the newest checkpoint than a signer leaves"
+        case "bad_anchor": "an anchored checkpoint not signed by this key"
         default: "a mismatch"
         }
     }

@@ -77,7 +77,11 @@ final class CommandContext {
                 let caFile = environment["BACKUPCTL_CA_FILE"].flatMap { $0.isEmpty ? nil : $0 } ?? settings.caFile
                 made = try RemoteConsole(server: server, caFile: caFile)
             } else {
-                made = LocalConsole(storePath: settings.dbPath, clock: clock, random: random, environment: environment)
+                // A store a server signs is written here only with its key (the entries are signed then).
+                let key = environment["BACKUPCTL_AUDIT_KEY"].flatMap { $0.isEmpty ? nil : $0 }
+                made = try LocalConsole(
+                    storePath: settings.dbPath, clock: clock, random: random, environment: environment,
+                    auditKeyPath: key)
             }
             openedConsole = made
             return made

@@ -10,7 +10,6 @@ extension CommandContext {
         -> Op.Output
     {
         let progress = Progress(label: label, total: total)
-        defer { progress.finish() }
         let console = try console
         let caller = try caller
         let job = Task { () async throws -> Op.Output in
@@ -31,10 +30,14 @@ extension CommandContext {
         }
         defer { watcher.cancel() }
         do {
-            return try await job.value
+            let value = try await job.value
+            progress.finish()
+            return value
         } catch let error as ConsoleError {
+            progress.finish(failed: true)
             throw error
         } catch {
+            progress.finish(failed: true)
             throw .internalError("\(label) failed: \(error)")
         }
     }

@@ -75,10 +75,11 @@ final class Progress: @unchecked Sendable {
     }
 
     /// Stops drawing; a closing line with the final count replaces the progress line if one
-    /// was shown.
-    func finish() {
+    /// was shown. `failed` makes it say so: a line never says `done` before the outcome is
+    /// known, and not at all when the command then fails.
+    func finish(failed: Bool = false) {
         timer.cancel()
-        draw(final: true)
+        draw(final: true, failed: failed)
     }
 
     /// Runs `body`, showing that it is waiting (`label: waiting… 3s`) when it takes over a second.
@@ -87,14 +88,20 @@ final class Progress: @unchecked Sendable {
         _ label: String, isolation: isolated (any Actor)? = #isolation, _ body: () async throws(Failure) -> T
     ) async throws(Failure) -> T {
         let progress = Progress(label: label)
-        defer { progress.finish() }
-        return try await body()
+        do {
+            let value = try await body()
+            progress.finish()
+            return value
+        } catch {
+            progress.finish(failed: true)
+            throw error
+        }
     }
 
     /// Draws the current state once (the timer's work; tests call it directly).
     func tick() { draw(final: false) }
 
-    private func draw(final: Bool) {
+    private func draw(final: Bool, failed: Bool = false) {
         lock.withLock {
             guard !finished else { return }
             if final {
@@ -105,7 +112,7 @@ final class Progress: @unchecked Sendable {
             frame += 1
             let line = Self.line(
                 label: label, done: done, total: total, detail: detail, elapsed: Date().timeIntervalSince(start),
-                final: final)
+                final: final, failed: failed)
             let text: String
             if terminal {
                 let spinner = final ? "" : String(Self.frames[frame % Self.frames.count]) + " "
@@ -121,7 +128,8 @@ final class Progress: @unchecked Sendable {
 
     /// `seed: 1200/5000 (24%), 300/s, ETA 13s`, `check: 800 done, 400/s`, `cleanup scan: waiting, 3s`.
     static func line(
-        label: String, done: Int?, total: Int?, detail: String?, elapsed: TimeInterval, final: Bool
+        label: String, done: Int?, total: Int?, detail: String?, elapsed: TimeInterval, final: Bool,
+        failed: Bool = false
     ) -> String {
         var parts: [String] = []
         let seconds = max(elapsed, 0.001)
@@ -138,8 +146,9 @@ final class Progress: @unchecked Sendable {
                 parts.append("\(done) done")
                 parts.append("\(Int(rate))/s")
             }
+            if failed { parts.append("failed") }
         } else {
-            parts.append(final ? "done" : "waiting")
+            parts.append(final ? (failed ? "failed" : "done") : "waiting")
         }
         if let detail { parts.append(detail) }
         parts.append(final ? "in \(duration(elapsed))" : duration(elapsed))

@@ -17,9 +17,10 @@ public struct ScanReport: Sendable, Equatable, Codable {
         /// Unreferenced for at least the grace period and, on a live tenant, proven so by a
         /// fresh complete snapshot, the service's reset, or `/v1/backup/status`.
         public var eligible: Bool
-        /// What an ineligible orphan waits for: `grace`, or `snapshot` (a complete snapshot taken
+        /// What an ineligible orphan waits for: `grace`, `snapshot` (a complete snapshot taken
         /// at least the grace period after it was first seen, younger than the tenant's maximum
-        /// snapshot age); `null` when eligible.
+        /// snapshot age), or `service_status` (a retired backup's sub-org: the Backup Service
+        /// must answer `not_found` for that backup); `null` when eligible.
         public var waitingFor: String?
         /// What proved an eligible orphan: `live_store` (sandbox), `snapshot`, `reset`, `status`.
         public var provenBy: String?

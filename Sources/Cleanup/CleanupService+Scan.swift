@@ -45,43 +45,35 @@ extension CleanupService {
                 subOrgId: id, reason: item.reason, firstSeenAt: item.firstSeenAt, eligible: verdict.waitingFor == nil,
                 waitingFor: verdict.waitingFor, provenBy: verdict.provenBy)
         }
-        do {
-            for try await page in client.subOrganizations(
-                of: connection.parentOrgId, signer: .apiKey(connection.apiKey))
-            {
-                report.listed += page.count
-                let referenced = try await store.referencedSubOrgs(tenant: tenant, among: page)
-                report.referenced += referenced.count
-                var new: [CleanupItemRecord] = []
-                for id in page {
-                    let known = open[id]
-                    if known != nil { seen.insert(id) }
-                    guard !referenced.contains(id) else { continue }
-                    if var item = known {
-                        if item.state == .skipped {
-                            // Referenced at the last run, unreferenced again: the grace clock restarts.
-                            item.state = .pending
-                            item.firstSeenAt = now
-                            item.lastError = nil
-                            item.updatedAt = now
-                            item = try await store.updateCleanupItem(tenant: tenant, item, audit: nil)
-                        }
-                        report.orphans.append(await orphan(id, item))
-                    } else {
-                        let item = CleanupItemRecord(
-                            subOrgId: id, reason: "unreferenced", firstSeenAt: now, updatedAt: now)
-                        new.append(item)
-                        report.orphans.append(await orphan(id, item))
+        var listing = SubOrgListing(
+            client: client, parent: connection.parentOrgId, signer: .apiKey(connection.apiKey), tenant: tenant)
+        while let page = try await listing.next() {
+            report.listed += page.count
+            let referenced = try await store.referencedSubOrgs(tenant: tenant, among: page)
+            report.referenced += referenced.count
+            var new: [CleanupItemRecord] = []
+            for id in page {
+                let known = open[id]
+                if known != nil { seen.insert(id) }
+                guard !referenced.contains(id) else { continue }
+                if var item = known {
+                    if item.state == .skipped {
+                        // Referenced at the last run, unreferenced again: the grace clock restarts.
+                        item.state = .pending
+                        item.firstSeenAt = now
+                        item.lastError = nil
+                        item.updatedAt = now
+                        item = try await store.updateCleanupItem(tenant: tenant, item, audit: nil)
                     }
+                    report.orphans.append(await orphan(id, item))
+                } else {
+                    let item = CleanupItemRecord(
+                        subOrgId: id, reason: "unreferenced", firstSeenAt: now, updatedAt: now)
+                    new.append(item)
+                    report.orphans.append(await orphan(id, item))
                 }
-                if !new.isEmpty { _ = try await store.enqueueCleanup(tenant: tenant, new, audit: nil) }
             }
-        } catch let error as TurnkeyError {
-            throw error.consoleError("Listing the sub-orgs of \(connection.parentOrgId) for tenant \(tenant) failed")
-        } catch let error as ConsoleError {
-            throw error
-        } catch {
-            throw .internalError("Scanning sub-orgs failed: \(error)")
+            if !new.isEmpty { _ = try await store.enqueueCleanup(tenant: tenant, new, audit: nil) }
         }
         // Open journal items Turnkey no longer lists are gone already (facts: a success).
         for (id, var item) in open where !seen.contains(id) && item.state != .skipped {

@@ -10,7 +10,9 @@ import ConsoleStore
 /// first seen unreferenced at T may be deleted only when a complete snapshot taken at or after
 /// T + grace still does not reference it and is younger than the tenant's maximum snapshot age.
 /// Two proofs need no snapshot: the Backup Service's reset of the backup (its 204), and
-/// `/v1/backup/status` answering `not_found` for the last backup known to reference it.
+/// `/v1/backup/status` answering `not_found` for the last backup known to reference it. A
+/// sub-org of a backup a snapshot retired needs that second proof whenever the tenant has a
+/// Backup Service: a snapshot that left a live backup out must not get its keys destroyed.
 struct SnapshotProof: Sendable {
     struct Verdict: Sendable, Equatable {
         var waitingFor: String?
@@ -39,6 +41,14 @@ struct SnapshotProof: Sendable {
         guard !overflow, now >= eligibleAt else { return Verdict(waitingFor: "grace") }
         if sandbox { return Verdict(provenBy: "live_store") }
         if item.reason == "reset" { return Verdict(provenBy: "reset") }
+        // A backup a complete snapshot retired: never on the snapshot's word alone when the
+        // tenant has a Backup Service to ask (a cut-short or hostile export retires live backups).
+        if item.reason == "retired", let statusCache {
+            guard let backupId = item.lastBackupId, await statusCache.isGone(backupId) else {
+                return Verdict(waitingFor: "service_status")
+            }
+            return Verdict(provenBy: "status")
+        }
         if let taken = snapshot?.snapshotAt, taken >= eligibleAt, now - taken <= maxAge {
             return Verdict(provenBy: "snapshot")
         }

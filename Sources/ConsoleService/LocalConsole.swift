@@ -33,6 +33,8 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
     private var opening: Task<Result<any LiveTenantStore, ConsoleError>, Never>?
     private var database: PostgresStoreDatabase?
     private var retired: [AuditPublicKey] = []
+    /// The store held no signed checkpoint when first checked: `--db` writes are its normal path.
+    private var unsignedChecked = false
     /// Operators by token hash and sessions by operator and tenant, each with the store's
     /// access version it was read at (``ConsoleStore/accessVersion()``). A cached one is used only
     /// while that version is unchanged, so a 100,000-line script or a busy server does not
@@ -55,14 +57,17 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
     /// A console that signs audit checkpoints with the key in `auditKeyPath` (a file of mode
     /// 0600 or 0400 outside the database, made by `audit keygen`): after every operation once
     /// `auditCheckpointEvery` entries follow the newest checkpoint, and in ``checkpointLoop(every:sleep:)``.
-    /// Without a path it is the plain console.
+    /// Without a path it is the plain console. The signer's high-water mark is `<key>.hwm`;
+    /// `auditWitnessPath` also receives every checkpoint as a JSON line (``AuditAnchor``).
     /// - Throws: `invalid_key_file`, `insecure_key_file` or `invalid_private_key`, one line naming the file.
     public convenience init(
         storePath: String, clock: WallClock = .system, random: any RandomSource = SystemRandom(),
-        environment: [String: String] = [:], auditKeyPath: String?, auditCheckpointEvery: Int64 = 100
+        environment: [String: String] = [:], auditKeyPath: String?, auditCheckpointEvery: Int64 = 100,
+        auditWitnessPath: String? = nil
     ) throws(ConsoleError) {
         let signer = try auditKeyPath.map { path throws(ConsoleError) in
-            try AuditSigner(keyFile: path, clock: clock, everyEntries: auditCheckpointEvery)
+            try AuditSigner(
+                keyFile: path, clock: clock, everyEntries: auditCheckpointEvery, witnessPath: auditWitnessPath)
         }
         self.init(storePath: storePath, clock: clock, random: random, environment: environment, auditSigner: signer)
     }
@@ -80,6 +85,7 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
     public func perform<Op: ConsoleOperation>(
         _ operation: Op, as caller: Caller, progress: ProgressSink?
     ) async throws(ConsoleError) -> Op.Output {
+        if !Self.auditReadOnly.contains(Op.name) { try await refuseUnsignedWrites() }
         let cancelled = CancelFlag()
         let context = OperationContext(console: self, caller: caller, progress: progress, cancelled: cancelled)
         // Refusals are audited too, so the checkpoint check follows failures as well.
@@ -98,6 +104,33 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
         }
         await checkpointAfterAppends()
         return try result.get()
+    }
+
+    /// Operations that append nothing to the audit: allowed on a signed store without its key.
+    static let auditReadOnly: Set<String> = ["audit.verify", "audit.export", "audit.list"]
+
+    /// Without a signer, on a store a signing server keeps (it holds signed checkpoints): every
+    /// entry written here would bypass the signer and stay unsigned, so the call is refused.
+    /// `BACKUPCTL_AUDIT_KEY` (the key file) lets this process sign instead.
+    private func refuseUnsignedWrites() async throws(ConsoleError) {
+        guard auditSigner == nil, !lock.withLock({ unsignedChecked }) else { return }
+        // A store that cannot be opened yet reports that itself, from the operation.
+        guard let store = try? await store() else { return }
+        if try await store.latestAuditCheckpoint() != nil {
+            throw ConsoleError(
+                .conflict, code: "audit_signed_store",
+                "The audit of \(PostgresStoreConfiguration.displayed(storePath)) is signed by a server (backupctl serve --audit-key); entries written with --db would bypass its signer. Run the command through --server URL, or set BACKUPCTL_AUDIT_KEY to the key file so this process signs."
+            )
+        }
+        lock.withLock { unsignedChecked = true }
+    }
+
+    /// With a signer: refuses a store whose chain does not extend the signer's high-water mark
+    /// or its witness's newest checkpoint (`audit_chain_diverged`, naming both heads). `serve`
+    /// calls it before it listens.
+    public func checkAuditAnchors() async throws(ConsoleError) {
+        guard let auditSigner else { return }
+        try await auditSigner.checkStart(store: try await store())
     }
 
     /// With a signer, signs a checkpoint once ``AuditSigner/everyEntries`` entries follow the

@@ -28,8 +28,10 @@ public struct BackupImporter: Sendable {
     /// - Parameter progress: called after each backup directory with the number done so far.
     /// - Throws: ``ConsoleError`` when the directory cannot be listed, the tenant does not exist,
     ///   or the store fails; problems with single files are in the report instead.
+    /// - Parameter setAside: backups of the tenant a complete snapshot no longer holds (see
+    ///   ``ImportRun/setAside``); their factors may be claimed by the export's backups.
     public func run(
-        directory: URL, tenant: TenantName, dryRun: Bool, operatorName: String,
+        directory: URL, tenant: TenantName, dryRun: Bool, operatorName: String, setAside: Set<String> = [],
         progress: ((Int) throws(ConsoleError) -> Void)? = nil
     ) async throws(ConsoleError) -> ImportReport {
         guard try await store.tenant(tenant) != nil else { throw .notFound("Tenant \(tenant) does not exist.") }
@@ -38,6 +40,7 @@ public struct BackupImporter: Sendable {
         var run = ImportRun(importer: self, tenant: tenant, dryRun: dryRun, operatorName: operatorName)
         run.index = export.readIndex(problems: &run.report.problems)
         run.exportIds = Set(names)
+        run.setAside = setAside.subtracting(run.exportIds)
         for (done, name) in names.enumerated() {
             run.report.backupsSeen += 1
             if let entry = export.readBackup(name, problems: &run.report.problems) {
@@ -69,11 +72,12 @@ extension ConsoleStore {
     /// Loads the export by ``BackupImporter``'s rules; its batches go through ``writeBackups``
     /// (one `COPY` per batch on PostgreSQL).
     public func importExport(
-        directory: URL, tenant: TenantName, dryRun: Bool, operatorName: String,
+        directory: URL, tenant: TenantName, dryRun: Bool, operatorName: String, setAside: Set<String>,
         clock: @escaping @Sendable () -> Int64, progress: ((Int) throws(ConsoleError) -> Void)?
     ) async throws(ConsoleError) -> ImportReport {
         try await BackupImporter(store: self, clock: clock).run(
-            directory: directory, tenant: tenant, dryRun: dryRun, operatorName: operatorName, progress: progress)
+            directory: directory, tenant: tenant, dryRun: dryRun, operatorName: operatorName, setAside: setAside,
+            progress: progress)
     }
 
     /// Seeds the sandbox tenant by ``SandboxSeeder``'s rules.

@@ -93,8 +93,9 @@ public protocol ConsoleStore: Sendable {
     /// - Parameters:
     ///   - clock: Unix seconds for the records' `importedAt` / `updatedAt`.
     ///   - progress: called after each backup directory with the number done so far.
+    ///   - setAside: backups a complete snapshot no longer holds: their factors are free to claim.
     func importExport(
-        directory: URL, tenant: TenantName, dryRun: Bool, operatorName: String,
+        directory: URL, tenant: TenantName, dryRun: Bool, operatorName: String, setAside: Set<String>,
         clock: @escaping @Sendable () -> Int64, progress: ((Int) throws(ConsoleError) -> Void)?
     ) async throws(ConsoleError) -> ImportReport
     /// Writes synthetic backups and orphan sub-orgs into a sandbox tenant by ``SandboxSeeder``'s rules.

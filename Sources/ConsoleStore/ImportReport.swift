@@ -21,6 +21,9 @@ public struct ImportReport: Codable, Sendable, Equatable {
     /// Backups of the tenant a complete snapshot no longer holds, retired with it (or, in a dry
     /// run, that would be).
     public var retired: [String] = []
+    /// Factor index rows a backup of a complete snapshot took over from a backup the snapshot
+    /// no longer holds (a passkey or key that moved to a new backup); not conflicts.
+    public var factorsMoved = 0
 
     public init(dryRun: Bool) {
         self.dryRun = dryRun

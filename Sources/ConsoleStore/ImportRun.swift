@@ -10,6 +10,13 @@ struct ImportRun {
     var report: ImportReport
     var index: ExportDirectory.Index?
     var exportIds: Set<String> = []
+    /// Backups of the tenant that a complete snapshot no longer holds. A complete snapshot is the
+    /// truth about its own moment: a factor such a backup still owns in the store is free for a
+    /// backup of the snapshot to claim (the key moved, e.g. an account deleted and made again
+    /// with the same passkey) and is handed over, not a conflict. Empty for a partial snapshot.
+    var setAside: Set<String> = []
+    /// Rows handed over from set-aside backups, written just before the batch that claims them.
+    private var handovers: [LookupRow] = []
     /// pk → backup, for every backup accepted in this run (its rows replace its stored ones).
     private var claims: [String: String] = [:]
     private var accepted: Set<String> = []
@@ -49,13 +56,21 @@ struct ImportRun {
         } else {
             rows = metadataKeys
         }
+        var handover: [LookupRow] = []
         for pk in rows {
-            if let other = try await owner(of: pk), other != id {
-                report.conflicts.append(ImportConflict(pk: pk, backupIds: [other, id]))
-                report.failed += 1
-                return
+            guard let other = try await owner(of: pk), other != id else { continue }
+            // Conflicts are judged after the backups the snapshot no longer holds are set aside;
+            // a factor claimed twice inside the snapshot (`claims`) is still a conflict.
+            if setAside.contains(other) && claims[pk] == nil {
+                handover.append(LookupRow(pk: pk, backupId: id))
+                continue
             }
+            report.conflicts.append(ImportConflict(pk: pk, backupIds: [other, id]))
+            report.failed += 1
+            return
         }
+        handovers += handover
+        report.factorsMoved += handover.count
         for pk in rows { claims[pk] = id }
         accepted.insert(id)
         let lookupRows = rows.map { LookupRow(pk: $0, backupId: id) }
@@ -99,6 +114,18 @@ struct ImportRun {
             batchBytes = 0
         }
         guard !dryRun, !batch.isEmpty else { return }
+        if !handovers.isEmpty {
+            // Before the batch: its writes would otherwise find the rows owned by another backup.
+            try await store.writeLookupRows(
+                tenant: tenant, handovers,
+                audit: AuditDraft(
+                    operatorName: operatorName, tenant: tenant.rawValue, action: "lookup.handover",
+                    details: [
+                        "count": "\(handovers.count)",
+                        "reason": "factors moved from backups the snapshot no longer holds",
+                    ]))
+            handovers = []
+        }
         let ids = batch.map(\.record.backupId)
         let draft = AuditDraft(
             operatorName: operatorName, tenant: tenant.rawValue, action: "backup.import",

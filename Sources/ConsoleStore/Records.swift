@@ -15,15 +15,22 @@ public struct TenantPolicy: Sendable, Equatable, Codable {
     /// The oldest a complete snapshot may be for cleanup to trust its word that a sub-org is
     /// unreferenced (live tenants; sandbox tenants read the live store).
     public var maxSnapshotAgeSeconds: Int
+    /// A complete snapshot may retire at most this percentage of the tenant's backups (at
+    /// least one) and at most ``retireMaxCount`` without `import --retire-at-most N`: a cut-short
+    /// sync, a wrong prefix or a hostile export must not retire a live tenant.
+    public var retireMaxPercent: Int
+    public var retireMaxCount: Int
 
     public static let maxResetTokenTTLSeconds = 15 * 60
 
     public init(
         resetTokenTTLSeconds: Int = TenantPolicy.maxResetTokenTTLSeconds, cleanupGraceSeconds: Int = 24 * 3600,
         retryCapMillis: Int = 2000, retryAttempts: Int = 3, turnkeyRPS: Int = 10,
-        maxSnapshotAgeSeconds: Int = 24 * 3600
+        maxSnapshotAgeSeconds: Int = 24 * 3600, retireMaxPercent: Int = 1, retireMaxCount: Int = 100
     ) {
         self.maxSnapshotAgeSeconds = maxSnapshotAgeSeconds
+        self.retireMaxPercent = retireMaxPercent
+        self.retireMaxCount = retireMaxCount
         self.resetTokenTTLSeconds = resetTokenTTLSeconds
         self.cleanupGraceSeconds = cleanupGraceSeconds
         self.retryCapMillis = retryCapMillis
@@ -33,7 +40,7 @@ public struct TenantPolicy: Sendable, Equatable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case resetTokenTTLSeconds, cleanupGraceSeconds, retryCapMillis, retryAttempts, turnkeyRPS
-        case maxSnapshotAgeSeconds
+        case maxSnapshotAgeSeconds, retireMaxPercent, retireMaxCount
     }
 
     /// Policies stored before a knob existed read its default.
@@ -47,6 +54,15 @@ public struct TenantPolicy: Sendable, Equatable, Codable {
         turnkeyRPS = try c.decodeIfPresent(Int.self, forKey: .turnkeyRPS) ?? d.turnkeyRPS
         maxSnapshotAgeSeconds =
             try c.decodeIfPresent(Int.self, forKey: .maxSnapshotAgeSeconds) ?? d.maxSnapshotAgeSeconds
+        retireMaxPercent = try c.decodeIfPresent(Int.self, forKey: .retireMaxPercent) ?? d.retireMaxPercent
+        retireMaxCount = try c.decodeIfPresent(Int.self, forKey: .retireMaxCount) ?? d.retireMaxCount
+    }
+
+    /// How many of `backups` a complete snapshot may retire without confirmation:
+    /// `min(retireMaxCount, max(1, backups × retireMaxPercent / 100))`.
+    public func retireAllowance(of backups: Int) -> Int {
+        let share = backups.multipliedReportingOverflow(by: max(0, retireMaxPercent)).partialValue / 100
+        return max(0, min(retireMaxCount, max(1, share)))
     }
 }
 

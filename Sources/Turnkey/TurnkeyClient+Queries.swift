@@ -35,7 +35,9 @@ extension TurnkeyClient {
     ///
     /// Pages are requested with `limit "100"` and the cursor `after` = the last id of the previous
     /// page; only one page is held at a time, so a million sub-orgs stream through in constant
-    /// memory. Iteration throws ``TurnkeyError`` when a page fails after its retries.
+    /// memory. Iteration throws ``TurnkeyError`` when a page fails after its retries; the
+    /// iterator is unchanged then, so calling `next()` again asks for the same page (resuming
+    /// from the last good cursor).
     public func subOrganizations(of parent: String, signer: TurnkeySigner) -> SubOrgPages {
         SubOrgPages(client: self, parent: parent, signer: signer.prepared())
     }
@@ -55,7 +57,8 @@ public struct SubOrgPages: AsyncSequence, Sendable {
 
     public struct Iterator: AsyncIteratorProtocol {
         let pages: SubOrgPages
-        var cursor: String?
+        /// The last id of the last page returned: a failed page is asked for again from here.
+        public private(set) var cursor: String?
         var done = false
 
         init(pages: SubOrgPages) { self.pages = pages }

@@ -24,9 +24,12 @@ final class CleanupFixture: @unchecked Sendable {
     let connection: TurnkeyConnection
     let sleeps = SleepLog()
 
-    /// - Parameter live: a live tenant (its store is a snapshot) instead of a sandbox one.
+    /// - Parameters:
+    ///   - live: a live tenant (its store is a snapshot) instead of a sandbox one.
+    ///   - sandboxSeed: seeds the sandbox's fault draws (runs with different seeds see different faults).
     init(
-        backups: Int = 12, orphanCount: Int = 10, faults: SandboxFaults = .none, attempts: Int = 3, live: Bool = false
+        backups: Int = 12, orphanCount: Int = 10, faults: SandboxFaults = .none, attempts: Int = 3, live: Bool = false,
+        sandboxSeed: UInt64 = 5
     ) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("cleanup-\(UUID().uuidString)")
         let time = self.time
@@ -57,7 +60,7 @@ final class CleanupFixture: @unchecked Sendable {
             parentOrgId: "00000000-0000-4000-8000-000000000001", directory: try MemoryDirectory(refs + orphans),
             parentUsers: [try SandboxTenant.user("api", apiKey, canDelete: false)],
             defaultSubOrgUsers: [try SandboxTenant.user("sync_factor_user_cleanup", cleanupKey, canDelete: true)],
-            faults: faults, timing: .virtual(time), seed: 5)
+            faults: faults, timing: .virtual(time), seed: sandboxSeed)
         server = try await SandboxServer.start(sandbox)
         connection = TurnkeyConnection(
             baseURL: server.baseURL, parentOrgId: "00000000-0000-4000-8000-000000000001", apiKey: apiKey,

@@ -116,7 +116,10 @@ struct AuditCommand: ParsableCommand {
             discussion: """
                 With --public-key (or on a server that signs with --audit-key), the signed checkpoints \
                 are checked too: a truncated tail, a rewritten entry with the chain recomputed, and a \
-                removed or forged checkpoint are found even when the chain itself is consistent.
+                removed or forged checkpoint are found even when the chain itself is consistent; so is a \
+                chain with no checkpoint, or more unsigned entries than --max-unsigned. With --anchor \
+                FILE, the store must still hold every checkpoint anchored outside it, with the same head \
+                at the same entry.
                 """)
 
         @Option(
@@ -125,11 +128,34 @@ struct AuditCommand: ParsableCommand {
                     + "repeat it with the retired keys after a rotation.",
                 valueName: "file"))
         var publicKey: [String] = []
+        @Option(
+            help: ArgumentHelp(
+                "Checkpoints anchored outside the store: a witness file (serve --audit-witness), the signer's "
+                    + "<key>.hwm, or an earlier audit export. Repeatable.",
+                valueName: "file"))
+        var anchor: [String] = []
+        @Option(
+            help: ArgumentHelp(
+                "With keys: more unsigned entries than this after the newest checkpoint is a finding "
+                    + "(default: the server's --checkpoint-entries, else 100).",
+                valueName: "n"))
+        var maxUnsigned: Int64?
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
             var keys: [String] = []
             for path in publicKey { keys.append(try Self.readPublicKey(path)) }
-            let result = try await ctx.perform(AuditVerifyOperation(publicKeys: keys))
+            var anchored: [AuditCheckpoint] = []
+            for path in anchor { anchored += try AuditAnchor.checkpoints(inFile: path) }
+            // The newest distinct anchors: they cover the older ones through the checkpoint chain.
+            var seen = Set<String>()
+            anchored = anchored.sorted { $0.seq > $1.seq }.filter { seen.insert($0.hash).inserted }
+            anchored = Array(anchored.prefix(AuditVerifyOperation.maxAnchors).reversed())
+            if !anchor.isEmpty && anchored.isEmpty {
+                throw ConsoleError.invalid("invalid_anchor", "The anchor file(s) hold no checkpoint line.")
+            }
+            let result = try await ctx.perform(
+                AuditVerifyOperation(
+                    publicKeys: keys, anchors: anchor.isEmpty ? nil : anchored, maxUnsigned: maxUnsigned))
             var output = CommandOutput(json: result) { style in
                 let whose = result.scope == "all" ? "" : " of tenant \(result.scope)"
                 let first: String
@@ -160,14 +186,22 @@ struct AuditCommand: ParsableCommand {
         }
 
         static func isCheckpointFinding(_ finding: String?) -> Bool {
-            ["truncated_tail", "recomputed_chain", "checkpoint_missing", "bad_signature"].contains(finding ?? "")
+            [
+                "truncated_tail", "recomputed_chain", "checkpoint_missing", "bad_signature", "unsigned_chain",
+                "unsigned_tail", "bad_anchor",
+            ].contains(finding ?? "")
         }
 
         /// What the checkpoints showed, under the chain's line; nothing when there are none and no key.
         static func checkpointLines(_ result: AuditVerification, _ style: RenderStyle) -> [String] {
             guard let stored = result.checkpoints else { return [] }
+            let anchors = result.anchorsChecked.map { ["\($0) anchored checkpoints checked against the store"] } ?? []
             guard let fingerprint = result.keyFingerprint else {
-                return ["\(stored) signed checkpoints not checked: pass --public-key FILE"]
+                let line = ["\(stored) signed checkpoints not checked: pass --public-key FILE"]
+                if !result.ok, isCheckpointFinding(result.finding) {
+                    return line + anchors + ["\(style.red("broken")): \(result.problem ?? "an anchor does not match")"]
+                }
+                return line + anchors
             }
             var line =
                 "\(result.checkpointsVerified ?? 0) of \(stored) signed checkpoints verified with key \(fingerprint)"
@@ -180,9 +214,9 @@ struct AuditCommand: ParsableCommand {
                 }
             }
             if !result.ok, isCheckpointFinding(result.finding) {
-                return [line, "\(style.red("broken")): \(result.problem ?? "a checkpoint does not match")"]
+                return [line] + anchors + ["\(style.red("broken")): \(result.problem ?? "a checkpoint does not match")"]
             }
-            return [line]
+            return [line] + anchors
         }
 
         /// The public key file's text (it is not secret; the server checks it is a P-256 point).
@@ -212,9 +246,18 @@ struct AuditCommand: ParsableCommand {
             help: ArgumentHelp("Write the lines to this file (mode 600) instead of standard output.", valueName: "file")
         )
         var out: String?
+        @Flag(
+            help: "Keep writing new entries and each new signed checkpoint as they are made, until Ctrl-C (for a SIEM)."
+        )
+        var follow = false
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
             let sinceMillis = try List.sinceMillis(since, now: ctx.clock)
+            if follow {
+                guard out == nil else { throw ConsoleError.usage("--follow writes to standard output; drop --out.") }
+                try await Self.follow(ctx, sinceMillis: sinceMillis)
+                return .empty
+            }
             let file = try out.map { path throws(ConsoleError) in try OutputFile(opening: path) }
             var written = 0
             var checkpoint: AuditCheckpoint?
@@ -249,6 +292,26 @@ struct AuditCommand: ParsableCommand {
             return CommandOutput(json: summary) { _ in
                 "exported \(written) entries to \(out)"
                     + (checkpoint.map { " with the newest checkpoint (entry \($0.seq))" } ?? " (no checkpoint)")
+            }
+        }
+
+        /// Writes every page, then asks again once a second after the last entry it wrote,
+        /// writing new entries and any checkpoint newer than the last one written, until Ctrl-C
+        /// or the process is stopped. Each line is flushed as it is written.
+        @MainActor
+        static func follow(_ ctx: CommandContext, sinceMillis: Int64) async throws {
+            var afterSeq: Int64 = 0
+            var lastCheckpoint: Int64 = -1
+            defer { SignalFlag.drain() }
+            while !SignalFlag.isRaised {
+                let page = try await ctx.perform(AuditExportOperation(sinceMillis: sinceMillis, afterSeq: afterSeq))
+                for entry in page.entries { Terminal.writeOut(JSONLine.encode(AuditExportLine.entry(entry))) }
+                afterSeq = page.entries.last?.seq ?? afterSeq
+                if let checkpoint = page.checkpoint, checkpoint.seq > lastCheckpoint {
+                    Terminal.writeOut(JSONLine.encode(AuditExportLine.checkpoint(checkpoint)))
+                    lastCheckpoint = checkpoint.seq
+                }
+                if !page.more { try await Task.sleep(nanoseconds: 1_000_000_000) }
             }
         }
 

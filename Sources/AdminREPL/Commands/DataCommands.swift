@@ -14,10 +14,17 @@ struct ImportCommand: ConsoleCommand {
     @Option(help: "When the export's copy of the service started (RFC 3339); else DIR/export.json says.")
     var snapshotAt: String?
     @Flag(help: "The export holds every backup: backups it no longer holds are retired.") var complete = false
+    @Option(
+        help: ArgumentHelp(
+            "Confirm that a complete snapshot may retire up to N backups (beyond 1% of the tenant's, at most 100).",
+            valueName: "n"))
+    var retireAtMost: Int?
 
     func execute(_ ctx: CommandContext) async throws -> CommandOutput {
         let report = try await ctx.performJob(
-            ImportOperation(directory: directory, dryRun: dryRun, snapshotAt: snapshotAt, complete: complete),
+            ImportOperation(
+                directory: directory, dryRun: dryRun, snapshotAt: snapshotAt, complete: complete,
+                retireAtMost: retireAtMost),
             label: "import")
         var output = CommandOutput(json: report) { style in Self.render(report, style) }
         output.failure = Self.rejection(report)
@@ -51,6 +58,7 @@ struct ImportCommand: ConsoleCommand {
                     "retired",
                     r.retired.isEmpty ? "0" : style.yellow("\(r.retired.count)") + (r.dryRun ? " (would be)" : "")
                 ),
+                ("factors moved", "\(r.factorsMoved)"),
             ], style)
         if !r.problems.isEmpty {
             out += "\n\n" + style.bold("Problems") + "\n"

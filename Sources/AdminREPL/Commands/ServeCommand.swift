@@ -33,6 +33,11 @@ struct ServeCommand: ConsoleCommand {
     var auditKey: String?
     @Option(
         help: ArgumentHelp(
+            "With --audit-key: append every signed checkpoint to this file (JSON lines, fsynced), outside the store.",
+            valueName: "file"))
+    var auditWitness: String?
+    @Option(
+        help: ArgumentHelp(
             "The public key of an audit key this one replaced (repeatable): audit verify checks older checkpoints with it.",
             valueName: "file"))
     var auditRetiredKey: [String] = []
@@ -63,14 +68,19 @@ struct ServeCommand: ConsoleCommand {
         try configuration.validate()
         let console = try LocalConsole(
             storePath: ctx.settings.dbPath, clock: ctx.clock, random: ctx.random, environment: ctx.environment,
-            auditKeyPath: auditKey, auditCheckpointEvery: checkpointEntries)
+            auditKeyPath: auditKey, auditCheckpointEvery: checkpointEntries, auditWitnessPath: auditWitness)
         var retired: [AuditPublicKey] = []
         for path in auditRetiredKey {
             retired.append(try AuditPublicKey(text: try AuditCommand.Verify.readPublicKey(path)))
         }
         console.trustRetiredAuditKeys(retired)
-        // Fails now, not on the first request, when there is no store.
+        guard auditWitness == nil || auditKey != nil else {
+            throw ConsoleError.usage("--audit-witness goes with --audit-key.")
+        }
+        // Fails now, not on the first request, when there is no store — or when its audit
+        // chain does not extend what the signer last signed (a rewritten store is never signed).
         _ = try await console.store()
+        try await console.checkAuditAnchors()
         var logger = Logger(label: "backupctl.serve", factory: { ServerLogHandler.standardError(label: $0) })
         logger.logLevel =
             ctx.environment["BACKUPCTL_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .notice

@@ -273,12 +273,16 @@ public struct ImportOperation: ConsoleOperation {
     public var dryRun: Bool
     public var snapshotAt: String?
     public var complete: Bool
+    /// `--retire-at-most N`: the operator's confirmation that a complete snapshot may retire up
+    /// to N backups, beyond the tenant's allowance.
+    public var retireAtMost: Int?
 
-    public init(directory: String, dryRun: Bool, snapshotAt: String?, complete: Bool) {
+    public init(directory: String, dryRun: Bool, snapshotAt: String?, complete: Bool, retireAtMost: Int? = nil) {
         self.directory = directory
         self.dryRun = dryRun
         self.snapshotAt = snapshotAt
         self.complete = complete
+        self.retireAtMost = retireAtMost
     }
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> ImportReport {
@@ -287,6 +291,7 @@ public struct ImportOperation: ConsoleOperation {
         let total = entries.filter { $0 != "factor_lookup.jsonl" && $0 != SnapshotManifest.fileName }.count
         return try await DataAdminService(store: try await context.store(), clock: context.clock).importExport(
             directory: directory, dryRun: dryRun, session: session, snapshotAt: snapshotAt, complete: complete,
+            retireAtMost: retireAtMost,
             progress: { done throws(ConsoleError) in try context.progress(ProgressEvent(done: done, total: total)) })
     }
 }

@@ -46,19 +46,44 @@ public struct AuditVerifyOperation: ConsoleOperation {
     /// P-256 public keys in hex (33 or 65 bytes): the current one and those it replaced. Empty:
     /// the console's own signing key.
     public var publicKeys: [String]
+    /// Checkpoints anchored outside the store (`--anchor FILE`: a witness file, the signer's
+    /// high-water mark or an earlier export), read by the client; at most ``maxAnchors``.
+    public var anchors: [AuditCheckpoint]?
+    /// With keys: more unsigned entries after the newest checkpoint than this is a finding.
+    /// `nil`: the console signer's interval, else 100.
+    public var maxUnsigned: Int64?
 
-    public init(publicKeys: [String]) { self.publicKeys = publicKeys }
+    /// The newest anchors a request carries (a request body is at most 1 MiB).
+    public static let maxAnchors = 1000
+
+    public init(publicKeys: [String], anchors: [AuditCheckpoint]? = nil, maxUnsigned: Int64? = nil) {
+        self.publicKeys = publicKeys
+        self.anchors = anchors
+        self.maxUnsigned = maxUnsigned
+    }
 
     public init(publicKey: String? = nil) { self.publicKeys = publicKey.map { [$0] } ?? [] }
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> AuditVerification {
         var keys: [AuditPublicKey] = []
         for text in publicKeys { keys.append(try AuditPublicKey(text: text)) }
-        if keys.isEmpty, let own = context.console.auditSigner?.publicKey {
+        let signer = context.console.auditSigner
+        if keys.isEmpty, let own = signer?.publicKey {
             keys = [own] + context.console.retiredAuditKeys
         }
-        return try await SignedAuditLog(store: try await context.store()).verify(
-            session: try context.session(), publicKeys: keys)
+        let anchors = anchors ?? []
+        guard anchors.count <= Self.maxAnchors else {
+            throw .invalid("invalid_anchor", "At most \(Self.maxAnchors) anchored checkpoints per verification.")
+        }
+        if let maxUnsigned, maxUnsigned < 0 {
+            throw .invalid("invalid_max_unsigned", "--max-unsigned must be 0 or more, got \(maxUnsigned).")
+        }
+        let store = try await context.store()
+        // A signing console covers its own tail first, so a verification never races its signer.
+        if let signer { await signer.checkpointIfBehind(store: store) }
+        return try await SignedAuditLog(store: store).verify(
+            session: try context.session(), publicKeys: keys, anchors: anchors,
+            maxUnsigned: maxUnsigned ?? signer?.everyEntries ?? 100)
     }
 }
 

@@ -1,0 +1,168 @@
+import Access
+import BackupCrypto
+import BackupModel
+import BackupService
+import BackupServiceSandbox
+import ConsoleStore
+import Foundation
+import Testing
+import Turnkey
+
+@testable import Cleanup
+@testable import TurnkeySandbox
+
+/// Complete snapshots imported into a live tenant: they cannot retire the tenant by accident,
+/// a retired backup's sub-org waits for the Backup Service's `not_found`, and a factor that
+/// moved from a backup the snapshot no longer holds is no conflict.
+@Suite(.serialized) struct SnapshotRetireTests {
+    /// Writes `metadata` as an export directory with `export.json` saying complete, at `at`.
+    static func export(_ backups: [BackupMetadata], in f: CleanupFixture, name: String, at: Int64) throws -> URL {
+        let dir = f.directory.appendingPathComponent(name)
+        for metadata in backups {
+            let backup = dir.appendingPathComponent(metadata.id)
+            try FileManager.default.createDirectory(at: backup, withIntermediateDirectories: true)
+            try metadata.encoded(.stored).write(to: backup.appendingPathComponent("metadata"))
+        }
+        try Data(#"{"snapshotAt": "\#(Timestamp.format(at))", "complete": true}"#.utf8).write(
+            to: dir.appendingPathComponent(SnapshotManifest.fileName))
+        return dir
+    }
+
+    static func metadata(_ f: CleanupFixture, _ id: String) async throws -> BackupMetadata {
+        try #require(try await f.store.backup(tenant: f.session.tenantName, id: id)).metadata
+    }
+
+    @Test(
+        "a one-backup complete export into a tenant of 1,000: refused with the count; confirmed, it retires, and cleanup spares what the service still holds"
+    )
+    func oneBackupCannotRetireAThousand() async throws {
+        let f = try await CleanupFixture(backups: 1000, orphanCount: 0, live: true)
+        let tenant = f.session.tenantName
+        let ids = try await f.store.backupIds(tenant: tenant)
+        #expect(ids.count == 1000)
+        let now = f.time.now / 1000
+        let dir = try Self.export([try await Self.metadata(f, ids[0])], in: f, name: "one", at: now)
+        let admin = DataAdminService(store: f.store, clock: .manual(f.time))
+        let auditBefore = try await f.store.latestAuditEntries(tenant: tenant, limit: 5)
+        let refused = await #expect(throws: ConsoleError.self) {
+            _ = try await admin.importExport(directory: dir.path, dryRun: false, session: f.session)
+        }
+        #expect(refused?.code == "retire_threshold_exceeded")
+        #expect(refused?.message.contains("retire 999 of the 1000 backups") == true)
+        #expect(refused?.message.contains("--retire-at-most 999") == true)
+        // Nothing changed: backups, snapshots, audit.
+        #expect(try await f.store.backupIds(tenant: tenant) == ids)
+        #expect(try await f.store.newestSnapshot(tenant: tenant) == nil)
+        #expect(try await f.store.latestAuditEntries(tenant: tenant, limit: 5) == auditBefore)
+        // A dry run says the same; a confirmation below the count does not cover it.
+        let dry = await #expect(throws: ConsoleError.self) {
+            _ = try await admin.importExport(directory: dir.path, dryRun: true, session: f.session)
+        }
+        #expect(dry?.code == "retire_threshold_exceeded")
+        let short = await #expect(throws: ConsoleError.self) {
+            _ = try await admin.importExport(directory: dir.path, dryRun: false, session: f.session, retireAtMost: 998)
+        }
+        #expect(short?.message.contains("more than --retire-at-most 998") == true)
+        // The Backup Service still holds five of the backups the export left out.
+        let stillLive = Array(ids[1...5])
+        let (server, client) = try await Self.backupService(f, holding: stillLive)
+        let report = try await admin.importExport(
+            directory: dir.path, dryRun: false, session: f.session, retireAtMost: 999)
+        #expect(report.complete && report.retired.count == 999)
+        #expect(try await f.store.backupIds(tenant: tenant) == [ids[0]])
+        // Cleanup: the snapshot is fresh and complete, yet the five wait for the service's word.
+        var spared: Set<String> = []
+        for item in try await f.store.cleanupItems(tenant: tenant, states: nil)
+        where stillLive.contains(item.lastBackupId ?? "") {
+            spared.insert(item.subOrgId)
+        }
+        #expect(!spared.isEmpty)
+        let service = f.service(backupService: client)
+        let run = try await service.run(
+            session: f.session, options: CleanupRunOptions(execute: true, max: 10_000, concurrency: 8, graceSeconds: 0))
+        #expect(run.failed == 0)
+        let left = try await f.listed()
+        #expect(spared.isSubset(of: left))
+        let scan = try await service.scan(session: f.session, graceSeconds: 0)
+        #expect(scan.orphans.count == spared.count)
+        #expect(scan.orphans.allSatisfy { !$0.eligible && $0.waitingFor == "service_status" })
+        // Every other retired backup's sub-orgs are gone; the kept backup's stay.
+        let kept = Set(try await Self.metadata(f, ids[0]).turnkeySubOrgIds)
+        #expect(left == spared.union(kept))
+        #expect(run.deleted == f.referenced.count - spared.count - kept.count)
+        await server.stop()
+        await f.stop()
+    }
+
+    @Test(
+        "a passkey that moved from a backup the snapshot no longer holds imports cleanly; the next cleanup run proceeds"
+    )
+    func movedFactorIsNoConflict() async throws {
+        let f = try await CleanupFixture(backups: 12, orphanCount: 0, live: true)
+        let tenant = f.session.tenantName
+        let ids = try await f.store.backupIds(tenant: tenant)
+        let gone = ids[0]
+        let old = try await Self.metadata(f, gone)
+        let moved = try #require(old.factors.first { $0.lookupKey(scope: .main) != nil })
+        let pk = try #require(moved.lookupKey(scope: .main)).rawValue
+        var all: [BackupMetadata] = []
+        for id in ids.dropFirst() { all.append(try await Self.metadata(f, id)) }
+        // Backup 1 now holds the factor backup 0 had (an account deleted and made again).
+        all[0].factors.append(moved)
+        let admin = DataAdminService(store: f.store, clock: .manual(f.time))
+        let now = f.time.now / 1000
+        let dir = try Self.export(all, in: f, name: "moved", at: now)
+        let report = try await admin.importExport(directory: dir.path, dryRun: false, session: f.session)
+        #expect(report.conflicts.isEmpty && report.failed == 0)
+        #expect(report.complete && report.retired == [gone] && report.factorsMoved == 1)
+        #expect(try await f.store.lookup(tenant: tenant, pk: pk)?.backupId == all[0].id)
+        #expect(try await f.store.newestCompleteSnapshot(tenant: tenant)?.snapshotAt == now)
+        // The next run deletes the retired backup's sub-orgs (no Backup Service: the snapshot proves it).
+        let run = try await f.service().run(
+            session: f.session, options: CleanupRunOptions(execute: true, graceSeconds: 0))
+        #expect(run.deleted == old.turnkeySubOrgIds.count && run.failed == 0)
+        #expect(try await f.listed() == Set(f.referenced).subtracting(old.turnkeySubOrgIds))
+        await f.stop()
+    }
+
+    @Test("a conflict inside the snapshot still makes it partial and retires nothing")
+    func conflictInsideTheSnapshot() async throws {
+        let f = try await CleanupFixture(backups: 12, orphanCount: 0, live: true)
+        let tenant = f.session.tenantName
+        let ids = try await f.store.backupIds(tenant: tenant)
+        var all: [BackupMetadata] = []
+        for id in ids.dropFirst() { all.append(try await Self.metadata(f, id)) }
+        // Backup 2 claims a factor backup 1 still holds, in the same snapshot.
+        let taken = try #require(all[0].factors.first { $0.lookupKey(scope: .main) != nil })
+        all[1].factors.append(taken)
+        let now = f.time.now / 1000
+        let dir = try Self.export(all, in: f, name: "conflict", at: now)
+        let report = try await DataAdminService(store: f.store, clock: .manual(f.time)).importExport(
+            directory: dir.path, dryRun: false, session: f.session)
+        #expect(report.conflicts.count == 1 && report.failed == 1)
+        #expect(!report.complete && report.retired.isEmpty && report.factorsMoved == 0)
+        #expect(try await f.store.backupIds(tenant: tenant) == ids)
+        await f.stop()
+    }
+
+    /// The Backup Service sandbox over a second store that holds `ids` (copies of this tenant's).
+    static func backupService(_ f: CleanupFixture, holding ids: [String]) async throws
+        -> (BackupServiceSandboxServer, BackupServiceClient)
+    {
+        let serviceStore = try SQLiteConsoleStore(path: f.directory.appendingPathComponent("service.db").path)
+        let access = AccessService(store: serviceStore)
+        let op = try await access.authenticate(token: try await access.bootstrap(admin: try OperatorName("svc")))
+        let session = try await access.session(operator: op, tenant: try TenantName("sandbox"))
+        for id in ids {
+            var record = try #require(try await f.store.backup(tenant: f.session.tenantName, id: id))
+            record.blobSize = 1
+            record.blobSHA256 = SHA256.hex([1])
+            try await serviceStore.writeBackup(
+                tenant: session.tenantName, BackupWrite(record: record, blob: Data([1]), lookupRows: []),
+                audit: session.audit("test"))
+        }
+        let server = try await BackupServiceSandboxServer.start(
+            BackupServiceEmulator.sandbox(store: serviceStore, tenant: session.tenantName))
+        return (server, try BackupServiceClient(baseURL: server.baseURL, attempts: 1))
+    }
+}
