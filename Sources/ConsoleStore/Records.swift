@@ -58,6 +58,21 @@ public struct TenantPolicy: Sendable, Equatable, Codable {
         retireMaxCount = try c.decodeIfPresent(Int.self, forKey: .retireMaxCount) ?? d.retireMaxCount
     }
 
+    /// The policy as the `policy` column holds it (JSON).
+    public var storedText: String {
+        // Integers only: encoding cannot fail.
+        String(decoding: (try? JSONEncoder().encode(self)) ?? Data("{}".utf8), as: UTF8.self)
+    }
+
+    /// The policy of a `policy` column; `internal_error` naming the tenant when it is not one.
+    public static func stored(_ text: String, tenant: String) throws(ConsoleError) -> TenantPolicy {
+        do {
+            return try JSONDecoder().decode(TenantPolicy.self, from: Data(text.utf8))
+        } catch {
+            throw ConsoleError.internalError("Tenant \(tenant) has an unreadable policy in the store.")
+        }
+    }
+
     /// How many of `backups` a complete snapshot may retire without confirmation:
     /// `min(retireMaxCount, max(1, backups × retireMaxPercent / 100))`.
     public func retireAllowance(of backups: Int) -> Int {

@@ -12,6 +12,24 @@ extension SQLiteConsoleStore: LiveTenantStore {
         }
     }
 
+    @discardableResult
+    public func updateTenantPolicy(
+        tenant: TenantName, audit: AuditDraft, _ change: @escaping @Sendable (inout TenantPolicy) -> Void
+    ) async throws(ConsoleError) -> TenantPolicy {
+        try await write("updating the policy of \(tenant)") { db in
+            guard
+                let text = try String.fetchOne(
+                    db, sql: "SELECT policy FROM tenants WHERE name = ?", arguments: [tenant.rawValue])
+            else { throw ConsoleError.notFound("Tenant \(tenant) does not exist.") }
+            var policy = try TenantPolicy.stored(text, tenant: tenant.rawValue)
+            change(&policy)
+            try db.execute(
+                sql: "UPDATE tenants SET policy = ? WHERE name = ?", arguments: [policy.storedText, tenant.rawValue])
+            _ = try self.insertAudit(audit, db)
+            return policy
+        }
+    }
+
     // MARK: Snapshots
 
     private static let snapshotColumns = "seq, snapshot_at, complete, imported_at, backups, retired"

@@ -18,7 +18,7 @@ extension SQLiteConsoleStore {
         {
             throw ConsoleError(.conflict, code: "tenant_exists", "Tenant \(tenant.name) already exists.")
         }
-        let policy = String(decoding: (try? JSONEncoder().encode(tenant.policy)) ?? Data("{}".utf8), as: UTF8.self)
+        let policy = tenant.policy.storedText
         try db.execute(
             sql: """
                 INSERT INTO tenants (name, is_sandbox, turnkey_url, turnkey_org_id, turnkey_api_key_file,
@@ -35,13 +35,7 @@ extension SQLiteConsoleStore {
 
     private static func tenantRecord(_ row: Row) throws -> TenantRecord {
         let name: String = row["name"]
-        let policyText: String = row["policy"]
-        let policy: TenantPolicy
-        do {
-            policy = try JSONDecoder().decode(TenantPolicy.self, from: Data(policyText.utf8))
-        } catch {
-            throw ConsoleError.internalError("Tenant \(name) has an unreadable policy in the store.")
-        }
+        let policy = try TenantPolicy.stored(row["policy"], tenant: name)
         return TenantRecord(
             name: try TenantName(name), isSandbox: row["is_sandbox"], turnkeyURL: row["turnkey_url"],
             turnkeyOrgId: row["turnkey_org_id"], turnkeyAPIKeyFile: row["turnkey_api_key_file"],

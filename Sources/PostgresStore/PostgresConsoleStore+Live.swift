@@ -18,6 +18,26 @@ extension PostgresConsoleStore: LiveTenantStore {
         }
     }
 
+    @discardableResult
+    public func updateTenantPolicy(
+        tenant: TenantName, audit: AuditDraft, _ change: @escaping @Sendable (inout TenantPolicy) -> Void
+    ) async throws(ConsoleError) -> TenantPolicy {
+        try await write("updating the policy of \(tenant)") { connection in
+            // The row stays locked to the commit: a concurrent update waits and then reads this one's.
+            guard
+                let text = try await first(
+                    "SELECT policy FROM tenants WHERE name = \(tenant.rawValue) FOR UPDATE", connection,
+                    { try $0[0].decode(String.self) })
+            else { throw ConsoleError.notFound("Tenant \(tenant) does not exist.") }
+            var policy = try TenantPolicy.stored(text, tenant: tenant.rawValue)
+            change(&policy)
+            try await execute(
+                "UPDATE tenants SET policy = \(policy.storedText) WHERE name = \(tenant.rawValue)", connection)
+            _ = try await insertAudit(audit, connection)
+            return policy
+        }
+    }
+
     // MARK: Snapshots
 
     private static let snapshotColumns = "seq, snapshot_at, complete, imported_at, backups, retired"

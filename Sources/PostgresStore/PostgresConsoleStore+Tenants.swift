@@ -19,7 +19,7 @@ extension PostgresConsoleStore {
     /// Inserts `tenant` unless its name is taken; returns whether it did (a concurrent insert of
     /// the same name waits for the other transaction, then finds it taken).
     private func insertTenant(_ tenant: TenantRecord, _ connection: PostgresConnection) async throws -> Bool {
-        let policy = String(decoding: (try? JSONEncoder().encode(tenant.policy)) ?? Data("{}".utf8), as: UTF8.self)
+        let policy = tenant.policy.storedText
         return try await exists(
             """
             INSERT INTO tenants (name, is_sandbox, turnkey_url, turnkey_org_id, turnkey_api_key_file,
@@ -36,12 +36,7 @@ extension PostgresConsoleStore {
 
     private static func tenantRecord(_ row: PostgresRandomAccessRow) throws -> TenantRecord {
         let name = try row["name"].decode(String.self)
-        let policy: TenantPolicy
-        do {
-            policy = try JSONDecoder().decode(TenantPolicy.self, from: Data(row["policy"].decode(String.self).utf8))
-        } catch {
-            throw ConsoleError.internalError("Tenant \(name) has an unreadable policy in the store.")
-        }
+        let policy = try TenantPolicy.stored(try row["policy"].decode(String.self), tenant: name)
         return TenantRecord(
             name: try TenantName(name), isSandbox: try row["is_sandbox"].decode(Bool.self),
             turnkeyURL: try row["turnkey_url"].decode(String?.self),
