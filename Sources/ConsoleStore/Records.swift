@@ -180,11 +180,17 @@ public struct BackupWrite: Sendable {
     public var blob: Data?
     /// The rows to own after the write; the backup's previous rows not listed are removed.
     public var lookupRows: [LookupRow]
+    /// Rows of ``lookupRows`` that another backup owns now and this write takes over, each
+    /// naming that backup (a factor that moved from a backup a complete snapshot no longer
+    /// holds). In the write's own transaction, and only while that backup still owns the row:
+    /// one that changed hands meanwhile is a `factor_conflict` and nothing is written.
+    public var takesOver: [LookupRow]
 
-    public init(record: BackupRecord, blob: Data?, lookupRows: [LookupRow]) {
+    public init(record: BackupRecord, blob: Data?, lookupRows: [LookupRow], takesOver: [LookupRow] = []) {
         self.record = record
         self.blob = blob
         self.lookupRows = lookupRows
+        self.takesOver = takesOver
     }
 }
 

@@ -44,14 +44,20 @@ extension SQLiteConsoleStore {
 
     static func checkKey(_ pk: String) throws { try BackupWrite.checkKey(pk) }
 
-    /// Writes one backup inside the caller's transaction: conflict check first, so a conflict
-    /// throws before anything of this backup is written (and the transaction rolls back).
+    /// Writes one backup inside the caller's transaction: the rows it takes over released, then
+    /// the conflict check, so a conflict throws before anything of this backup is written (and
+    /// the transaction rolls back, the released rows with it).
     static func apply(_ prepared: PreparedWrite, tenant: TenantName, _ db: Database) throws {
         let write = prepared.write
         let record = write.record
         let id = record.backupId
         let t = tenant.rawValue
         try write.validate()
+        // Handed over only from the backup the writer saw owning it; otherwise the check below
+        // finds the row's new owner and the transaction rolls back.
+        let release = try db.cachedStatement(
+            sql: "DELETE FROM factor_lookup WHERE tenant = ? AND pk = ? AND backup_id = ?")
+        for row in write.takesOver { try release.execute(arguments: [t, row.pk, row.backupId]) }
         let owner = try db.cachedStatement(sql: "SELECT backup_id FROM factor_lookup WHERE tenant = ? AND pk = ?")
         for row in write.lookupRows {
             if let other = try String.fetchOne(owner, arguments: [t, row.pk]), other != id {
