@@ -73,6 +73,18 @@ public struct TenantPolicy: Sendable, Equatable, Codable {
         }
     }
 
+    /// The policy a store writes back in ``LiveTenantStore/updateTenantPolicy(tenant:audit:_:)``:
+    /// the stored `text` (`nil`: the tenant has no row) with `change` applied.
+    /// - Throws: `not_found` for a missing tenant, `internal_error` for an unreadable policy.
+    public static func changing(
+        _ text: String?, tenant: TenantName, _ change: (inout TenantPolicy) -> Void
+    ) throws(ConsoleError) -> TenantPolicy {
+        guard let text else { throw ConsoleError.notFound("Tenant \(tenant) does not exist.") }
+        var policy = try stored(text, tenant: tenant.rawValue)
+        change(&policy)
+        return policy
+    }
+
     /// How many of `backups` a complete snapshot may retire without confirmation:
     /// `min(retireMaxCount, max(1, backups × retireMaxPercent / 100))`.
     public func retireAllowance(of backups: Int) -> Int {

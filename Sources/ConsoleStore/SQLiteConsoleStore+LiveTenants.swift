@@ -17,12 +17,9 @@ extension SQLiteConsoleStore: LiveTenantStore {
         tenant: TenantName, audit: AuditDraft, _ change: @escaping @Sendable (inout TenantPolicy) -> Void
     ) async throws(ConsoleError) -> TenantPolicy {
         try await write("updating the policy of \(tenant)") { db in
-            guard
-                let text = try String.fetchOne(
-                    db, sql: "SELECT policy FROM tenants WHERE name = ?", arguments: [tenant.rawValue])
-            else { throw ConsoleError.notFound("Tenant \(tenant) does not exist.") }
-            var policy = try TenantPolicy.stored(text, tenant: tenant.rawValue)
-            change(&policy)
+            let text = try String.fetchOne(
+                db, sql: "SELECT policy FROM tenants WHERE name = ?", arguments: [tenant.rawValue])
+            let policy = try TenantPolicy.changing(text, tenant: tenant, change)
             try db.execute(
                 sql: "UPDATE tenants SET policy = ? WHERE name = ?", arguments: [policy.storedText, tenant.rawValue])
             _ = try self.insertAudit(audit, db)

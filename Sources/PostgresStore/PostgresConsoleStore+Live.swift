@@ -24,13 +24,10 @@ extension PostgresConsoleStore: LiveTenantStore {
     ) async throws(ConsoleError) -> TenantPolicy {
         try await write("updating the policy of \(tenant)") { connection in
             // The row stays locked to the commit: a concurrent update waits and then reads this one's.
-            guard
-                let text = try await first(
-                    "SELECT policy FROM tenants WHERE name = \(tenant.rawValue) FOR UPDATE", connection,
-                    { try $0[0].decode(String.self) })
-            else { throw ConsoleError.notFound("Tenant \(tenant) does not exist.") }
-            var policy = try TenantPolicy.stored(text, tenant: tenant.rawValue)
-            change(&policy)
+            let text = try await first(
+                "SELECT policy FROM tenants WHERE name = \(tenant.rawValue) FOR UPDATE", connection,
+                { try $0[0].decode(String.self) })
+            let policy = try TenantPolicy.changing(text, tenant: tenant, change)
             try await execute(
                 "UPDATE tenants SET policy = \(policy.storedText) WHERE name = \(tenant.rawValue)", connection)
             _ = try await insertAudit(audit, connection)
