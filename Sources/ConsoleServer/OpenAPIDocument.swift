@@ -26,7 +26,7 @@ enum OpenAPIDocument {
                     }
                   }
                 },
-                "description" : "An error: 400 usage, 401 no or unknown token, 403 no role, 404 not found, 405 wrong method, 409 conflict, 422 invalid input or verification failed, 429 too many failed sign-ins, 500 internal, 502 a remote system failed, 503 not ready."
+                "description" : "An error: 400 usage, 401 no or unknown token, 403 no role, 404 not found, 405 wrong method, 409 conflict, 422 invalid input or verification failed, 429 rate limited (too many failed sign-ins or requests; see Retry-After), 500 internal, 502 a remote system failed, 503 not ready."
               }
             },
             "schemas" : {
@@ -45,7 +45,9 @@ enum OpenAPIDocument {
                       "remote",
                       "usage",
                       "permissionDenied",
-                      "internalError"
+                      "internalError",
+                      "rateLimited",
+                      "configuration"
                     ],
                     "type" : "string"
                   },
