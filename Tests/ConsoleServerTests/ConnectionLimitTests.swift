@@ -6,58 +6,11 @@ import Testing
     import Glibc
 #endif
 
-/// `serve --max-connections`: beyond the cap the server stops accepting, and a waiting
-/// connection is served once another closes (instead of `accept` failing in a loop at the
+/// `serve --max-connections`: beyond the cap a connection that has not sent a request head
+/// (an idle one) makes room; while every connection is busy the server stops accepting, and a
+/// waiting connection is served once one frees (instead of `accept` failing in a loop at the
 /// process's file limit while every caller waits).
 @Suite struct ConnectionLimitTests {
-    /// A plain TCP connection to 127.0.0.1:`port` that reads with a deadline.
-    final class RawConnection {
-        let socket: Int32
-        /// Closed once only: a second close could hit a descriptor the process reused.
-        private var closed = false
-
-        init(port: Int, from source: String = "127.0.0.1") throws {
-            guard let socket = connectLoopback(port: port, from: source) else { throw POSIXError(.ECONNREFUSED) }
-            self.socket = socket
-        }
-
-        deinit { close() }
-
-        func close() {
-            guard !closed else { return }
-            closed = true
-            _ = Glibc.close(socket)
-        }
-
-        func send(_ text: String) {
-            _ = Array(text.utf8).withUnsafeBytes { Glibc.send(socket, $0.baseAddress, $0.count, 0) }
-        }
-
-        /// Whether the server closed its side: a read finds the end of the stream (data that
-        /// is still unread is skipped).
-        func isClosedByPeer() -> Bool {
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let count = recv(socket, &buffer, buffer.count, Int32(MSG_DONTWAIT))
-                if count == 0 { return true }
-                if count < 0 { return errno == ECONNRESET }
-            }
-        }
-
-        /// What arrives within `milliseconds` (empty when nothing does). Polled without
-        /// blocking a thread: the server under test may run on this process's threads.
-        func receive(within milliseconds: Int) async -> String {
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            for _ in 0..<max(1, milliseconds / 10) {
-                let count = recv(socket, &buffer, buffer.count, Int32(MSG_DONTWAIT))
-                if count > 0 { return String(decoding: buffer[0..<count], as: UTF8.self) }
-                if count == 0 || (errno != EAGAIN && errno != EWOULDBLOCK) { return "" }
-                try? await Task.sleep(nanoseconds: 10_000_000)
-            }
-            return ""
-        }
-    }
-
     /// Whether the server closed `connection` within `seconds` (a bounded wait).
     static func closedByServer(_ connection: RawConnection, within seconds: Double = 30) async -> Bool {
         await eventually(seconds: seconds) { connection.isClosedByPeer() }
