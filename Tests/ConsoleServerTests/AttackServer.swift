@@ -21,7 +21,7 @@ final class AttackServer: @unchecked Sendable {
     var bobToken: String { ServerFixture.text(setup.bobToken) }
 
     /// Starts `serve --listen 127.0.0.1:0 --db DB ARGUMENTS`; `prepare` runs first, in the
-    /// workspace directory (import roots, key files).
+    /// workspace directory (import roots, key files), which `{dir}` in an argument names.
     static func start(_ arguments: [String] = [], prepare: (URL) throws -> Void = { _ in }) async throws
         -> AttackServer
     {
@@ -37,7 +37,9 @@ final class AttackServer: @unchecked Sendable {
             "XDG_CONFIG_HOME": directory.appendingPathComponent("config").path,
         ]
         let process = try ChildProcess.start(
-            BackupctlBinary.url.path, ["serve", "--listen", "127.0.0.1:0", "--db", db] + arguments,
+            BackupctlBinary.url.path,
+            ["serve", "--listen", "127.0.0.1:0", "--db", db]
+                + arguments.map { $0.replacingOccurrences(of: "{dir}", with: directory.path) },
             environment: environment)
         guard await process.waitForStdout("\n", seconds: 60), let url = ServeProcess.listeningURL(process.stdout),
             let port = URLComponents(string: url)?.port

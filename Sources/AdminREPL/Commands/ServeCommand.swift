@@ -67,6 +67,16 @@ struct ServeCommand: ConsoleCommand {
     var operatorRate: Int = 1000
     @Option(help: ArgumentHelp("Refused requests (audited) one operator may cause a minute.", valueName: "n"))
     var operatorDenials: Int = 30
+    @Option(
+        help: ArgumentHelp(
+            "Tenant T's `import` reads below DIR/T on this host, and nowhere else; without it the server takes no imports.",
+            valueName: "dir"))
+    var importRoot: String?
+    @Option(
+        help: ArgumentHelp(
+            "A loopback, private or link-local host a tenant's Turnkey or Backup Service URL may name (repeatable).",
+            valueName: "host"))
+    var allowPrivateHost: [String] = []
     @Option(help: "Cleanup workers to run beside the API (0…64), on items `cleanup run --execute --queue` queued.")
     var workers: Int = 0
     @Option(help: "With --workers: a claim lapses this many seconds after the worker's last heartbeat (1…3600).")
@@ -90,6 +100,14 @@ struct ServeCommand: ConsoleCommand {
             retired.append(try AuditPublicKey(text: try AuditCommand.Verify.readPublicKey(path)))
         }
         console.trustRetiredAuditKeys(retired)
+        if let importRoot {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: importRoot, isDirectory: &isDirectory), isDirectory.boolValue
+            else {
+                throw ConsoleError.usage("--import-root must be an existing directory, got \(importRoot.prefix(200)).")
+            }
+        }
+        console.serve(ServerPolicy(importRoot: importRoot, allowedPrivateHosts: Set(allowPrivateHost)))
         // Fails now, not on the first request, when there is no store.
         _ = try await console.store()
         var logger = Logger(label: "backupctl.serve", factory: { ServerLogHandler.standardError(label: $0) })

@@ -281,8 +281,16 @@ public struct ImportOperation: ConsoleOperation {
         self.complete = complete
     }
 
+    /// On a server the directory is the server's, below `--import-root/TENANT` only
+    /// (``ServerPolicy/importDirectory(_:tenant:)``), checked after the role so that nobody
+    /// but the tenant's admin learns anything of the server's disk.
     public func run(_ context: OperationContext) async throws(ConsoleError) -> ImportReport {
         let session = try await context.session()
+        try await session.require(.importBackups)
+        let directory =
+            try context.console.serverPolicy.map { (policy) throws(ConsoleError) in
+                try policy.importDirectory(self.directory, tenant: session.tenantName)
+            } ?? self.directory
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         let total = entries.filter { $0 != "factor_lookup.jsonl" && $0 != SnapshotManifest.fileName }.count
         return try await DataAdminService(store: try await context.store(), clock: context.clock).importExport(
