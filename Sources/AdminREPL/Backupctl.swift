@@ -24,6 +24,10 @@ struct Backupctl: AsyncParsableCommand {
     var server: String?
     @Option(help: "Use this saved context (default $BACKUPCTL_CONTEXT, else the current one; `context list`).")
     var context: String?
+    @Option(help: "A PEM CA certificate to trust for --server (default $BACKUPCTL_CA_FILE, else the context's).")
+    var caFile: String?
+    @Flag(help: "Allow plain http:// to a --server that is not this machine (the token crosses the network in clear).")
+    var insecurePlainHttp = false
     @Option(help: "table, json, yaml or csv (default $BACKUPCTL_FORMAT, else table).") var format: OutputFormat?
     @Option(help: "File holding the operator token (default: the token in $BACKUPCTL_TOKEN).") var tokenFile: String?
     @Option(
@@ -56,7 +60,11 @@ struct Backupctl: AsyncParsableCommand {
             dbPath: db ?? GlobalSettings.defaultDBPath(environment: environment), tenant: tenant, format: format,
             tokenFile: tokenFile, continueOnError: continueOnError, yes: yes, color: color, noPager: noPager,
             server: server ?? environment["BACKUPCTL_SERVER"].flatMap { $0.isEmpty ? nil : $0 })
+        settings.insecurePlainHTTP = insecurePlainHttp
         try applyContext(to: &settings, environment: environment)
+        // --ca-file, else $BACKUPCTL_CA_FILE, else the context's.
+        settings.caFile =
+            caFile ?? environment["BACKUPCTL_CA_FILE"].flatMap { $0.isEmpty ? nil : $0 } ?? settings.caFile
         return settings
     }
 
@@ -70,6 +78,12 @@ struct Backupctl: AsyncParsableCommand {
         }
         let named = context ?? environment["BACKUPCTL_CONTEXT"].flatMap { $0.isEmpty ? nil : $0 }
         let ownStore = settings.server != nil || db != nil || environment["BACKUPCTL_DB"].map { !$0.isEmpty } == true
+        if named == nil, let server = settings.server {
+            // `--server URL` alone: the CA of a context for that very server (the current one
+            // first) still applies; nothing else of it does.
+            settings.caFile = (try? ClientConfig.load(environment: environment))?.caFile(forServer: server)
+            return
+        }
         guard named != nil || !ownStore else { return }
         let config = try ClientConfig.load(environment: environment)
         guard let (_, chosen) = try config.selected(named: named, hasOwnStore: ownStore) else { return }
@@ -173,6 +187,8 @@ extension Backupctl {
         if let text = trailing.format { format = try OutputFormat.parse(text) }
         tokenFile = trailing.tokenFile ?? tokenFile
         if let text = trailing.color { color = try ColorMode.parse(text) }
+        caFile = trailing.caFile ?? caFile
+        insecurePlainHttp = insecurePlainHttp || trailing.insecurePlainHTTP
         yes = yes || trailing.yes
         continueOnError = continueOnError || trailing.continueOnError
         noPager = noPager || trailing.noPager

@@ -40,8 +40,11 @@ struct GlobalSettings {
     var noPager = false
     /// `--server URL` / `$BACKUPCTL_SERVER`: run every command on that `backupctl serve`.
     var server: String?
-    /// A PEM CA certificate the client trusts for the server (from the context).
+    /// A PEM CA certificate the client trusts for the server (`--ca-file`,
+    /// `$BACKUPCTL_CA_FILE`, else the context's).
     var caFile: String?
+    /// `--insecure-plain-http`: plain `http://` to a server that is not this machine.
+    var insecurePlainHTTP = false
 
     static func defaultDBPath(environment: [String: String]) -> String {
         if let db = environment["BACKUPCTL_DB"], !db.isEmpty { return db }

@@ -21,6 +21,7 @@ struct ContextTests {
         let token = try cli.bootstrap()
         let tokenFile = cli.directory.appendingPathComponent("prod.token")
         try Data(token.utf8).write(to: tokenFile)
+        chmod(tokenFile.path, 0o600)
         let added = try cli.run(
             [
                 "--format", "json", "context", "add", "prod", "--server", "http://127.0.0.1:1", "--token-file",
@@ -67,9 +68,15 @@ struct ContextTests {
         try cli.run(["context", "add", "prod", "--server", "http://127.0.0.1:1"])
         chmod(configPath(cli), 0o644)
         let result = try cli.run(["--context", "prod", "whoami"])
-        #expect(result.status == 1)
+        #expect(result.status == 78)
         #expect(result.stderr.hasPrefix("error[insecure_config]:"), "\(result.stderr)")
         #expect(result.stderr.split(separator: "\n").count == 1)
+        // A directory others may write (they could swap the file) is refused the same way.
+        chmod(configPath(cli), 0o600)
+        let directory = (configPath(cli) as NSString).deletingLastPathComponent
+        chmod(directory, 0o777)
+        let open = try cli.run(["--context", "prod", "whoami"])
+        #expect(open.status == 78 && open.stderr.hasPrefix("error[insecure_config]:"), "\(open.stderr)")
     }
 
     @Test("bad input: unknown context, bad server URL, bad name; use and remove")
@@ -78,7 +85,7 @@ struct ContextTests {
         defer { cli.cleanUp() }
         _ = try cli.bootstrap()
         let badURL = try cli.run(["context", "add", "x", "--server", "ftp://host"])
-        #expect(badURL.status == 1)
+        #expect(badURL.status == 78)
         #expect(badURL.stderr.contains("invalid_server"))
         let badName = try cli.run(["context", "add", "a b", "--server", "http://127.0.0.1:1"])
         #expect(badName.stderr.contains("invalid_context"))

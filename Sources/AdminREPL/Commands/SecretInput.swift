@@ -29,12 +29,14 @@ enum SecretInput {
             }
             bytes = Terminal.readAllOrLine(fd: STDIN_FILENO) ?? []
         case (nil, .some(let path)):
-            guard let data = FileManager.default.contents(atPath: path) else {
+            // A FIFO or device is refused, never waited on; the path is not repeated (it may be
+            // the secret itself, given to the wrong option).
+            guard let data = try? InputFile.read(path, what: "The \(what) file", maxBytes: 64 << 10) else {
                 throw .invalid(
                     "invalid_input_file",
-                    "Cannot read the \(what) file given to --\(flag)-file (missing or unreadable).")
+                    "Cannot read the \(what) file given to --\(flag)-file (missing, unreadable or not a regular file).")
             }
-            bytes = Array(data)
+            bytes = data
         case (nil, nil):
             guard Terminal.stdinIsTerminal else {
                 throw .usage("Give the \(what) with --\(flag)-file PATH (or - for stdin).")
