@@ -268,7 +268,7 @@ let package = Package(
         .testTarget(
             name: "ConsoleClientTests",
             dependencies: [
-                "ConsoleClient", "BackupModel",
+                "ConsoleClient", "BackupModel", "ConsoleService",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
