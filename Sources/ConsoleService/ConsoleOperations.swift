@@ -9,7 +9,7 @@ public enum ConsoleOperations {
         CleanupScanOperation.self, CleanupRunOperation.self, CleanupStatusOperation.self,
         CleanupIngestLogOperation.self, CleanupTeardownRequestOperation.self, CleanupSubmitOperation.self,
         TenantCreateOperation.self, TenantUpdateOperation.self, TenantListOperation.self, TenantDeleteOperation.self,
-        OperatorAddOperation.self, OperatorGrantOperation.self, OperatorListOperation.self,
+        OperatorAddOperation.self, OperatorGrantOperation.self, OperatorRightOperation.self, OperatorListOperation.self,
         OperatorRemoveOperation.self, OperatorTokenRotateOperation.self, ImportOperation.self, SeedOperation.self,
         AuditListOperation.self, AuditVerifyOperation.self, AuditExportOperation.self,
     ]

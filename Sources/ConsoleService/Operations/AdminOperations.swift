@@ -22,8 +22,11 @@ public struct TenantCreateOperation: ConsoleOperation {
     public init(_ spec: TenantSpec) { self.spec = spec }
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
-        let record = try spec.record(createdAt: context.clock.seconds)
-        try await context.access.createTenant(record, by: try context.operatorRecord()) {
+        let creator = try await context.operatorRecord()
+        // The right first: key files and URLs are looked at only for who may create tenants.
+        try await context.access.checkCreate(try TenantName(spec.name), by: creator)
+        let record = try spec.record(createdAt: context.clock.seconds, policy: context.console.serverPolicy)
+        try await context.access.createTenant(record, by: creator) {
             tenant throws(ConsoleError) in
             guard !tenant.isSandbox, let url = tenant.turnkeyURL, let org = tenant.turnkeyOrgId,
                 let keyFile = tenant.turnkeyAPIKeyFile
@@ -57,8 +60,11 @@ public struct TenantUpdateOperation: ConsoleOperation {
     }
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
-        let url = try backupServiceURL.map { (text) throws(ConsoleError) in try TenantSpec.serviceURL(text) }
         let session = try await context.session(in: tenant)
+        try await session.require(.updateTenant)
+        let url = try backupServiceURL.map { (text) throws(ConsoleError) in
+            try TenantSpec.serviceURL(text, policy: context.console.serverPolicy)
+        }
         try await context.access.setBackupServiceURL(url, session: session) { url throws(ConsoleError) in
             try await BackupServiceHealth.check(url)
         }
@@ -191,6 +197,37 @@ public struct OperatorGrantOperation: ConsoleOperation {
         // A role changed here must not live on in this process's session cache.
         context.console.forgetSessions()
         return Output(operator: name.rawValue, tenant: tenant, role: role?.name)
+    }
+}
+
+/// `operator grant|revoke NAME --right tenants:create`: the global right to create tenants,
+/// given or taken by an operator who holds it.
+public struct OperatorRightOperation: ConsoleOperation {
+    public static let name = "operator.right"
+    public var operatorName: String
+    public var right: String
+    public var allowed: Bool
+
+    public struct Output: Codable, Sendable, Equatable {
+        public var `operator`: String
+        public var right: String
+        public var granted: Bool
+    }
+
+    public init(operatorName: String, right: String, allowed: Bool) {
+        self.operatorName = operatorName
+        self.right = right
+        self.allowed = allowed
+    }
+
+    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
+        let name = try OperatorName(operatorName)
+        guard right == AccessService.tenantsCreate else {
+            throw .usage("--right must be \(AccessService.tenantsCreate), got \(right.prefix(40)).")
+        }
+        try await context.access.setTenantCreation(name, allowed: allowed, by: try context.operatorRecord())
+        context.console.forgetSessions()
+        return Output(operator: name.rawValue, right: right, granted: allowed)
     }
 }
 
