@@ -173,7 +173,8 @@ final class BenchServer {
 
     init(binary: URL, dbPath: String, directory: URL) throws {
         process.executableURL = binary
-        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--db", dbPath]
+        // The bench measures the server, not its per-operator limit (one operator sends them all).
+        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--db", dbPath, "--operator-rate", "0"]
         var environment = ProcessInfo.processInfo.environment
         environment["XDG_STATE_HOME"] = directory.appendingPathComponent("state").path
         process.environment = environment

@@ -127,7 +127,7 @@ import Testing
             }
             // A live tenant's key file on the server: the server refuses it, it does not hang.
             let created = try await server.client([
-                "--format", "json", "tenant", "create", "live", "--turnkey-url", "https://api.turnkey.com",
+                "--format", "json", "tenant", "create", "live", "--turnkey-url", "https://198.51.100.7",
                 "--turnkey-org", "org", "--turnkey-api-key-file", fifo,
             ])
             #expect(created.status == 1 && created.stderr.contains("invalid_key_file"), "\(created.stderr)")
