@@ -111,12 +111,14 @@ public struct AccessService: Sendable {
     }
 
     /// `tenant update NAME --backup-service-url URL`: points a live tenant at its Backup Service
-    /// (admin of that tenant). `preflight` checks the URL answers before anything is saved.
+    /// (admin of that tenant). `preflight` checks the URL (and that it answers) before anything
+    /// is saved, and returns the form to save. Returns what was saved.
     /// - Throws: `permission_denied`; `invalid_tenant_kind` for a sandbox tenant, which always
     ///   uses the emulator; the preflight's error.
+    @discardableResult
     public func setBackupServiceURL(
-        _ url: String?, session: Session, preflight: @Sendable (String) async throws(ConsoleError) -> Void
-    ) async throws(ConsoleError) {
+        _ requested: String?, session: Session, preflight: @Sendable (String) async throws(ConsoleError) -> String
+    ) async throws(ConsoleError) -> String? {
         try await session.require(.updateTenant)
         guard !session.tenant.isSandbox else {
             throw .invalid(
@@ -126,11 +128,13 @@ public struct AccessService: Sendable {
         guard let store = store as? any LiveTenantStore else {
             throw .internalError("This store does not support live tenants.")
         }
-        if let url { try await preflight(url) }
+        var url: String?
+        if let requested { url = try await preflight(requested) }
         try await store.setBackupServiceURL(
             tenant: session.tenantName, url: url,
             audit: session.audit(
                 "tenant.update", target: session.tenantName.rawValue, details: ["backupServiceURL": url ?? "none"]))
+        return url
     }
 
     private func checkCreate(_ tenant: TenantRecord, by op: OperatorRecord) async throws(ConsoleError) {

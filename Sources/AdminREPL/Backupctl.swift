@@ -14,7 +14,8 @@ struct Backupctl: AsyncParsableCommand {
         discussion: """
             With no command, -c or -f: a REPL when stdin is a terminal, otherwise commands are read \
             from stdin, one a line. Run `backupctl help` for the command list.
-            Exit codes: 0 ok, 1 failed, 2 remote system failed, 64 usage, 77 permission denied.
+            Exit codes: 0 ok, 1 failed, 2 remote system failed, 64 usage, 75 rate limited (try later), \
+            77 permission denied, 78 configuration (TLS trust, credential files, server URL).
             """)
 
     @Option(help: "The embedded store (default $BACKUPCTL_DB, else $XDG_DATA_HOME/backupctl/console.db).")

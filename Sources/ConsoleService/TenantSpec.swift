@@ -44,22 +44,25 @@ public struct TenantSpec: Codable, Sendable {
                     "A --sandbox tenant uses the in-process Turnkey and Backup Service sandboxes; drop the --turnkey-* and --backup-service-url options."
                 )
             }
+            if let cleanupKeyFile { try Self.checkKeyFile(cleanupKeyFile, option: "--cleanup-key-file") }
         } else {
             guard let url = turnkeyURL, let org = turnkeyOrg, let key = apiKeyFile else {
                 throw .usage(
                     "A live tenant needs --turnkey-url, --turnkey-org and --turnkey-api-key-file (or pass --sandbox).")
             }
+            guard !org.isEmpty, org.count <= 64, org.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" }) else {
+                throw .invalid("invalid_turnkey_org", "--turnkey-org must be an organization id (a uuid).")
+            }
+            try Self.checkKeyFile(key, option: "--turnkey-api-key-file")
+            if let cleanupKeyFile { try Self.checkKeyFile(cleanupKeyFile, option: "--cleanup-key-file") }
+            // After the files: a URL check may resolve a name, and its answer must not depend
+            // on what a file holds.
             do {
                 _ = try OutboundTarget.check(url, option: "--turnkey-url", policy: policy)
             } catch  where error.code == "invalid_url" {
                 throw .invalid("invalid_turnkey_url", error.message)
             }
-            guard !org.isEmpty, org.count <= 64, org.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" }) else {
-                throw .invalid("invalid_turnkey_org", "--turnkey-org must be an organization id (a uuid).")
-            }
-            try Self.checkKeyFile(key, option: "--turnkey-api-key-file")
         }
-        if let cleanupKeyFile { try Self.checkKeyFile(cleanupKeyFile, option: "--cleanup-key-file") }
         return TenantRecord(
             name: tenant, isSandbox: sandbox, turnkeyURL: turnkeyURL, turnkeyOrgId: turnkeyOrg,
             turnkeyAPIKeyFile: apiKeyFile.map(Self.absolute), cleanupKeyFile: cleanupKeyFile.map(Self.absolute),

@@ -61,12 +61,13 @@ public struct TenantUpdateOperation: ConsoleOperation {
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
         let session = try await context.session(in: tenant)
-        try await session.require(.updateTenant)
-        let url = try backupServiceURL.map { (text) throws(ConsoleError) in
-            try TenantSpec.serviceURL(text, policy: context.console.serverPolicy)
-        }
-        try await context.access.setBackupServiceURL(url, session: session) { url throws(ConsoleError) in
+        let policy = context.console.serverPolicy
+        // The URL is looked at only after the role and the tenant's kind were checked.
+        let url = try await context.access.setBackupServiceURL(backupServiceURL, session: session) {
+            text throws(ConsoleError) in
+            let url = try TenantSpec.serviceURL(text, policy: policy)
             try await BackupServiceHealth.check(url)
+            return url
         }
         return Output(tenant: tenant, backupServiceUrl: url ?? "")
     }
