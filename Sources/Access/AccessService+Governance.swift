@@ -73,3 +73,53 @@ extension AccessService {
             "Operator \(name) is the last admin of tenant \(session.tenantName); make another admin first.")
     }
 }
+
+extension AccessService {
+    /// `tenant update NAME --turnkey-url URL --turnkey-api-key-file PATH --cleanup-key-file PATH`:
+    /// rotates a live tenant's Turnkey credentials (each option left out keeps its value). The
+    /// files are paths on the console's host, so this takes the tenant's admin role *and*
+    /// `tenants:create`, as creating the tenant did: a tenant admin alone could otherwise point
+    /// its tenant at another tenant's key file. `preflight` checks the new set (the key files,
+    /// the URL, Turnkey's `whoami`) before anything is saved.
+    /// - Returns: the tenant as saved.
+    public func setTurnkeyCredentials(
+        url: String?, apiKeyFile: String?, cleanupKeyFile: String?, session: Session, by op: OperatorRecord,
+        preflight: @Sendable (TenantRecord) async throws(ConsoleError) -> Void
+    ) async throws(ConsoleError) -> TenantRecord {
+        try await session.require(.updateTenant)
+        guard op.canCreateTenants else {
+            let error = ConsoleError(
+                .permissionDenied, code: "permission_denied",
+                "A tenant's Turnkey credentials name key files on the server; changing them takes \(Self.tenantsCreate), as creating the tenant did."
+            )
+            await AccessDenial.record(
+                error, operatorName: op.name.rawValue, tenant: session.tenantName.rawValue, command: "tenant update",
+                store: store)
+            throw error
+        }
+        var tenant = session.tenant
+        guard !tenant.isSandbox, let current = tenant.turnkeyURL, let currentKey = tenant.turnkeyAPIKeyFile else {
+            throw .invalid(
+                "invalid_tenant_kind",
+                "Tenant \(session.tenantName) is a sandbox: it always uses the in-process Turnkey.")
+        }
+        guard let store = store as? any LiveTenantStore else {
+            throw .internalError("This store does not support live tenants.")
+        }
+        tenant.turnkeyURL = url ?? current
+        tenant.turnkeyAPIKeyFile = apiKeyFile ?? currentKey
+        tenant.cleanupKeyFile = cleanupKeyFile ?? tenant.cleanupKeyFile
+        try await preflight(tenant)
+        let newURL = tenant.turnkeyURL ?? current
+        let newKey = tenant.turnkeyAPIKeyFile ?? currentKey
+        try await store.setTurnkeyCredentials(
+            tenant: tenant.name, url: newURL, apiKeyFile: newKey, cleanupKeyFile: tenant.cleanupKeyFile,
+            audit: session.audit(
+                "tenant.update", target: tenant.name.rawValue,
+                details: [
+                    "turnkeyURL": newURL, "turnkeyAPIKeyFile": newKey,
+                    "cleanupKeyFile": tenant.cleanupKeyFile ?? "none",
+                ]))
+        return tenant
+    }
+}

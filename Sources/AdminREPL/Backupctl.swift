@@ -87,7 +87,8 @@ struct Backupctl: AsyncParsableCommand {
         }
         guard named != nil || !ownStore else { return }
         let config = try ClientConfig.load(environment: environment)
-        guard let (_, chosen) = try config.selected(named: named, hasOwnStore: ownStore) else { return }
+        guard let (name, chosen) = try config.selected(named: named, hasOwnStore: ownStore) else { return }
+        settings.contextName = name
         if settings.server == nil { settings.server = chosen.server }
         let envToken = environment["BACKUPCTL_TOKEN"].map { !$0.isEmpty } == true
         if settings.tokenFile == nil, !envToken { settings.tokenFile = chosen.tokenFile }

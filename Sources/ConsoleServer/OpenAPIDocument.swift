@@ -2305,6 +2305,69 @@ enum OpenAPIDocument {
                 ]
               }
             },
+            "/v1/ops/tenant.update_turnkey" : {
+              "post" : {
+                "operationId" : "tenant.update_turnkey",
+                "parameters" : [
+                  {
+                    "$ref" : "#/components/parameters/Tenant"
+                  }
+                ],
+                "requestBody" : {
+                  "content" : {
+                    "application/json" : {
+                      "schema" : {
+                        "$ref" : "#/components/schemas/Operation"
+                      }
+                    }
+                  },
+                  "required" : true
+                },
+                "responses" : {
+                  "200" : {
+                    "content" : {
+                      "application/jsonl" : {
+                        "schema" : {
+                          "$ref" : "#/components/schemas/Frame"
+                        }
+                      }
+                    },
+                    "description" : "JSON lines as the job runs: progress frames, then one result or error frame."
+                  },
+                  "400" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "401" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "403" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "404" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "409" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "422" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "429" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "500" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "502" : {
+                    "$ref" : "#/components/responses/Error"
+                  }
+                },
+                "summary" : "Run tenant.update_turnkey (a long job: progress is streamed).",
+                "tags" : [
+                  "operations"
+                ]
+              }
+            },
             "/v1/ops/use" : {
               "post" : {
                 "operationId" : "use",

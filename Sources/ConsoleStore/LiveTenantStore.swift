@@ -7,6 +7,11 @@ import Foundation
 public protocol LiveTenantStore: CleanupJournalStore, AuditCheckpointStore {
     /// Sets (or clears, with `nil`) the tenant's Backup Service URL.
     func setBackupServiceURL(tenant: TenantName, url: String?, audit: AuditDraft) async throws(ConsoleError)
+    /// Replaces a live tenant's Turnkey URL, API key file and cleanup key file (paths on the
+    /// console's host; `nil` cleanup key: none).
+    func setTurnkeyCredentials(
+        tenant: TenantName, url: String, apiKeyFile: String, cleanupKeyFile: String?, audit: AuditDraft
+    ) async throws(ConsoleError)
 
     // MARK: Snapshots
 

@@ -14,14 +14,37 @@ struct OperatorCommand: ParsableCommand {
         @Argument var name: String
         @Option(help: "Tenant the role applies to.") var tenant: String
         @Option(help: "viewer, support, cleaner or admin.") var role: Role
+        @Option(help: "Write the token to this new file (mode 0600) instead of printing it.") var tokenOut: String?
+
+        struct Result: Encodable {
+            var `operator`: String
+            var tenant: String
+            var role: String
+            /// Absent when the token went to `--token-out`.
+            var token: String?
+            var tokenFile: String?
+        }
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-            let added = try await ctx.perform(OperatorAddOperation(operatorName: name, tenant: tenant, role: role))
-            return CommandOutput(json: added) { style in
+            // An unusable --token-out is refused before the operator (and its token) exists.
+            let out = try tokenOut.map { (path) throws(ConsoleError) in try SecretFile.create(path, what: "--token-out")
+            }
+            let added: OperatorAddOperation.Output
+            do {
+                added = try await ctx.perform(OperatorAddOperation(operatorName: name, tenant: tenant, role: role))
+            } catch {
+                out?.discard()
+                throw error
+            }
+            try out?.write(Array(added.token.utf8) + [0x0A])
+            let result = Result(
+                operator: added.operator, tenant: added.tenant, role: added.role, token: out == nil ? added.token : nil,
+                tokenFile: out?.path)
+            return CommandOutput(json: result) { style in
                 keyValueBlock(
                     [
                         ("operator", added.operator), ("tenant", added.tenant), ("role", added.role),
-                        ("token", added.token),
+                        ("token", out.map { "written to \($0.path) (mode 0600)" } ?? added.token),
                     ],
                     style)
                     + "\n" + style.dim("The token is shown only now; hand it over through a secure channel.")

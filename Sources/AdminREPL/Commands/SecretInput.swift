@@ -84,6 +84,19 @@ struct SecretFile {
         }
     }
 
+    /// Replaces the file at `path` with `bytes` (a rotated token for the file a context names):
+    /// written to a new 0600 file beside it, then renamed over it, so the old token stays until
+    /// the new one is whole.
+    static func replace(_ path: String, with bytes: [UInt8]) throws(ConsoleError) {
+        let temporary = path + ".new-\(getpid())"
+        let file = try create(temporary, what: "token")
+        try file.write(bytes)
+        guard rename(temporary, path) == 0 else {
+            unlink(temporary)
+            throw .internalError("Replacing \(path) failed: \(String(cString: strerror(errno))).")
+        }
+    }
+
     /// Closes and removes the file (nothing was issued).
     func discard() {
         close(fd)

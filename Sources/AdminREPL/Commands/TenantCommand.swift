@@ -36,17 +36,40 @@ struct TenantCommand: ParsableCommand {
 
     struct Update: ConsoleCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Point a live tenant at its Backup Service (checked with /health first).",
-            discussion: "Example: tenant update prod --backup-service-url https://backup.example.com")
+            abstract:
+                "Point a live tenant at its Backup Service (checked with /health first), or rotate its Turnkey credentials.",
+            discussion: """
+                Examples: tenant update prod --backup-service-url https://backup.example.com
+                tenant update prod --turnkey-api-key-file /etc/backupctl/prod-api-2.key   (checked with Turnkey's whoami; \
+                needs tenants:create, since the files are the server's)
+                """)
 
         @Argument(help: "The tenant.") var name: String
         @Option(help: "The live Backup Service (https://…, http only on loopback).") var backupServiceUrl: String?
         @Flag(help: "Forget the Backup Service URL (resets are refused until one is set).")
         var clearBackupServiceUrl = false
+        @Option(help: "The Turnkey API's URL.") var turnkeyUrl: String?
+        @Option(help: "A new Turnkey API key file (mode 0600, on the console's host).") var turnkeyApiKeyFile: String?
+        @Option(help: "A new cleanup key file (mode 0600, on the console's host).") var cleanupKeyFile: String?
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
+            let turnkey = turnkeyUrl != nil || turnkeyApiKeyFile != nil || cleanupKeyFile != nil
+            if turnkey {
+                guard backupServiceUrl == nil, !clearBackupServiceUrl else {
+                    throw ConsoleError.usage(
+                        "Change the Turnkey credentials and the Backup Service URL in two commands.")
+                }
+                let updated = try await ctx.performJob(
+                    TenantTurnkeyUpdateOperation(
+                        tenant: name, turnkeyURL: turnkeyUrl, apiKeyFile: turnkeyApiKeyFile,
+                        cleanupKeyFile: cleanupKeyFile
+                    ), label: "tenant update")
+                return .message(
+                    "Tenant \(name) now uses the Turnkey credentials given (checked with whoami).", json: updated)
+            }
             guard (backupServiceUrl != nil) != clearBackupServiceUrl else {
-                throw ConsoleError.usage("Give --backup-service-url URL or --clear-backup-service-url.")
+                throw ConsoleError.usage(
+                    "Give --backup-service-url URL, --clear-backup-service-url, or new Turnkey credentials.")
             }
             let updated = try await ctx.perform(TenantUpdateOperation(tenant: name, backupServiceURL: backupServiceUrl))
             let url = updated.backupServiceUrl

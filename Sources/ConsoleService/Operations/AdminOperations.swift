@@ -73,6 +73,64 @@ public struct TenantUpdateOperation: ConsoleOperation {
     }
 }
 
+/// `tenant update NAME --turnkey-url URL --turnkey-api-key-file PATH --cleanup-key-file PATH`:
+/// a leaked Turnkey key is rotated in place. The new set is checked as `tenant create` checks it
+/// (key files owner-only P-256 keys on the console's host, the URL's rules, Turnkey's `whoami`
+/// with the API key naming the tenant's organization) before it is saved and audited.
+public struct TenantTurnkeyUpdateOperation: ConsoleOperation {
+    public static let name = "tenant.update_turnkey"
+    public static let streams = true
+    public var tenant: String
+    public var turnkeyURL: String?
+    public var apiKeyFile: String?
+    public var cleanupKeyFile: String?
+
+    public struct Output: Codable, Sendable, Equatable {
+        public var tenant: String
+        public var turnkeyUrl: String
+        public var turnkeyApiKey: Bool
+        public var cleanupKey: Bool
+    }
+
+    public init(tenant: String, turnkeyURL: String?, apiKeyFile: String?, cleanupKeyFile: String?) {
+        self.tenant = tenant
+        self.turnkeyURL = turnkeyURL
+        self.apiKeyFile = apiKeyFile
+        self.cleanupKeyFile = cleanupKeyFile
+    }
+
+    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
+        guard turnkeyURL != nil || apiKeyFile != nil || cleanupKeyFile != nil else {
+            throw .usage("Give --turnkey-url, --turnkey-api-key-file or --cleanup-key-file.")
+        }
+        let session = try await context.session(in: tenant)
+        let policy = context.console.serverPolicy
+        let saved = try await context.access.setTurnkeyCredentials(
+            url: turnkeyURL, apiKeyFile: apiKeyFile.map(TenantSpec.absolute),
+            cleanupKeyFile: cleanupKeyFile.map(TenantSpec.absolute), session: session,
+            by: try context.operatorRecord()
+        ) { tenant throws(ConsoleError) in
+            guard let url = tenant.turnkeyURL, let key = tenant.turnkeyAPIKeyFile, let org = tenant.turnkeyOrgId else {
+                throw .invalid("not_configured", "Tenant \(tenant.name) has no Turnkey organization.")
+            }
+            try TenantSpec.checkKeyFile(key, option: "--turnkey-api-key-file")
+            if let cleanup = tenant.cleanupKeyFile {
+                try TenantSpec.checkKeyFile(cleanup, option: "--cleanup-key-file")
+            }
+            do throws(ConsoleError) {
+                _ = try OutboundTarget.check(url, option: "--turnkey-url", policy: policy)
+            } catch  where error.code == "invalid_url" {
+                throw .invalid("invalid_turnkey_url", error.message)
+            }
+            try context.progress(ProgressEvent(done: 0, detail: "checking Turnkey"))
+            _ = try await TurnkeyClient.verifyTenant(url: url, organizationId: org, apiKeyFile: key)
+        }
+        return Output(
+            tenant: tenant, turnkeyUrl: saved.turnkeyURL ?? "", turnkeyApiKey: saved.turnkeyAPIKeyFile != nil,
+            cleanupKey: saved.cleanupKeyFile != nil)
+    }
+}
+
 /// `tenant list`: the caller's tenants. Key files are never named: they are the server's.
 public struct TenantListOperation: ConsoleOperation {
     public static let name = "tenant.list"
