@@ -306,14 +306,5 @@ struct ExportDirectory {
         return .ok(data)
     }
 
-    private static func describe(mode: mode_t) -> String {
-        switch mode & S_IFMT {
-        case S_IFLNK: "symbolic link"
-        case S_IFDIR: "directory"
-        case S_IFIFO: "FIFO"
-        case S_IFSOCK: "socket"
-        case S_IFCHR, S_IFBLK: "device"
-        default: "special file"
-        }
-    }
+    private static func describe(mode: mode_t) -> String { InputFile.describe(mode) }
 }
