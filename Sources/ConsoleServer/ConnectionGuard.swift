@@ -17,14 +17,34 @@ final class ConnectionWatch: @unchecked Sendable {
 
     init(registry: ConnectionRegistry) { self.registry = registry }
 
-    /// Registers the connection (its head deadline starts now); false when it must close.
+    /// Registers the connection; false when it must close. A served one's head deadline
+    /// starts now; one that must wait for a slot is not read (nor timed) until ``resume()``.
+    /// Called on the connection's event loop before its first read.
     func open(_ channel: any Channel) -> Bool {
         guard self.channel == nil else { return true }
         self.channel = channel
         let address = channel.remoteAddress?.ipAddress ?? "unknown"
-        guard registry.admit(id, address: address, channel: channel) else { return false }
-        schedule(limits.headerTimeout, reason: "header_timeout")
+        let admission = registry.admit(id, address: address, channel: channel) { [weak self] in
+            guard let watch = self else { return }
+            channel.eventLoop.execute { watch.resume() }
+        }
+        switch admission {
+        case .refuse:
+            return false
+        case .wait:
+            try? channel.syncOptions?.setOption(.autoRead, value: false)
+        case .serve:
+            schedule(limits.headerTimeout, reason: "header_timeout")
+        }
         return true
+    }
+
+    /// A waiting connection's turn: read it, and start its head deadline.
+    private func resume() {
+        guard let channel, channel.isActive else { return }
+        try? channel.syncOptions?.setOption(.autoRead, value: true)
+        channel.read()
+        schedule(limits.headerTimeout, reason: "header_timeout")
     }
 
     func enter(_ next: ConnectionRegistry.Phase) {

@@ -102,7 +102,7 @@ public struct ConsoleServer: Sendable {
         registry = ConnectionRegistry(limits: configuration.connections)
         handler = RequestHandler(
             console: console, metrics: ServerMetrics(), limiter: RequestLimiter(configuration.requestLimits),
-            logger: logger, operations: operations)
+            connections: registry, logger: logger, operations: operations)
     }
 
     /// Runs until SIGINT or SIGTERM, then stops accepting, lets in-flight requests finish

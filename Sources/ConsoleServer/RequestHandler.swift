@@ -15,6 +15,8 @@ final class RequestHandler: Sendable {
     let console: LocalConsole
     let metrics: ServerMetrics
     let limiter: RequestLimiter
+    /// The connection guard's registry (its counts feed `/metrics`).
+    let connections: ConnectionRegistry?
     let logger: Logger
     /// The operations served, by name (``ConsoleOperations/byName``).
     let operations: [String: any ConsoleOperation.Type]
@@ -24,9 +26,10 @@ final class RequestHandler: Sendable {
     static let tenantField = HTTPFields.Element.Name(Wire.tenantHeader)
 
     init(
-        console: LocalConsole, metrics: ServerMetrics, limiter: RequestLimiter, logger: Logger,
-        operations: [String: any ConsoleOperation.Type]
+        console: LocalConsole, metrics: ServerMetrics, limiter: RequestLimiter, connections: ConnectionRegistry? = nil,
+        logger: Logger, operations: [String: any ConsoleOperation.Type]
     ) {
+        self.connections = connections
         self.operations = operations
         self.console = console
         self.metrics = metrics
@@ -67,6 +70,7 @@ final class RequestHandler: Sendable {
             return await record("readyz", started, readiness())
         case "/metrics":
             _ = await readiness()
+            if let counts = connections?.snapshot { metrics.connections(open: counts.open, closed: counts.closed) }
             var headers = HTTPFields()
             headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
             return Response(

@@ -40,8 +40,11 @@ public struct RequestLimits: Sendable, Equatable {
             throw .usage("--operator-denials must be 1…1000000 a minute, got \(operatorDenials).")
         }
         let failures = [failuresPerCredential, failuresPerAddress, failuresOverall]
-        guard failures.allSatisfy({ (1...1_000_000).contains($0) }), (1000...86_400_000).contains(windowMillis) else {
-            throw .usage("Failed sign-in limits must be 1…1000000 a window of 1 s…1 day.")
+        guard failures.allSatisfy({ (1...1_000_000).contains($0) }) else {
+            throw .usage("Failed sign-in limits must be 1…1000000 a window.")
+        }
+        guard (1000...86_400_000).contains(windowMillis) else {
+            throw .usage("--limit-window must be 1…86400 seconds.")
         }
     }
 }

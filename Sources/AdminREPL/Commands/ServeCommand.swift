@@ -65,8 +65,13 @@ struct ServeCommand: ConsoleCommand {
         help: ArgumentHelp(
             "Requests one operator may make a second (bursts twice that); 0 for no limit.", valueName: "n"))
     var operatorRate: Int = 1000
-    @Option(help: ArgumentHelp("Refused requests (audited) one operator may cause a minute.", valueName: "n"))
+    @Option(help: ArgumentHelp("Refused requests (audited) one operator may cause a window.", valueName: "n"))
     var operatorDenials: Int = 30
+    @Option(
+        help: ArgumentHelp(
+            "The window of the failed sign-in and refusal budgets (5 per credential, 30 per address, 300 in all, --operator-denials).",
+            valueName: "s"))
+    var limitWindow: Int = 60
     @Option(
         help: ArgumentHelp(
             "Tenant T's `import` reads below DIR/T on this host, and nowhere else; without it the server takes no imports.",
@@ -165,6 +170,8 @@ struct ServeCommand: ConsoleCommand {
             listen: try ListenAddress(parsing: listen), tlsCertificate: tlsCert, tlsKey: tlsKey,
             allowPlainHTTP: insecurePlainHTTP, checkpointEverySeconds: checkpointSeconds, connections: connections,
             tlsMinimumVersion: try ServerTLS.Version(parsing: tlsMinVersion),
-            requestLimits: RequestLimits(operatorRate: operatorRate, operatorDenials: operatorDenials))
+            requestLimits: RequestLimits(
+                operatorRate: operatorRate, operatorDenials: operatorDenials,
+                windowMillis: Int64(clamping: limitWindow) * 1000))
     }
 }
