@@ -10,6 +10,8 @@ final class ConnectionWatch: @unchecked Sendable {
     let registry: ConnectionRegistry
     var limits: ConnectionLimits { registry.limits }
     private(set) var phase = ConnectionRegistry.Phase.head
+    /// Admitted to wait for a slot: nothing is read until its turn.
+    private(set) var waiting = false
     private var id: ObjectIdentifier { ObjectIdentifier(self) }
     private var channel: (any Channel)?
     private var deadline: Scheduled<Void>?
@@ -32,7 +34,9 @@ final class ConnectionWatch: @unchecked Sendable {
         case .refuse:
             return false
         case .wait:
-            try? channel.syncOptions?.setOption(.autoRead, value: false)
+            // ``ConnectionGuardHandler`` holds back every read (whoever asks: NIO's automatic
+            // reads and Hummingbird's on demand) until ``resume()``.
+            waiting = true
         case .serve:
             schedule(limits.headerTimeout, reason: "header_timeout")
         }
@@ -41,8 +45,8 @@ final class ConnectionWatch: @unchecked Sendable {
 
     /// A waiting connection's turn: read it, and start its head deadline.
     private func resume() {
-        guard let channel, channel.isActive else { return }
-        try? channel.syncOptions?.setOption(.autoRead, value: true)
+        guard let channel, channel.isActive, waiting else { return }
+        waiting = false
         channel.read()
         schedule(limits.headerTimeout, reason: "header_timeout")
     }
@@ -98,9 +102,11 @@ final class ConnectionWatch: @unchecked Sendable {
 
 /// First in a connection's pipeline, before TLS: admits the connection against the caps and
 /// starts the head deadline at the first byte of each request.
-final class ConnectionGuardHandler: ChannelInboundHandler, RemovableChannelHandler {
+final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
 
     let watch: ConnectionWatch
 
@@ -122,6 +128,12 @@ final class ConnectionGuardHandler: ChannelInboundHandler, RemovableChannelHandl
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if watch.phase == .idle { watch.enter(.head) }
         context.fireChannelRead(data)
+    }
+
+    /// Reads wait while the connection waits for a slot (its turn reads again).
+    func read(context: ChannelHandlerContext) {
+        guard !watch.waiting else { return }
+        context.read()
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
