@@ -65,6 +65,17 @@ import Testing
                 #expect(try await Self.handshake(server.port, "tls1_2", cipher: suite).status != 0, "\(suite)")
             }
             #expect(await Self.servesOperatorOverTLS(server, cert: pair.cert))
+            // The client trusts the CA given by --ca-file, or by the context for that server
+            // even when the run names the server itself; without either it fails in one line.
+            let untrusted = try await server.client(["whoami"])
+            #expect(untrusted.status == 78 && untrusted.stderr.contains("tls_failed"), "\(untrusted.stderr)")
+            #expect(try await server.client(["--ca-file", pair.cert, "whoami"]).status == 0)
+            let added = try await server.client(
+                ["context", "add", "prod", "--server", server.url, "--ca-file", pair.cert],
+                environment: ["BACKUPCTL_SERVER": ""])
+            #expect(added.status == 0, "\(added.stderr)")
+            let viaContext = try await server.client(["--server", server.url, "whoami"])
+            #expect(viaContext.status == 0, "\(viaContext.stderr)")
         }
         try await AttackServer.with(["--tls-cert", pair.cert, "--tls-key", pair.key, "--tls-min-version", "1.3"]) {
             server in
