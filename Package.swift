@@ -22,6 +22,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", exact: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", exact: "2.37.6"),
+        // Hummingbird's HTTP part types (NIOHTTPTypes), for the server's connection guard.
+        .package(url: "https://github.com/apple/swift-nio-extras.git", exact: "1.35.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus", exact: "2.4.1"),
         .package(url: "https://github.com/vapor/postgres-nio", exact: "1.33.2"),
     ],
@@ -151,8 +153,8 @@ let package = Package(
                 "BackupModel", "ConsoleService", "ConsoleStore", "Access",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
-                .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -266,7 +268,7 @@ let package = Package(
         .testTarget(
             name: "ConsoleClientTests",
             dependencies: [
-                "ConsoleClient", "BackupModel",
+                "ConsoleClient", "BackupModel", "ConsoleService",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

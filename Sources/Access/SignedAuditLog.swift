@@ -200,9 +200,12 @@ public enum AuditExportLine: Sendable, Equatable, Codable {
     }
 
     /// `2026-11-23T00:11:12.345Z` for unix milliseconds.
+    /// Total over `Int64` (a hostile checkpoint time of `Int64.min` prints, it does not trap):
+    /// floor division without the `millis - 999` that overflowed.
     public static func time(_ millis: Int64) -> String {
-        let seconds = millis >= 0 ? millis / 1000 : (millis - 999) / 1000
-        let fraction = Int(millis - seconds * 1000)
+        let (quotient, remainder) = millis.quotientAndRemainder(dividingBy: 1000)
+        let seconds = remainder < 0 ? quotient - 1 : quotient
+        let fraction = Int(remainder < 0 ? remainder + 1000 : remainder)
         let digits = String(fraction)
         return String(Timestamp.format(seconds).dropLast()) + "." + String(repeating: "0", count: 3 - digits.count)
             + digits + "Z"

@@ -8,6 +8,10 @@ enum ExitStatus {
     static let remote: Int32 = 2
     static let usage: Int32 = 64
     static let permissionDenied: Int32 = 77
+    /// EX_TEMPFAIL: rate limited; the same command succeeds later (the server's `Retry-After`).
+    static let tempFail: Int32 = 75
+    /// EX_CONFIG: TLS trust, a credential file's mode, a server URL the console will not use.
+    static let configuration: Int32 = 78
 
     static func code(for kind: ConsoleError.Kind) -> Int32 {
         switch kind {
@@ -15,6 +19,8 @@ enum ExitStatus {
         case .remote: remote
         case .usage: usage
         case .permissionDenied: permissionDenied
+        case .rateLimited: tempFail
+        case .configuration: configuration
         }
     }
 }

@@ -26,7 +26,7 @@ enum OpenAPIDocument {
                     }
                   }
                 },
-                "description" : "An error: 400 usage, 401 no or unknown token, 403 no role, 404 not found, 405 wrong method, 409 conflict, 422 invalid input or verification failed, 429 too many failed sign-ins, 500 internal, 502 a remote system failed, 503 not ready."
+                "description" : "An error: 400 usage, 401 no or unknown token, 403 no role, 404 not found, 405 wrong method, 409 conflict, 422 invalid input or verification failed, 429 rate limited (too many failed sign-ins or requests; see Retry-After), 500 internal, 502 a remote system failed, 503 not ready."
               }
             },
             "schemas" : {
@@ -45,7 +45,9 @@ enum OpenAPIDocument {
                       "remote",
                       "usage",
                       "permissionDenied",
-                      "internalError"
+                      "internalError",
+                      "rateLimited",
+                      "configuration"
                     ],
                     "type" : "string"
                   },
@@ -1358,6 +1360,69 @@ enum OpenAPIDocument {
                 ]
               }
             },
+            "/v1/ops/operator.right" : {
+              "post" : {
+                "operationId" : "operator.right",
+                "parameters" : [
+                  {
+                    "$ref" : "#/components/parameters/Tenant"
+                  }
+                ],
+                "requestBody" : {
+                  "content" : {
+                    "application/json" : {
+                      "schema" : {
+                        "$ref" : "#/components/schemas/Operation"
+                      }
+                    }
+                  },
+                  "required" : true
+                },
+                "responses" : {
+                  "200" : {
+                    "content" : {
+                      "application/json" : {
+                        "schema" : {
+                          "$ref" : "#/components/schemas/Output"
+                        }
+                      }
+                    },
+                    "description" : "The operation's output."
+                  },
+                  "400" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "401" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "403" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "404" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "409" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "422" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "429" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "500" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "502" : {
+                    "$ref" : "#/components/responses/Error"
+                  }
+                },
+                "summary" : "Run operator.right.",
+                "tags" : [
+                  "operations"
+                ]
+              }
+            },
             "/v1/ops/operator.token.rotate" : {
               "post" : {
                 "operationId" : "operator.token.rotate",
@@ -2298,6 +2363,69 @@ enum OpenAPIDocument {
                   }
                 },
                 "summary" : "Run tenant.update.",
+                "tags" : [
+                  "operations"
+                ]
+              }
+            },
+            "/v1/ops/tenant.update_turnkey" : {
+              "post" : {
+                "operationId" : "tenant.update_turnkey",
+                "parameters" : [
+                  {
+                    "$ref" : "#/components/parameters/Tenant"
+                  }
+                ],
+                "requestBody" : {
+                  "content" : {
+                    "application/json" : {
+                      "schema" : {
+                        "$ref" : "#/components/schemas/Operation"
+                      }
+                    }
+                  },
+                  "required" : true
+                },
+                "responses" : {
+                  "200" : {
+                    "content" : {
+                      "application/jsonl" : {
+                        "schema" : {
+                          "$ref" : "#/components/schemas/Frame"
+                        }
+                      }
+                    },
+                    "description" : "JSON lines as the job runs: progress frames, then one result or error frame."
+                  },
+                  "400" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "401" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "403" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "404" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "409" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "422" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "429" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "500" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "502" : {
+                    "$ref" : "#/components/responses/Error"
+                  }
+                },
+                "summary" : "Run tenant.update_turnkey (a long job: progress is streamed).",
                 "tags" : [
                   "operations"
                 ]

@@ -8,12 +8,15 @@ import Logging
 import NIOCore
 
 /// Answers every request of `backupctl serve`: the operations and the health, metrics and
-/// OpenAPI routes. Authentication is checked on every request against the store (never
-/// cached), so a removed or rotated token is refused on its very next use.
+/// OpenAPI routes. Every operation is authenticated from its head alone, before a byte of its
+/// body is read, against the store's current access version, so a removed or rotated token is
+/// refused on its very next use and nobody without a token can make the server read a body.
 final class RequestHandler: Sendable {
     let console: LocalConsole
     let metrics: ServerMetrics
-    let limiter: AuthLimiter
+    let limiter: RequestLimiter
+    /// The connection guard's registry (its counts feed `/metrics`).
+    let connections: ConnectionRegistry?
     let logger: Logger
     /// The operations served, by name (``ConsoleOperations/byName``).
     let operations: [String: any ConsoleOperation.Type]
@@ -23,9 +26,10 @@ final class RequestHandler: Sendable {
     static let tenantField = HTTPFields.Element.Name(Wire.tenantHeader)
 
     init(
-        console: LocalConsole, metrics: ServerMetrics, limiter: AuthLimiter, logger: Logger,
-        operations: [String: any ConsoleOperation.Type]
+        console: LocalConsole, metrics: ServerMetrics, limiter: RequestLimiter, connections: ConnectionRegistry? = nil,
+        logger: Logger, operations: [String: any ConsoleOperation.Type]
     ) {
+        self.connections = connections
         self.operations = operations
         self.console = console
         self.metrics = metrics
@@ -49,11 +53,11 @@ final class RequestHandler: Sendable {
             guard request.method == .post else {
                 return record(name, started, Self.error(.usage("\(Wire.opsPrefix)\(name) takes POST."), status: 405))
             }
-            switch await authenticate(request, context: context, verify: type.streams) {
+            switch await authenticate(request, context: context) {
             case .refused(let response):
                 return record(name, started, response)
-            case .caller(let caller):
-                return await dispatch(type, request: request, caller: caller, started: started)
+            case .caller(let caller, let operatorName):
+                return await dispatch(type, request: request, caller: caller, as: operatorName, started: started)
             }
         }
         guard request.method == .get || request.method == .head else {
@@ -66,6 +70,7 @@ final class RequestHandler: Sendable {
             return await record("readyz", started, readiness())
         case "/metrics":
             _ = await readiness()
+            if let counts = connections?.snapshot { metrics.connections(open: counts.open, closed: counts.closed) }
             var headers = HTTPFields()
             headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
             return Response(
@@ -105,33 +110,23 @@ final class RequestHandler: Sendable {
     // MARK: Authentication
 
     enum Authentication {
-        case caller(Caller)
+        case caller(Caller, operatorName: String)
         case refused(Response)
     }
 
-    /// The caller behind `Authorization: Bearer …`. Failures count against the client's
-    /// address; once it has used them up it is refused (429) without its token being looked at.
-    /// With `verify` (long jobs, whose status line goes out before they run) the token is checked
-    /// against the store here; other operations check it as their first step
-    /// (``refusedCredentials(_:address:)`` then does the bookkeeping), saving a read per request.
-    func authenticate(_ request: Request, context: ServerRequestContext, verify: Bool) async -> Authentication {
+    /// The caller behind `Authorization: Bearer …`, from the request head alone. A valid token
+    /// is never refused for anybody else's failures, only for its own operator's request rate
+    /// or refusals (``RequestLimiter/operatorRequest(_:now:)``). A missing or unknown token is
+    /// answered 401 and audited while its credential, its address and the server have failures
+    /// left, and 429 with `Retry-After` (audited once a window) once one has run out.
+    func authenticate(_ request: Request, context: ServerRequestContext) async -> Authentication {
         let address = context.clientAddress
-        let now = console.clock.millis()
-        if limiter.isLimited(address, now: now) {
-            metrics.failedAuthentication(reason: "rate_limited")
-            if limiter.shouldAuditRefusal(address, now: now) {
-                await auditFailure(address: address, code: "rate_limited")
-            }
-            return .refused(
-                Self.error(
-                    ConsoleError(
-                        .permissionDenied, code: "rate_limited",
-                        "Too many failed sign-ins from this address; wait a minute and retry."), status: 429))
-        }
         let tenant = Self.tenantField.flatMap { request.headers[$0] }
+        var credential: String?
         do throws(ConsoleError) {
             var token: SecretBytes?
             if let header = request.headers[.authorization] {
+                credential = OperatorToken.hash(SecretBytes(Array(header.utf8)))
                 guard header.hasPrefix("Bearer ") else {
                     throw ConsoleError(
                         .permissionDenied, code: "invalid_token", "The Authorization header must be `Bearer TOKEN`.")
@@ -139,43 +134,82 @@ final class RequestHandler: Sendable {
                 token = try OperatorToken.parse(Array(header.utf8.dropFirst(7)))
             }
             let caller = Caller(token: token, tenant: tenant, address: address)
-            if verify { _ = try await console.authenticate(caller) }
-            return .caller(caller)
+            let record = try await console.authenticate(caller)
+            let name = record.name.rawValue
+            if let refusal = limiter.operatorRequest(name, now: console.clock.millis()) {
+                return await .refused(limited(refusal, operatorName: name, address: address))
+            }
+            return .caller(caller, operatorName: name)
         } catch {
-            return await .refused(refusedCredentials(error, address: address))
+            guard error.code == "missing_token" || error.code == "invalid_token" else {
+                return .refused(Self.error(error))
+            }
+            return await .refused(failedSignIn(error, credential: credential, address: address))
         }
     }
 
-    /// The answer to a request whose credentials failed; a missing or unknown token counts
-    /// against the address and is audited.
-    func refusedCredentials(_ error: ConsoleError, address: String) async -> Response {
-        guard error.code == "missing_token" || error.code == "invalid_token" else { return Self.error(error) }
-        limiter.recordFailure(address, now: console.clock.millis())
+    /// The answer to a request whose credentials failed.
+    private func failedSignIn(_ error: ConsoleError, credential: String?, address: String) async -> Response {
+        let now = console.clock.millis()
+        if let refusal = limiter.signInFailure(credential: credential, address: address, now: now) {
+            return await limited(refusal, operatorName: nil, address: address)
+        }
         metrics.failedAuthentication(reason: error.code)
-        await auditFailure(address: address, code: error.code)
+        await auditFailure(address: address, code: error.code, operatorName: nil, scope: nil)
         logger.notice("refused a request without a valid operator token", metadata: ["address": "\(address)"])
         return Self.error(error)
     }
 
-    /// An `auth.failed` entry: the address and why, never what was presented.
-    private func auditFailure(address: String, code: String) async {
+    /// 429 with `Retry-After`; audited once per key and window.
+    private func limited(_ refusal: RequestLimiter.Refusal, operatorName: String?, address: String) async -> Response {
+        metrics.failedAuthentication(reason: "rate_limited")
+        if limiter.shouldAudit(refusal, now: console.clock.millis()) {
+            await auditFailure(address: address, code: "rate_limited", operatorName: operatorName, scope: refusal.scope)
+        }
+        let seconds = refusal.retryAfterSeconds
+        let message =
+            switch refusal.scope {
+            case "operator_rate": "Too many requests from this operator; retry in \(seconds) s."
+            case "operator_denials":
+                "Too many refused requests from this operator (each is audited); retry in \(seconds) s."
+            default: "Too many failed sign-ins; retry in \(seconds) s. A valid token is not limited."
+            }
+        var response = Self.error(ConsoleError(.rateLimited, code: "rate_limited", message))
+        response.headers[.retryAfter] = String(seconds)
+        return response
+    }
+
+    /// An `auth.failed` entry (or, for an operator over its limits, `rate.limited`): the
+    /// address and why, never what was presented.
+    private func auditFailure(address: String, code: String, operatorName: String?, scope: String?) async {
+        var details = ["address": address, "code": code, "outcome": "failure"]
+        if let scope { details["scope"] = scope }
         let draft = AuditDraft(
-            operatorName: "-", tenant: nil, action: "auth.failed", target: address,
-            details: ["address": address, "code": code, "outcome": "failure"])
+            operatorName: operatorName ?? "-", tenant: nil,
+            action: operatorName == nil ? "auth.failed" : "rate.limited",
+            target: address, details: details)
         do {
             try await console.store().appendAudit(draft)
         } catch {
             logger.error(
-                "could not audit a failed sign-in", metadata: ["address": "\(address)", "code": "\(error.code)"])
+                "could not audit a refused request", metadata: ["address": "\(address)", "code": "\(error.code)"])
         }
+    }
+
+    /// Counts a refusal of an authenticated operator against its refusal budget.
+    private func noteRefusal(_ error: ConsoleError, operatorName: String) {
+        guard error.kind == .permissionDenied, error.code == "permission_denied" else { return }
+        limiter.operatorDenied(operatorName, now: console.clock.millis())
     }
 
     // MARK: Operations
 
     func dispatch<Op: ConsoleOperation>(
-        _ type: Op.Type, request: Request, caller: Caller, started: ContinuousClock.Instant
+        _ type: Op.Type, request: Request, caller: Caller, as operatorName: String, started: ContinuousClock.Instant
     ) async -> Response {
-        if Op.streams { return stream(Op.self, request: request, caller: caller, started: started) }
+        if Op.streams {
+            return stream(Op.self, request: request, caller: caller, as: operatorName, started: started)
+        }
         var request = request
         let operation: Op
         do {
@@ -187,7 +221,8 @@ final class RequestHandler: Sendable {
             let output = try await Self.perform(operation, on: console, as: caller)
             return record(Op.name, started, Self.json(200, try Self.encode(output)))
         } catch {
-            return await record(Op.name, started, refusedCredentials(error, address: caller.address ?? "-"))
+            noteRefusal(error, operatorName: operatorName)
+            return record(Op.name, started, Self.error(error))
         }
     }
 
@@ -205,8 +240,9 @@ final class RequestHandler: Sendable {
     /// A long job: JSON lines as it runs (`{"progress":…}`), then `{"result":…}` or
     /// `{"error":…}`. A client that goes away cancels the job, which stops after the call it is in.
     func stream<Op: ConsoleOperation>(
-        _ type: Op.Type, request: Request, caller: Caller, started: ContinuousClock.Instant
+        _ type: Op.Type, request: Request, caller: Caller, as operatorName: String, started: ContinuousClock.Instant
     ) -> Response {
+        let noteRefusal = { @Sendable (error: ConsoleError) in self.noteRefusal(error, operatorName: operatorName) }
         let console = console
         let metrics = metrics
         let logger = logger
@@ -244,6 +280,7 @@ final class RequestHandler: Sendable {
                                     }
                                     continuation.yield(Wire.Frame(result: output))
                                 } catch {
+                                    noteRefusal(error)
                                     continuation.yield(Wire.Frame(error: .init(error)))
                                 }
                                 continuation.finish()

@@ -24,6 +24,8 @@ public enum Wire {
         case .remote: 502
         case .usage: 400
         case .internalError: 500
+        case .rateLimited: 429
+        case .configuration: 500
         }
     }
 

@@ -41,6 +41,18 @@ extension SQLiteConsoleStore {
         }
     }
 
+    public func setCanCreateTenants(_ name: OperatorName, _ allowed: Bool, audit: AuditDraft)
+        async throws(ConsoleError) -> Bool
+    {
+        try await write("changing the global rights of \(name)") { db in
+            try db.execute(
+                sql: "UPDATE operators SET can_create_tenants = ? WHERE name = ?", arguments: [allowed, name.rawValue])
+            guard db.changesCount > 0 else { return false }
+            _ = try self.insertAudit(audit, db)
+            return true
+        }
+    }
+
     public func removeOperator(_ name: OperatorName, audit: AuditDraft) async throws(ConsoleError) -> Bool {
         try await write("removing operator \(name)") { db in
             // Grants go with it (ON DELETE CASCADE); the audit keeps its name.

@@ -27,6 +27,21 @@ extension SQLiteConsoleStore: LiveTenantStore {
         }
     }
 
+    public func setTurnkeyCredentials(
+        tenant: TenantName, url: String, apiKeyFile: String, cleanupKeyFile: String?, audit: AuditDraft
+    ) async throws(ConsoleError) {
+        try await write("setting the Turnkey credentials of \(tenant)") { db in
+            try db.execute(
+                sql: """
+                    UPDATE tenants SET turnkey_url = ?, turnkey_api_key_file = ?, cleanup_key_file = ?
+                    WHERE name = ? AND NOT is_sandbox
+                    """,
+                arguments: [url, apiKeyFile, cleanupKeyFile, tenant.rawValue])
+            guard db.changesCount == 1 else { throw ConsoleError.notFound("No live tenant \(tenant).") }
+            _ = try self.insertAudit(audit, db)
+        }
+    }
+
     // MARK: Snapshots
 
     private static let snapshotColumns = "seq, snapshot_at, complete, imported_at, backups, retired"

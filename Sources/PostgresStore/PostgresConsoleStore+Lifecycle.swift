@@ -7,6 +7,20 @@ extension PostgresConsoleStore {
 
     /// Replaces the operator's token hash (the old token stops working at once); `false` if
     /// there is no such operator, and then nothing is audited.
+    public func setCanCreateTenants(_ name: OperatorName, _ allowed: Bool, audit: AuditDraft)
+        async throws(ConsoleError) -> Bool
+    {
+        try await write("changing the global rights of \(name)") { connection in
+            guard
+                try await exists(
+                    "UPDATE operators SET can_create_tenants = \(allowed) WHERE name = \(name.rawValue) RETURNING name",
+                    connection)
+            else { return false }
+            _ = try await insertAudit(audit, connection)
+            return true
+        }
+    }
+
     public func replaceOperatorToken(_ name: OperatorName, tokenHash: String, audit: AuditDraft)
         async throws(ConsoleError) -> Bool
     {

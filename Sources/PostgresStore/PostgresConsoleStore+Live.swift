@@ -35,6 +35,22 @@ extension PostgresConsoleStore: LiveTenantStore {
         }
     }
 
+    public func setTurnkeyCredentials(
+        tenant: TenantName, url: String, apiKeyFile: String, cleanupKeyFile: String?, audit: AuditDraft
+    ) async throws(ConsoleError) {
+        try await write("setting the Turnkey credentials of \(tenant)") { connection in
+            guard
+                try await exists(
+                    """
+                    UPDATE tenants SET turnkey_url = \(url), turnkey_api_key_file = \(apiKeyFile),
+                    cleanup_key_file = \(cleanupKeyFile) WHERE name = \(tenant.rawValue) AND NOT is_sandbox
+                    RETURNING name
+                    """, connection)
+            else { throw ConsoleError.notFound("No live tenant \(tenant).") }
+            _ = try await insertAudit(audit, connection)
+        }
+    }
+
     // MARK: Snapshots
 
     private static let snapshotColumns = "seq, snapshot_at, complete, imported_at, backups, retired"

@@ -22,6 +22,12 @@ public final class ServerProcess: Sendable {
         public var termination: ChildTermination?
         public var stderr: String
 
+        public init(command: String, termination: ChildTermination?, stderr: String) {
+            self.command = command
+            self.termination = termination
+            self.stderr = stderr
+        }
+
         public var description: String {
             "\(command) did not announce its address (\(termination?.description ?? "still running, killed")): \(stderr)"
         }

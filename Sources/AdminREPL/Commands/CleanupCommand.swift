@@ -236,9 +236,7 @@ struct CleanupCommand: ParsableCommand {
         @Option(help: "The X-Stamp value from `recovery stamp`.") var stamp: String
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-            guard let body = FileManager.default.contents(atPath: bodyFile) else {
-                throw ConsoleError.invalid("invalid_file", "Cannot read the body file \(bodyFile).")
-            }
+            let body = Data(try InputFile.read(bodyFile, what: "The body file", maxBytes: 1 << 20))
             let item = try await Progress.waiting("cleanup submit") {
                 try await ctx.perform(CleanupSubmitOperation(body: body, stamp: stamp))
             }

@@ -57,9 +57,8 @@ struct RecoveryCommand: ParsableCommand {
         @Option(help: "File holding the Root Key JSON (default: hidden prompt, else stdin).") var rootKeyFile: String?
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-            guard let body = FileManager.default.contents(atPath: bodyFile) else {
-                throw ConsoleError.invalid("invalid_body_file", "Cannot read the body file \(bodyFile).")
-            }
+            let body = try InputFile.read(
+                bodyFile, what: "The body file", maxBytes: 1 << 20, code: "invalid_body_file")
             guard !body.isEmpty else {
                 throw ConsoleError.invalid("invalid_body_file", "The body file \(bodyFile) is empty.")
             }
@@ -82,8 +81,9 @@ enum RootKeyInput {
     static func read(file: String?, prompt: String = "Root Key JSON (input hidden): ") throws(ConsoleError) -> RootKey {
         var bytes: [UInt8]
         if let file {
-            guard let data = FileManager.default.contents(atPath: file) else {
-                // The value is not repeated: a key pasted here by mistake must not be printed.
+            // A FIFO or device is refused, never waited on; the value is not repeated: a key
+            // pasted here by mistake must not be printed.
+            guard let data = try? InputFile.read(file, what: "The Root Key file", maxBytes: 64 << 10) else {
                 throw .invalid(
                     "invalid_root_key_file",
                     "Cannot read the file given to --root-key-file (the value is not repeated here in case it is the key itself); pass the path of a readable file holding the Root Key JSON."
