@@ -13,12 +13,14 @@ extension CommandContext {
         defer { progress.finish() }
         let console = try console
         let caller = try caller
+        let pause = JobCheckpoint(environment: environment)
         let job = Task { () async throws -> Op.Output in
             try await console.perform(operation, as: caller) { event in
                 progress.set(done: event.done, total: event.total, detail: event.detail)
+                pause.reached()
             }
         }
-        // Ctrl-C raises the flag (the REPL's handler); poll it while the job runs.
+        // Ctrl-C (and SIGTERM outside the REPL) raise the flag; poll it while the job runs.
         let watcher = Task {
             while !Task.isCancelled {
                 if SignalFlag.isRaised {
@@ -30,9 +32,19 @@ extension CommandContext {
             }
         }
         defer { watcher.cancel() }
+        let result = await Interrupts.finishing { await job.result }
+        watcher.cancel()
+        if job.isCancelled {
+            let (done, known) = progress.counts
+            interruption = JobInterruption(
+                label: label, done: done ?? 0, total: known ?? total, signal: Interrupts.signal)
+        }
         do {
-            return try await job.value
+            return try result.get()
         } catch let error as ConsoleError {
+            if let interruption, error.code == "interrupted" || error.code == "cancelled" {
+                throw interruption.error
+            }
             throw error
         } catch {
             throw .internalError("\(label) failed: \(error)")

@@ -240,6 +240,15 @@ public final class RemoteConsole: ConsoleAPI {
                 .conflict, code: "interrupted", "Interrupted; the server stops the job after its current call.")
         }
         let text = String(describing: error)
+        if error as? NIOSSLExtraError == .failedToValidateHostname
+            || ((error is NIOSSLError || error is BoringSSLError) && text.contains("CERTIFICATE_VERIFY_FAILED"))
+        {
+            // The configuration does not trust the server: no retry helps (exit 78).
+            return ConsoleError(
+                .remote, code: "tls_untrusted",
+                "The server at \(server) presented a certificate this console does not trust; give its CA with --ca-file (BACKUPCTL_CA_FILE)."
+            )
+        }
         var timedOut = error as? HTTPClientError == .connectTimeout
         if case .connectTimeout? = error as? ChannelError { timedOut = true }
         let reason =

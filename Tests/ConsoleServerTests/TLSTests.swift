@@ -41,7 +41,7 @@ import Testing
                 _ = try await untrusted.perform(WhoamiOperation(), as: caller)
                 Issue.record("an untrusted certificate was accepted")
             } catch let error as ConsoleError {
-                #expect(error.code == "server_unavailable")
+                #expect(error.code == "tls_untrusted", "\(error)")
             }
         }
     }

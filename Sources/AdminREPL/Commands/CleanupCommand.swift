@@ -247,17 +247,16 @@ struct CleanupCommand: ParsableCommand {
     }
 }
 
-/// SIGTERM during `cleanup run`: raises the same flag as Ctrl-C, then the default comes back.
+/// SIGTERM during `cleanup run`: raises the same flag as Ctrl-C, then the default comes back
+/// (in the REPL; a batch or a direct command keeps its handler for the whole run, see ``Interrupts``).
 enum TermSignal {
     static func install() {
-        var action = sigaction()
-        action.__sigaction_handler.sa_handler = { _ in SignalFlag.raise() }
-        sigemptyset(&action.sa_mask)
-        action.sa_flags = SA_RESTART
-        sigaction(SIGTERM, &action, nil)
+        SignalFlag.install()
+        SignalFlag.handle(SIGTERM)
     }
 
     static func restore() {
+        guard !Interrupts.heldForRun else { return }
         var action = sigaction()
         action.__sigaction_handler.sa_handler = SIG_DFL
         sigemptyset(&action.sa_mask)
