@@ -117,18 +117,21 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "Inspect",
-            dependencies: ["BackupModel", "BackupCrypto", "ConsoleStore", "Access"],
+            dependencies: ["BackupModel", "BackupCrypto", "ConsoleStore", "Access", "ConsoleWire"],
             swiftSettings: strict),
         .target(
             name: "Recovery",
             dependencies: ["BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Turnkey", "BackupService"],
             swiftSettings: strict),
+        // The API's wire format (errors, frames, progress) and the JSON Schemas read from its
+        // types: light (Foundation and BackupModel only), for any client.
+        .target(name: "ConsoleWire", dependencies: ["BackupModel"], swiftSettings: strict),
         // The service layer: one protocol, the in-process implementation and every operation.
         .target(
             name: "ConsoleService",
             dependencies: [
                 "BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Inspect", "Recovery", "Turnkey",
-                "TurnkeySandbox", "Cleanup", "BackupService", "BackupServiceSandbox", "PostgresStore",
+                "TurnkeySandbox", "Cleanup", "BackupService", "BackupServiceSandbox", "PostgresStore", "ConsoleWire",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
@@ -136,7 +139,7 @@ let package = Package(
         .target(
             name: "ConsoleClient",
             dependencies: [
-                "BackupModel", "ConsoleService",
+                "BackupModel", "ConsoleService", "ConsoleWire",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -148,7 +151,7 @@ let package = Package(
         .target(
             name: "ConsoleServer",
             dependencies: [
-                "BackupModel", "ConsoleService", "ConsoleStore", "Access",
+                "BackupModel", "ConsoleService", "ConsoleStore", "Access", "ConsoleWire",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -207,6 +210,7 @@ let package = Package(
         .testTarget(name: "BackupctlTestSupportTests", dependencies: ["BackupctlTestSupport"]),
 
         .testTarget(name: "BackupModelTests", dependencies: ["BackupModel"]),
+        .testTarget(name: "ConsoleWireTests", dependencies: ["ConsoleWire", "BackupModel"]),
         .testTarget(
             name: "BackupCryptoTests", dependencies: ["BackupCrypto", "BackupModel"],
             resources: [.copy("Vectors")]),
@@ -275,14 +279,14 @@ let package = Package(
             name: "ConsoleServerTests",
             dependencies: [
                 "ConsoleServer", "ConsoleService", "ConsoleClient", "ConsoleStore", "Access", "BackupModel",
-                "BackupCrypto", "PostgresStore",
+                "BackupCrypto", "PostgresStore", "ConsoleWire",
                 "BackupctlTestSupport", "Inspect",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]),
         .testTarget(
             name: "AdminREPLTests",
             dependencies: [
-                "AdminREPL", "ConsoleService", "ConsoleStore", "BackupctlTestSupport", "PostgresStore",
+                "AdminREPL", "ConsoleService", "ConsoleStore", "BackupctlTestSupport", "PostgresStore", "ConsoleWire",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             // Read from the source tree by path (golden files), not bundled.

@@ -20,7 +20,15 @@ public struct AuditDraft: Sendable, Equatable {
         self.action = action
         self.target = target
         self.details = details
+        // Entries written while `backupctl serve` answers a request name it (its X-Request-Id).
+        if let request = ServedRequest.id, details["requestId"] == nil { self.details["requestId"] = request }
     }
+}
+
+/// The request a server task is answering, so what it logs and audits can name it.
+public enum ServedRequest {
+    /// The request's id (`X-Request-Id`, the caller's or one the server made); `nil` outside a request.
+    @TaskLocal public static var id: String?
 }
 
 /// One entry of the hash-chained audit log: `hash = SHA-256(prevHash ‖ canonical)`, where
