@@ -135,23 +135,21 @@ struct BatchRunner {
         return firstFailure
     }
 
-    /// Reports every line that would be refused; the exit status of the first, or `nil`.
+    /// Reports every line that would be refused (each saying that nothing ran); the exit
+    /// status of the first, or `nil`.
     private func check(_ commands: [(BatchLine, String)]) -> Int32? {
         var first: Int32?
         var reported = 0
         for (line, text) in commands {
             guard let refusal = ScriptCheck.refusal(text, settings: executor.ctx.settings) else { continue }
             executor.ctx.batchLine = (line.file, line.line)
-            if reported < 20 { executor.report(refusal, onStdout: false) }
+            if reported < 20 {
+                executor.report(
+                    ConsoleError(refusal.kind, code: refusal.code, refusal.message + " Nothing in the script was run."),
+                    onStdout: false)
+            }
             reported += 1
             if first == nil { first = ExitStatus.code(for: refusal) }
-        }
-        if reported > 0 {
-            executor.ctx.batchLine = nil
-            executor.report(
-                ConsoleError(
-                    .usage, code: "script_refused",
-                    "\(reported) line(s) of the script would be refused; nothing was run."), onStdout: false)
         }
         return first
     }

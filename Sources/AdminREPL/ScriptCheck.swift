@@ -35,9 +35,15 @@ enum ScriptCheck {
                 return .usage(
                     "--format csv is for commands that list rows (\(ListsRecordsNames.all)); yaml and json fit all.")
             }
-            return nil
+            return (parsed as? any ReadsStdin)?.stdinRefusal
         } catch {
             return error
         }
     }
+}
+
+/// A command that may read stdin itself (a Root Key): refused before a script that arrives on
+/// stdin runs, since stdin then carries the commands.
+protocol ReadsStdin {
+    var stdinRefusal: ConsoleError? { get }
 }

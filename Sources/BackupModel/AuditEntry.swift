@@ -20,8 +20,15 @@ public struct AuditDraft: Sendable, Equatable {
         self.action = action
         self.target = target
         self.details = details
-        // Entries written while `backupctl serve` answers a request name it (its X-Request-Id).
-        if let request = ServedRequest.id, details["requestId"] == nil { self.details["requestId"] = request }
+    }
+
+    /// The draft as the store writes it: while `backupctl serve` answers a request, the entry
+    /// names it (`requestId`, the answer's X-Request-Id). Stores call it where they insert.
+    public var stamped: AuditDraft {
+        guard let request = ServedRequest.id, details["requestId"] == nil else { return self }
+        var draft = self
+        draft.details["requestId"] = request
+        return draft
     }
 }
 

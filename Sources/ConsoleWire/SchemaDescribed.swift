@@ -24,13 +24,14 @@ extension JSONValue: SchemaDescribed {
 extension JSONValue {
     /// `{"type": "object", "properties": …, "required": …, "additionalProperties": false}`.
     public static func object(
-        _ properties: [String: JSONValue], required: [String], description: String? = nil
+        _ properties: [String: JSONValue], required: [String], description: String? = nil, title: String? = nil
     ) -> JSONValue {
         var schema: [String: JSONValue] = [
             "type": "object", "properties": .object(properties), "additionalProperties": false,
         ]
         if !required.isEmpty { schema["required"] = .array(required.sorted().map(JSONValue.string)) }
         if let description { schema["description"] = .string(description) }
+        if let title { schema["title"] = .string(title) }
         return .object(schema)
     }
 

@@ -68,11 +68,19 @@ public enum SchemaProbe {
         /// of the standard library do exactly that.
         var askedAbout: Set<String> = []
 
+        static func nullable(_ schema: JSONValue) -> JSONValue {
+            if schema["anyOf"]?.arrayValue.contains(["type": "null"]) == true { return schema }
+            return ["anyOf": [schema, ["type": "null"]]]
+        }
+
         func property(_ key: String, _ schema: JSONValue, required: Bool) {
             var (properties, needed): ([String: JSONValue], Set<String>) = ([:], [])
             if case .object(let p, let r) = shape { (properties, needed) = (p, r) }
-            properties[key] = schema
-            if required, !askedAbout.contains(key) { needed.insert(key) }
+            let optional = !required || askedAbout.contains(key)
+            // What may be absent may also be null: decoders read both as nil, and encoders
+            // that write every key (`firstBadSeq: null`) send it.
+            properties[key] = optional ? Self.nullable(schema) : schema
+            if !optional { needed.insert(key) }
             shape = .object(properties: properties, required: needed)
         }
     }

@@ -44,18 +44,21 @@ extension LookupQuery: SchemaDescribed {
         return [
             "description": "What to look a backup up by, tagged by kind.",
             "oneOf": [
-                .object(["kind": .constant("passkey"), "credentialId": text], required: ["kind", "credentialId"]),
+                .object(
+                    ["kind": .constant("passkey"), "credentialId": text], required: ["kind", "credentialId"],
+                    title: "LookupByPasskey"),
                 .object(
                     [
                         "kind": .constant("oidc"),
                         "provider": ["type": "string", "minLength": 1, "description": "google, apple or an issuer URL"],
                         "sub": text,
-                    ], required: ["kind", "provider", "sub"]),
+                    ], required: ["kind", "provider", "sub"], title: "LookupByOIDC"),
                 .object(
                     ["kind": .constant("keypair"), "publicKey": text, "sync": .booleanType],
-                    required: ["kind", "publicKey"]),
+                    required: ["kind", "publicKey"], title: "LookupByKeypair"),
                 .object(
-                    ["kind": .constant("account"), "backupAccountId": text], required: ["kind", "backupAccountId"]),
+                    ["kind": .constant("account"), "backupAccountId": text], required: ["kind", "backupAccountId"],
+                    title: "LookupByAccount"),
             ],
         ]
     }

@@ -78,7 +78,7 @@ struct ContextTests {
         defer { cli.cleanUp() }
         _ = try await cli.bootstrap()
         let badURL = try await cli.run(["context", "add", "x", "--server", "ftp://host"])
-        #expect(badURL.status == 1)
+        #expect(badURL.status == 78)  // a configuration mistake (EX_CONFIG)
         #expect(badURL.stderr.contains("invalid_server"))
         let badName = try await cli.run(["context", "add", "a b", "--server", "http://127.0.0.1:1"])
         #expect(badName.stderr.contains("invalid_context"))
