@@ -143,6 +143,7 @@ final class KeepAliveClient: Sendable {
     private func connect() async throws -> Connection {
         let tls = self.tls
         let serverName = self.serverName
+        let setupFailure = SetupFailure()
         let channel = try await ClientBootstrap(group: group)
             .connectTimeout(connectTimeout)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
@@ -151,6 +152,7 @@ final class KeepAliveClient: Sendable {
                     let pipeline = channel.pipeline.syncOperations
                     if let tls {
                         try pipeline.addHandler(NIOSSLClientHandler(context: tls, serverHostname: serverName))
+                        try pipeline.addHandler(setupFailure)
                     }
                     try pipeline.addHTTPClientHandlers()
                     try pipeline.addHandler(ExchangeHandler())
@@ -166,7 +168,9 @@ final class KeepAliveClient: Sendable {
             return Connection(channel: channel, handler: handler, idleSince: .now())
         } catch {
             channel.close(promise: nil)
-            throw error
+            // A refused TLS handshake closes the channel before its handlers can be found:
+            // the handshake's own error is the one that says why.
+            throw setupFailure.error ?? error
         }
     }
 
@@ -293,5 +297,19 @@ final class ExchangeHandler: ChannelInboundHandler {
         deadline?.cancel()
         deadline = nil
         promise.completeWith(result)
+    }
+}
+
+/// Keeps the first error a connection met while it was being set up (a failed TLS handshake),
+/// which outlives the pipeline that closed under it.
+final class SetupFailure: ChannelInboundHandler, Sendable {
+    typealias InboundIn = NIOAny
+    private let first = Mutex<(any Error)?>(nil)
+
+    var error: (any Error)? { first.withLock { $0 } }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        first.withLock { if $0 == nil { $0 = error } }
+        context.fireErrorCaught(error)
     }
 }

@@ -59,6 +59,13 @@ enum HTTPAnswer {
         return json(status ?? Wire.status(for: error.kind, code: error.code), body)
     }
 
+    /// An operation's own refusal. A usage error raised by the operation (a value out of range,
+    /// a missing option) concerns a body that was well-formed JSON of its schema: 422, not the
+    /// 400 of a body that could not be read.
+    static func refusal(_ error: ConsoleError) -> Response {
+        Self.error(error, status: error.kind == .usage ? 422 : nil)
+    }
+
     /// 405 with the methods the route takes.
     static func wrongMethod(_ path: Substring, allow: String) -> Response {
         var response = error(.usage("\(path.prefix(64)) takes \(allow)."), status: 405)

@@ -83,8 +83,9 @@ struct OpenAPIDocument: Sendable {
                     ],
                     "RequestId": [
                         "name": "X-Request-Id", "in": "header", "required": false,
-                        "schema": ["type": "string", "pattern": "^[A-Za-z0-9._:-]{1,128}$"],
-                        "description": "Echoed in the answer, the server's log and the audit entry; made when absent.",
+                        "schema": .stringType,
+                        "description":
+                            "Echoed in the answer, the server's log and the audit entries of the request when it is 1–128 of A-Za-z0-9._:-; otherwise (or when absent) the server makes one.",
                     ],
                 ],
                 "responses": [

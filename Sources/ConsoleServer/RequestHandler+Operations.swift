@@ -13,7 +13,8 @@ extension RequestHandler {
         _ type: Op.Type, request: Request, caller: Caller, started: ContinuousClock.Instant, logger: Logger
     ) async -> Response {
         let operation: Op
-        switch await read(Op.self, request) {
+        var request = request
+        switch await read(Op.self, &request) {
         case .failure(let refusal): return record(Op.name, started, refusal.response)
         case .success(let decoded): operation = decoded
         }
@@ -37,7 +38,9 @@ extension RequestHandler {
 
     /// The operation in the body: declared JSON, at most ``HTTPAnswer/maxBody`` bytes, a JSON
     /// object that conforms to the operation's schema in the document, then decoded.
-    func read<Op: ConsoleOperation>(_ type: Op.Type, _ request: Request) async -> Result<Op, Refusal> {
+    /// The body is collected into `request` (which keeps the connection's stream behind it, so
+    /// a long job can still learn when the client goes away).
+    func read<Op: ConsoleOperation>(_ type: Op.Type, _ request: inout Request) async -> Result<Op, Refusal> {
         if let refused = HTTPAnswer.unsupportedMediaType(request.headers[.contentType]) {
             return .failure(Refusal(response: refused))
         }
@@ -46,7 +49,7 @@ extension RequestHandler {
         }
         let buffer: ByteBuffer
         do {
-            buffer = try await request.body.collect(upTo: HTTPAnswer.maxBody)
+            buffer = try await request.collectBody(upTo: HTTPAnswer.maxBody)
         } catch is NIOTooManyBytesError {
             return .failure(Refusal(response: HTTPAnswer.tooLarge))
         } catch {
@@ -66,7 +69,9 @@ extension RequestHandler {
         do {
             return .success(try JSONDecoder().decode(Op.self, from: data))
         } catch {
-            return .failure(Refusal(response: HTTPAnswer.error(Self.unreadable(Op.name, Self.reason(error)))))
+            // Of its schema, but a value the type refuses: 422.
+            return .failure(
+                Refusal(response: HTTPAnswer.error(Self.unreadable(Op.name, Self.reason(error)), status: 422)))
         }
     }
 

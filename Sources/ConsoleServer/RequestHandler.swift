@@ -140,6 +140,25 @@ final class RequestHandler: Sendable {
     /// (``refusedCredentials(_:address:)`` then does the bookkeeping), saving a read per request.
     func authenticate(_ request: Request, context: ServerRequestContext, verify: Bool) async -> Authentication {
         let address = context.clientAddress
+        // No token, or nothing shaped like one: 401 at once. Nothing is guessed that way, so it
+        // neither spends the address's failures nor writes an audit entry (a flood of them
+        // would); the sign-in limiter counts only well-formed tokens the store does not know.
+        let token: SecretBytes
+        do throws(ConsoleError) {
+            guard let header = request.headers[.authorization] else {
+                throw ConsoleError(
+                    .permissionDenied, code: "missing_token",
+                    "No operator token: send `Authorization: Bearer TOKEN` (BACKUPCTL_TOKEN or --token-file).")
+            }
+            guard header.hasPrefix("Bearer ") else {
+                throw ConsoleError(
+                    .permissionDenied, code: "invalid_token", "The Authorization header must be `Bearer TOKEN`.")
+            }
+            token = try OperatorToken.parse(Array(header.utf8.dropFirst(7)))
+        } catch {
+            metrics.failedAuthentication(reason: error.code)
+            return .refused(HTTPAnswer.error(error))
+        }
         let now = console.clock.millis()
         if limiter.isLimited(address, now: now) {
             metrics.failedAuthentication(reason: "rate_limited")
@@ -153,27 +172,21 @@ final class RequestHandler: Sendable {
                         "Too many failed sign-ins from this address; wait a minute and retry."), status: 429))
         }
         let tenant = Self.tenantField.flatMap { request.headers[$0] }
-        do throws(ConsoleError) {
-            var token: SecretBytes?
-            if let header = request.headers[.authorization] {
-                guard header.hasPrefix("Bearer ") else {
-                    throw ConsoleError(
-                        .permissionDenied, code: "invalid_token", "The Authorization header must be `Bearer TOKEN`.")
-                }
-                token = try OperatorToken.parse(Array(header.utf8.dropFirst(7)))
+        let caller = Caller(token: token, tenant: tenant, address: address)
+        if verify {
+            do throws(ConsoleError) {
+                _ = try await console.authenticate(caller)
+            } catch {
+                return await .refused(refusedCredentials(error, address: address))
             }
-            let caller = Caller(token: token, tenant: tenant, address: address)
-            if verify { _ = try await console.authenticate(caller) }
-            return .caller(caller)
-        } catch {
-            return await .refused(refusedCredentials(error, address: address))
         }
+        return .caller(caller)
     }
 
     /// The answer to a request whose credentials failed; a missing or unknown token counts
     /// against the address and is audited.
     func refusedCredentials(_ error: ConsoleError, address: String) async -> Response {
-        guard error.code == "missing_token" || error.code == "invalid_token" else { return HTTPAnswer.error(error) }
+        guard error.code == "missing_token" || error.code == "invalid_token" else { return HTTPAnswer.refusal(error) }
         limiter.recordFailure(address, now: console.clock.millis())
         metrics.failedAuthentication(reason: error.code)
         await auditFailure(address: address, code: error.code)

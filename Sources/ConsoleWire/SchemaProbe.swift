@@ -14,20 +14,28 @@ public enum SchemaProbe {
         init(_ what: String) { description = "the probe cannot read \(what)" }
     }
 
+    static let int64: JSONValue = [
+        "type": "integer", "format": "int64", "minimum": .int(Int64.min), "maximum": .int(Int64.max),
+    ]
+
     /// Primitives and string or integer enums, with a value of each.
     static func leaf<T>(_ type: T.Type) -> (schema: JSONValue, value: T)? {
         func pair(_ schema: JSONValue, _ value: Any) -> (JSONValue, T)? { (value as? T).map { (schema, $0) } }
         switch type {
         case is String.Type: return pair(.stringType, "")
         case is Bool.Type: return pair(.booleanType, false)
-        case is Int.Type: return pair(.integerType, 0)
-        case is Int64.Type: return pair(["type": "integer", "format": "int64"], Int64(0))
-        case is Int32.Type: return pair(["type": "integer", "format": "int32"], Int32(0))
-        case is UInt64.Type: return pair(["type": "integer", "minimum": 0], UInt64(0))
-        case is UInt32.Type: return pair(["type": "integer", "minimum": 0], UInt32(0))
+        case is Int.Type: return pair(int64, 0)
+        case is Int64.Type: return pair(int64, Int64(0))
+        case is Int32.Type:
+            return pair(["type": "integer", "format": "int32", "minimum": .int(Int64(Int32.min)), "maximum": .int(Int64(Int32.max))], Int32(0))
+        // Above Int64's range JSON numbers lose precision in most parsers: the schema stops there.
+        case is UInt64.Type: return pair(["type": "integer", "minimum": 0, "maximum": .int(Int64.max)], UInt64(0))
+        case is UInt32.Type: return pair(["type": "integer", "minimum": 0, "maximum": .int(Int64(UInt32.max))], UInt32(0))
         case is UInt8.Type: return pair(["type": "integer", "minimum": 0, "maximum": 255], UInt8(0))
         case is Double.Type: return pair(["type": "number"], 0.0)
-        case is Data.Type: return pair(["type": "string", "contentEncoding": "base64"], Data())
+        case is Data.Type:
+            let base64 = "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
+            return pair(["type": "string", "contentEncoding": "base64", "pattern": .string(base64)], Data())
         default: break
         }
         guard let iterable = type as? any CaseIterable.Type else { return nil }

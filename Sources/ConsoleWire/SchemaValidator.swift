@@ -1,9 +1,10 @@
 import BackupModel
+import Foundation
 
 /// Checks a JSON value against a JSON Schema: the subset the API's document uses (`type`,
 /// `enum`, `properties`, `required`, `additionalProperties`, `items`, `anyOf`, `oneOf`,
-/// `$ref` to `#/components/schemas/…`, `minimum`, `maximum`, `minProperties`,
-/// `maxProperties`). The server checks every request body with it, and the tests every answer.
+/// `$ref` to `#/components/schemas/…`, `minimum`, `maximum`, `minLength`, `pattern`,
+/// `minProperties`, `maxProperties`). The server checks every request body with it, and the tests every answer.
 public struct SchemaValidator: Sendable {
     /// The components `$ref` points at.
     public let components: [String: JSONValue]
@@ -43,6 +44,7 @@ public struct SchemaValidator: Sendable {
             }
         }
         switch value {
+        case .string(let text): string(text, rules, path: path, into: &found)
         case .int(let number): bounds(Double(number), rules, path: path, into: &found)
         case .double(let number): bounds(number, rules, path: path, into: &found)
         case .array(let elements):
@@ -81,6 +83,17 @@ public struct SchemaValidator: Sendable {
                     check(member, extra, path: "\(path).\(name)", into: &found, depth: depth + 1)
                 }
             }
+        }
+    }
+
+    private func string(_ text: String, _ rules: [String: JSONValue], path: String, into found: inout [String]) {
+        if case .int(let least)? = rules["minLength"], text.count < least {
+            found.append("\(path): needs at least \(least) characters")
+        }
+        if let pattern = rules["pattern"]?.stringValue,
+            text.range(of: pattern, options: .regularExpression) == nil
+        {
+            found.append("\(path): does not match \(pattern)")
         }
     }
 

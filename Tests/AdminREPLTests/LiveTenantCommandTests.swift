@@ -97,7 +97,7 @@ import Testing
         let bad = try await cli.run(["tenant", "create", "x", "--sandbox", "--backup-service-url", "ftp://nope"])
         #expect(bad.status == 64)
         let plain = try await cli.run(["tenant", "update", "sandbox", "--backup-service-url", "http://10.0.0.1"])
-        #expect(plain.status == 1 && plain.stderr.contains("invalid_url"))
+        #expect(plain.status == 78 && plain.stderr.contains("invalid_url"))  // configuration (EX_CONFIG)
     }
 }
 

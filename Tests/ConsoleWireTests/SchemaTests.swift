@@ -29,7 +29,7 @@ import Testing
         #expect(paint["properties"]?["colour"] == ["type": "string", "enum": ["red", "green"]])
         #expect(paint["properties"]?["note"] == ["anyOf": [["type": "string"], ["type": "null"]]])
         #expect(paint["properties"]?["tags"] == ["type": "array", "items": ["type": "string"]])
-        #expect(paint["properties"]?["extra"]?["additionalProperties"] == ["type": "integer"])
+        #expect(paint["properties"]?["extra"]?["additionalProperties"]?["type"] == "integer")
         #expect(registry.failures.isEmpty)
     }
 
