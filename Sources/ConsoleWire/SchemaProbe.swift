@@ -14,8 +14,11 @@ public enum SchemaProbe {
         init(_ what: String) { description = "the probe cannot read \(what)" }
     }
 
+    /// The integers JSON carries exactly everywhere (I-JSON, RFC 7493: ±(2^53 − 1)); past them
+    /// parsers round, so the schemas, and the server that checks bodies by them, stop there.
+    static let safeInteger: Int64 = (1 << 53) - 1
     static let int64: JSONValue = [
-        "type": "integer", "format": "int64", "minimum": .int(Int64.min), "maximum": .int(Int64.max),
+        "type": "integer", "format": "int64", "minimum": .int(-safeInteger), "maximum": .int(safeInteger),
     ]
 
     /// Primitives and string or integer enums, with a value of each.
@@ -28,8 +31,7 @@ public enum SchemaProbe {
         case is Int64.Type: return pair(int64, Int64(0))
         case is Int32.Type:
             return pair(["type": "integer", "format": "int32", "minimum": .int(Int64(Int32.min)), "maximum": .int(Int64(Int32.max))], Int32(0))
-        // Above Int64's range JSON numbers lose precision in most parsers: the schema stops there.
-        case is UInt64.Type: return pair(["type": "integer", "minimum": 0, "maximum": .int(Int64.max)], UInt64(0))
+        case is UInt64.Type: return pair(["type": "integer", "minimum": 0, "maximum": .int(safeInteger)], UInt64(0))
         case is UInt32.Type: return pair(["type": "integer", "minimum": 0, "maximum": .int(Int64(UInt32.max))], UInt32(0))
         case is UInt8.Type: return pair(["type": "integer", "minimum": 0, "maximum": 255], UInt8(0))
         case is Double.Type: return pair(["type": "number"], 0.0)

@@ -59,4 +59,17 @@ import Testing
         #expect(!validator.violations(of: 3, against: either).isEmpty)  // both match: not one of
         #expect(validator.violations(of: 3, against: ["anyOf": [["type": "integer"], ["type": "number"]]]) == [])
     }
+
+    @Test func integersStopWhereJSONStopsBeingExact() throws {
+        let registry = SchemaRegistry()
+        let schema = registry.reference(Paint.self)
+        let validator = SchemaValidator(components: registry.components)
+        func paint(_ coats: String) throws -> JSONValue {
+            try JSONDecoder().decode(
+                JSONValue.self, from: Data(#"{"colour":"red","coats":\#(coats),"tags":[],"extra":{}}"#.utf8))
+        }
+        #expect(validator.violations(of: try paint("9007199254740991"), against: schema) == [])
+        #expect(validator.violations(of: try paint("9007199254740992"), against: schema).count == 1)
+        #expect(validator.violations(of: try paint("9223372036854775808"), against: schema).count == 1)
+    }
 }
