@@ -44,8 +44,8 @@ public struct AuditEntry: Sendable, Equatable, Codable {
     public static let genesisHash = String(repeating: "0", count: 64)
 
     public var seq: Int64
-    /// Unix milliseconds.
-    public var at: Int64
+    /// Unix milliseconds (RFC 3339 with milliseconds in JSON).
+    @UTCMillis public var at: Int64
     public var operatorName: String
     public var tenant: String?
     public var action: String

@@ -42,3 +42,23 @@ extension JSONValue {
     public static var booleanType: JSONValue { ["type": "boolean"] }
     public static var integerType: JSONValue { ["type": "integer"] }
 }
+
+/// Times are RFC 3339 UTC text.
+extension UTCSeconds: SchemaDescribed {
+    public static func jsonSchema(_ registry: SchemaRegistry) -> JSONValue {
+        ["type": "string", "format": "date-time", "description": "RFC 3339, UTC (2026-11-25T11:46:00Z)."]
+    }
+    public static var schemaExample: JSONValue { "2026-11-25T11:46:00Z" }
+}
+
+extension OptionalUTCSeconds: SchemaDescribed {
+    public static func jsonSchema(_ registry: SchemaRegistry) -> JSONValue { UTCSeconds.jsonSchema(registry) }
+    public static var schemaExample: JSONValue { "2026-11-25T11:46:00Z" }
+}
+
+extension UTCMillis: SchemaDescribed {
+    public static func jsonSchema(_ registry: SchemaRegistry) -> JSONValue {
+        ["type": "string", "format": "date-time", "description": "RFC 3339, UTC, with milliseconds (2026-11-25T11:46:00.123Z)."]
+    }
+    public static var schemaExample: JSONValue { "2026-11-25T11:46:00.123Z" }
+}
