@@ -11,7 +11,9 @@ enum ScriptCheck {
     static func refusal(_ line: String, settings: GlobalSettings) -> ConsoleError? {
         var words: [String]
         do {
-            words = line.hasPrefix("\\") ? ["set"] + (try LineSplitter.split(String(line.dropFirst()))) : try LineSplitter.split(line)
+            words =
+                line.hasPrefix("\\")
+                ? ["set"] + (try LineSplitter.split(String(line.dropFirst()))) : try LineSplitter.split(line)
             let (kept, trailing) = try TrailingOptions.extract(words)
             var lineSettings = settings
             if !trailing.isEmpty {

@@ -30,7 +30,8 @@ public struct UTCMillis: Sendable, Equatable, Hashable, Codable {
         let container = try decoder.singleValueContainer()
         guard let millis = Self.millis(try container.decode(String.self)) else {
             throw DecodingError.dataCorruptedError(
-                in: container, debugDescription: "expected an RFC 3339 time with milliseconds (2026-11-25T11:46:00.123Z)")
+                in: container,
+                debugDescription: "expected an RFC 3339 time with milliseconds (2026-11-25T11:46:00.123Z)")
         }
         wrappedValue = millis
     }

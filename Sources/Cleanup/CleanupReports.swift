@@ -1,4 +1,5 @@
 import BackupModel
+
 /// What `cleanup scan` found; JSON `{listed, referenced, orphans: [{subOrgId, reason, firstSeenAt, eligible}]}`.
 public struct ScanReport: Sendable, Equatable, Codable {
     /// Sub-orgs `list_suborgs` returned under the parent.

@@ -11,10 +11,8 @@ import NIOCore
 /// request's `X-Request-Id`; a 401 says how to authenticate (`WWW-Authenticate`), a 429 when
 /// to come back (`Retry-After`), a 405 what the route takes (`Allow`).
 enum HTTPAnswer {
-    static let requestIdField = HTTPFields.Element.Name("X-Request-Id")!
-    static let retryAfterField = HTTPFields.Element.Name("Retry-After")!
-    static let allowField = HTTPFields.Element.Name("Allow")!
-    static let wwwAuthenticateField = HTTPFields.Element.Name("WWW-Authenticate")!
+    /// `X-Request-Id` (not a standard field: its name is checked, never force-unwrapped).
+    static let requestIdField = HTTPFields.Element.Name("X-Request-Id")
 
     /// The largest operation body accepted (413 past it).
     static let maxBody = 1 << 20
@@ -38,10 +36,10 @@ enum HTTPAnswer {
     /// The headers every answer gets, and those its status calls for.
     static func finish(_ response: inout Response, requestId: String, retryAfterSeconds: Int64) {
         response.headers[.cacheControl] = "no-store"
-        response.headers[requestIdField] = requestId
+        if let requestIdField { response.headers[requestIdField] = requestId }
         switch response.status.code {
-        case 401: response.headers[wwwAuthenticateField] = #"Bearer realm="backupctl""#
-        case 429: response.headers[retryAfterField] = String(retryAfterSeconds)
+        case 401: response.headers[.wwwAuthenticate] = #"Bearer realm="backupctl""#
+        case 429: response.headers[.retryAfter] = String(retryAfterSeconds)
         default: break
         }
     }
@@ -69,7 +67,7 @@ enum HTTPAnswer {
     /// 405 with the methods the route takes.
     static func wrongMethod(_ path: Substring, allow: String) -> Response {
         var response = error(.usage("\(path.prefix(64)) takes \(allow)."), status: 405)
-        response.headers[allowField] = allow
+        response.headers[.allow] = allow
         return response
     }
 

@@ -130,13 +130,16 @@ struct OpenAPIDocument: Sendable {
                     "content": [Wire.jsonLines: ["schema": SchemaRegistry.reference(named: frame)]],
                 ]
             } else {
-                success = ["description": "The operation's output.", "content": ["application/json": ["schema": output]]]
+                success = [
+                    "description": "The operation's output.", "content": ["application/json": ["schema": output]],
+                ]
             }
             var responses: [String: JSONValue] = ["200": success]
             for (status, _) in errorStatuses { responses[String(status)] = ["$ref": "#/components/responses/Error"] }
             let post: JSONValue = [
                 "operationId": .string(Op.name),
-                "summary": .string(Op.streams ? "Run the long job \(Op.name), streaming its progress." : "Run \(Op.name)."),
+                "summary": .string(
+                    Op.streams ? "Run the long job \(Op.name), streaming its progress." : "Run \(Op.name)."),
                 "tags": [Op.streams ? "jobs" : "operations"],
                 "parameters": [
                     ["$ref": "#/components/parameters/Tenant"], ["$ref": "#/components/parameters/RequestId"],

@@ -44,7 +44,7 @@ final class RequestHandler: Sendable {
     /// Answers one request: routes it, then adds the headers every answer carries
     /// (``HTTPAnswer/finish(_:requestId:retryAfterSeconds:)``) and logs it under its request id.
     func respond(_ request: Request, context: ServerRequestContext) async -> Response {
-        let requestId = HTTPAnswer.requestId(request.headers[HTTPAnswer.requestIdField])
+        let requestId = HTTPAnswer.requestId(HTTPAnswer.requestIdField.flatMap { request.headers[$0] })
         var logger = logger
         logger[metadataKey: "request"] = "\(requestId)"
         var response = await ServedRequest.$id.withValue(requestId) {
@@ -55,7 +55,9 @@ final class RequestHandler: Sendable {
         let level: Logger.Level = status >= 500 ? .error : status >= 400 ? .notice : .info
         logger.log(
             level: level, "answered",
-            metadata: ["path": "\(request.uri.path.prefix(80))", "status": "\(status)", "address": "\(context.clientAddress)"])
+            metadata: [
+                "path": "\(request.uri.path.prefix(80))", "status": "\(status)", "address": "\(context.clientAddress)",
+            ])
         return response
     }
 

@@ -58,7 +58,10 @@ extension OptionalUTCSeconds: SchemaDescribed {
 
 extension UTCMillis: SchemaDescribed {
     public static func jsonSchema(_ registry: SchemaRegistry) -> JSONValue {
-        ["type": "string", "format": "date-time", "description": "RFC 3339, UTC, with milliseconds (2026-11-25T11:46:00.123Z)."]
+        [
+            "type": "string", "format": "date-time",
+            "description": "RFC 3339, UTC, with milliseconds (2026-11-25T11:46:00.123Z).",
+        ]
     }
     public static var schemaExample: JSONValue { "2026-11-25T11:46:00.123Z" }
 }

@@ -30,9 +30,14 @@ public enum SchemaProbe {
         case is Int.Type: return pair(int64, 0)
         case is Int64.Type: return pair(int64, Int64(0))
         case is Int32.Type:
-            return pair(["type": "integer", "format": "int32", "minimum": .int(Int64(Int32.min)), "maximum": .int(Int64(Int32.max))], Int32(0))
+            return pair(
+                [
+                    "type": "integer", "format": "int32", "minimum": .int(Int64(Int32.min)),
+                    "maximum": .int(Int64(Int32.max)),
+                ], Int32(0))
         case is UInt64.Type: return pair(["type": "integer", "minimum": 0, "maximum": .int(safeInteger)], UInt64(0))
-        case is UInt32.Type: return pair(["type": "integer", "minimum": 0, "maximum": .int(Int64(UInt32.max))], UInt32(0))
+        case is UInt32.Type:
+            return pair(["type": "integer", "minimum": 0, "maximum": .int(Int64(UInt32.max))], UInt32(0))
         case is UInt8.Type: return pair(["type": "integer", "minimum": 0, "maximum": 255], UInt8(0))
         case is Double.Type: return pair(["type": "number"], 0.0)
         case is Data.Type:

@@ -12,7 +12,8 @@ extension LookupQuery: SchemaDescribed {
         switch try c.decode(String.self, forKey: .kind) {
         case "passkey": self = .passkey(credentialId: try c.decode(String.self, forKey: .credentialId))
         case "oidc":
-            self = .oidc(provider: try c.decode(String.self, forKey: .provider), sub: try c.decode(String.self, forKey: .sub))
+            self = .oidc(
+                provider: try c.decode(String.self, forKey: .provider), sub: try c.decode(String.self, forKey: .sub))
         case "keypair":
             self = .keypair(
                 publicKey: try c.decode(String.self, forKey: .publicKey),
@@ -50,7 +51,9 @@ extension LookupQuery: SchemaDescribed {
                 .object(
                     [
                         "kind": .constant("oidc"),
-                        "provider": ["type": "string", "minLength": 1, "description": "google, apple or an issuer URL"],
+                        "provider": [
+                            "type": "string", "minLength": 1, "description": "google, apple or an issuer URL",
+                        ],
                         "sub": text,
                     ], required: ["kind", "provider", "sub"], title: "LookupByOIDC"),
                 .object(

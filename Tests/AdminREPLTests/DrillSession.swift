@@ -193,7 +193,8 @@ final class DrillSession {
     func stop(_ targets: [String], place: String) async throws -> CLI.Result {
         var last: CLI.Result?
         for target in targets {
-            let pid = target == "$!" ? background.last.map { String($0.child.pid) } : environment[String(target.dropFirst())]
+            let pid =
+                target == "$!" ? background.last.map { String($0.child.pid) } : environment[String(target.dropFirst())]
             guard target.hasPrefix("$"), let pid, let job = background.first(where: { String($0.child.pid) == pid })
             else { throw Failure(description: "\(place): kill \(target) names no background job") }
             job.child.signal(SIGTERM)

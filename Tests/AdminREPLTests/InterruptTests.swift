@@ -73,7 +73,8 @@ import Testing
         #expect(backups < 3000, "\(String(describing: stats))")
     }
 
-    @Test(arguments: CLI.Mode.allCases) func aScriptWithAMistakeOnItsLastLineRunsNothing(_ mode: CLI.Mode) async throws {
+    @Test(arguments: CLI.Mode.allCases) func aScriptWithAMistakeOnItsLastLineRunsNothing(_ mode: CLI.Mode) async throws
+    {
         var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
         _ = try await cli.bootstrap()

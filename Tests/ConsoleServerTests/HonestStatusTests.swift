@@ -45,9 +45,13 @@ import Testing
             #expect(refused.status == 403 && refused.code == "permission_denied", "\(refused.body)")
             #expect(refused.headers["Content-Type"].first == "application/json")
             // No body, random bytes, a body of another shape: 400 before anything runs.
-            #expect(try await Self.send(fixture, "/v1/ops/seed", bearer: root, headers: tenant, body: nil).status == 400)
-            #expect(try await Self.send(fixture, "/v1/ops/seed", bearer: root, headers: tenant, body: "\u{1}x").status == 400)
-            let shape = try await Self.send(fixture, "/v1/ops/seed", bearer: root, headers: tenant, body: #"{"backups":"5"}"#)
+            #expect(
+                try await Self.send(fixture, "/v1/ops/seed", bearer: root, headers: tenant, body: nil).status == 400)
+            #expect(
+                try await Self.send(fixture, "/v1/ops/seed", bearer: root, headers: tenant, body: "\u{1}x").status
+                    == 400)
+            let shape = try await Self.send(
+                fixture, "/v1/ops/seed", bearer: root, headers: tenant, body: #"{"backups":"5"}"#)
             #expect(shape.status == 400 && shape.body.contains("backups"), "\(shape.body)")
             // Input the operation refuses: 422.
             let bad = try await Self.send(
@@ -66,7 +70,8 @@ import Testing
         try await ServerFixture.with { fixture in
             let root = ServerFixture.text(fixture.rootToken)
             let form = try await Self.send(
-                fixture, "/v1/ops/whoami", bearer: root, headers: [("Content-Type", "application/x-www-form-urlencoded")])
+                fixture, "/v1/ops/whoami", bearer: root,
+                headers: [("Content-Type", "application/x-www-form-urlencoded")])
             #expect(form.status == 415 && form.code == "unsupported_media_type")
             let huge = try await Self.send(
                 fixture, "/v1/ops/whoami", bearer: root, body: String(repeating: " ", count: (1 << 20) + 10) + "{}")
@@ -86,7 +91,8 @@ import Testing
         try await ServerFixture.with { fixture in
             let root = ServerFixture.text(fixture.rootToken)
             let anonymous = try await Self.send(fixture, "/v1/ops/whoami")
-            #expect(anonymous.status == 401 && anonymous.headers["WWW-Authenticate"].first == #"Bearer realm="backupctl""#)
+            #expect(
+                anonymous.status == 401 && anonymous.headers["WWW-Authenticate"].first == #"Bearer realm="backupctl""#)
             for answer in [anonymous, try await Self.send(fixture, "/healthz", method: .GET, body: nil)] {
                 #expect(answer.headers["Cache-Control"].first == "no-store")
                 #expect((answer.headers["X-Request-Id"].first ?? "").count == 24)

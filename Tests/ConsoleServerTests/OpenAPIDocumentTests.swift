@@ -65,7 +65,8 @@ import Testing
 
     @Test func theRequestsTheClientSendsConformToTheDocument() throws {
         let samples: [any ConsoleOperation] = [
-            LookupOperation(.keypair(publicKey: "AAAA", sync: true)), LookupOperation(.oidc(provider: "google", sub: "1")),
+            LookupOperation(.keypair(publicKey: "AAAA", sync: true)),
+            LookupOperation(.oidc(provider: "google", sub: "1")),
             ShowOperation(backupId: "x"), WhoamiOperation(), StatsOperation(), UseOperation(tenant: "t"),
             CleanupRunOperation(execute: true, max: 5, concurrency: 2, graceSeconds: nil, confirmed: true),
             CleanupStatusOperation(states: ["failed"], reason: nil, limit: 3),
