@@ -12,8 +12,8 @@ import Foundation
 enum Interrupts {
     /// The last SIGINT or SIGTERM received (0: none). Written by the handler only.
     nonisolated(unsafe) private static var received: sig_atomic_t = 0
-    /// Set while a command runs that must be let finish (a job, or any batch command); a
-    /// signal then raises ``SignalFlag`` instead of ending the process.
+    /// How many commands that must be let finish are running (a batch command, the job inside
+    /// it); while any is, a signal raises ``SignalFlag`` instead of ending the process.
     nonisolated(unsafe) private static var letFinish: sig_atomic_t = 0
     /// Whether the whole run holds the handlers (not the REPL, where Ctrl-C only cancels).
     nonisolated(unsafe) private(set) static var heldForRun = false
@@ -38,8 +38,8 @@ enum Interrupts {
     /// Runs `body` with signals turned into the flag: the command in it is let finish.
     @MainActor
     static func finishing<T>(_ body: () async -> T) async -> T {
-        letFinish = 1
-        defer { letFinish = 0 }
+        letFinish += 1
+        defer { letFinish -= 1 }
         return await body()
     }
 
