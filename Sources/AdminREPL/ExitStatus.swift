@@ -1,7 +1,7 @@
 import ArgumentParser
 import BackupModel
 
-/// The process exit codes: the one table (README "Exit codes", `help exit-codes`), mapped from
+/// The process exit codes: the one table (README "Exit codes", `backupctl --help`), mapped from
 /// errors in this one place.
 ///
 /// A script decides from the code alone whether to retry: 2 and 75 are transient (a remote
@@ -20,7 +20,7 @@ enum ExitStatus {
     static let interrupted: Int32 = 130
     static let terminated: Int32 = 143
 
-    /// The table as `help exit-codes` and `--help` show it.
+    /// The table as `backupctl --help` shows it.
     static let table: [(code: Int32, meaning: String)] = [
         (ok, "success"),
         (failed, "failed: not found, invalid input, verification failed, a conflict, or a local failure"),
