@@ -4,6 +4,7 @@ import Foundation
 import Hummingbird
 import Logging
 import NIOCore
+import Synchronization
 
 extension RequestHandler {
     /// A long job. It starts at once, but the answer waits for its first frame: a job refused
@@ -19,11 +20,13 @@ extension RequestHandler {
         let handler = self
         let isCleanupRun = ServerMetrics.isCleanupRun(Op.name)
         let (frames, continuation) = AsyncStream<Wire.Frame<Op.Output>>.makeStream()
+        let hold = JobHold(environment: ProcessInfo.processInfo.environment)
         let job = Task(executorPreference: ConsoleServer.blockingExecutor) {
             do throws(ConsoleError) {
                 let output = try await console.perform(operation, as: caller) { event in
                     if isCleanupRun { metrics.cleanupProgress(done: event.done, total: event.total) }
                     continuation.yield(Wire.Frame(progress: event))
+                    hold.reached()
                 }
                 try handler.checkAnswer(try HTTPAnswer.encode(output), of: Op.name)
                 continuation.yield(Wire.Frame(result: output))
@@ -63,11 +66,13 @@ extension RequestHandler {
                             frame = await source.next()
                         }
                     } onInboundClosed: {
+                        hold.release()
                         job.cancel()
                     }
                     try await writer.finish(nil)
                 } catch  where !delivered {
                     // The client went away (or the server was cancelled): the job was cancelled with it.
+                    hold.release()
                     job.cancel()
                     outcome = 499
                     logger.info("client left during a job; it was stopped", metadata: ["op": "\(Op.name)"])
@@ -88,4 +93,31 @@ final class FrameSource<Frame: Sendable>: @unchecked Sendable {
     init(_ stream: AsyncStream<Frame>) { iterator = stream.makeAsyncIterator() }
 
     func next() async -> Frame? { await iterator.next() }
+}
+
+/// `BACKUPCTL_PAUSE_AT=job.progress` (debug builds): a job's first progress report holds the job
+/// on the server until its client has gone, so an interruption test knows the job was stopped
+/// part-way (never "after N ms"). Release builds ignore it; the hold is bounded (60 s).
+final class JobHold: Sendable {
+    private let state: Mutex<(armed: Bool, released: Bool)>?
+
+    init(environment: [String: String]) {
+        #if DEBUG
+            state = environment["BACKUPCTL_PAUSE_AT"] == "job.progress" ? Mutex((true, false)) : nil
+        #else
+            state = nil
+        #endif
+    }
+
+    func reached() {
+        let first =
+            state?.withLock { current in
+                defer { current.armed = false }
+                return current.armed
+            } ?? false
+        guard first else { return }
+        for _ in 0..<6000 where state?.withLock({ $0.released }) == false { usleep(10_000) }
+    }
+
+    func release() { state?.withLock { $0.released = true } }
 }

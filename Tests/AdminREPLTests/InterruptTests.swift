@@ -33,6 +33,9 @@ import Testing
     @Test(arguments: cases) func aSignalEndsTheJobWithItsLineAndStopsTheBatch(_ given: Case) async throws {
         var cli = CLI(mode: given.mode)
         defer { cli.cleanUp() }
+        // The job holds at its first progress report until the signal (in-process) or until the
+        // client has gone (on the server, which is started with the same variable).
+        cli.environment["BACKUPCTL_PAUSE_AT"] = "job.progress"
         _ = try await cli.bootstrap()
         let script = "seed --backups 3000 --seed 9   # a long job\nwhoami\n"
         var arguments = ["--continue-on-error", "--format", given.json ? "json" : "table"]
@@ -45,9 +48,7 @@ import Testing
             arguments += ["-f", file.path]
         case .stdin: input = .data(Data(script.utf8))
         }
-        var environment = cli.environment
-        environment["BACKUPCTL_PAUSE_AT"] = "job.progress"
-        let console = try BackupctlBinary.start(arguments, environment: environment, input: input)
+        let console = try BackupctlBinary.start(arguments, environment: cli.environment, input: input)
         defer { console.killNow() }
         #expect(await console.waitForStderr(#""paused":"job.progress""#, seconds: 120), "\(console.stderr)")
         console.signal(given.signal)
@@ -104,5 +105,22 @@ import Testing
         for code in ["0", "1", "2", "64", "75", "77", "78", "130", "143"] {
             #expect(help.stdout.contains("\n  \(code) "), "exit \(code) is not in --help")
         }
+    }
+
+    /// Ctrl-C typed at a terminal during a direct command: the job says how far it got and the
+    /// process exits 130 (it used to print "interrupted after …" and exit 0).
+    @Test func ctrlCAtATerminalEndsADirectJobWith130() async throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        _ = try await cli.bootstrap()
+        var environment = cli.environment
+        environment["BACKUPCTL_PAUSE_AT"] = "job.progress"
+        let pty = try PTY(arguments: ["seed", "--backups", "3000", "--seed", "9"], environment: environment)
+        defer { pty.child.killNow() }
+        #expect(await pty.expect(#""paused":"job.progress""#, timeout: 120), "\(pty.transcript)")
+        pty.send("\u{03}")
+        #expect(await pty.waitForExit(timeout: 180))  // the job stops at its next batch; a loaded machine is slow
+        #expect(pty.status == 130, "\(pty.transcript)")
+        #expect(pty.transcript.contains("error[interrupted]") && pty.transcript.contains("by SIGINT"))
     }
 }
