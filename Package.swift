@@ -119,18 +119,21 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "Inspect",
-            dependencies: ["BackupModel", "BackupCrypto", "ConsoleStore", "Access"],
+            dependencies: ["BackupModel", "BackupCrypto", "ConsoleStore", "Access", "ConsoleWire"],
             swiftSettings: strict),
         .target(
             name: "Recovery",
             dependencies: ["BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Turnkey", "BackupService"],
             swiftSettings: strict),
+        // The API's wire format (errors, frames, progress) and the JSON Schemas read from its
+        // types: light (Foundation and BackupModel only), for any client.
+        .target(name: "ConsoleWire", dependencies: ["BackupModel"], swiftSettings: strict),
         // The service layer: one protocol, the in-process implementation and every operation.
         .target(
             name: "ConsoleService",
             dependencies: [
                 "BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Inspect", "Recovery", "Turnkey",
-                "TurnkeySandbox", "Cleanup", "BackupService", "BackupServiceSandbox", "PostgresStore",
+                "TurnkeySandbox", "Cleanup", "BackupService", "BackupServiceSandbox", "PostgresStore", "ConsoleWire",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
@@ -138,7 +141,7 @@ let package = Package(
         .target(
             name: "ConsoleClient",
             dependencies: [
-                "BackupModel", "ConsoleService",
+                "BackupModel", "ConsoleService", "ConsoleWire",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -150,7 +153,7 @@ let package = Package(
         .target(
             name: "ConsoleServer",
             dependencies: [
-                "BackupModel", "ConsoleService", "ConsoleStore", "Access",
+                "BackupModel", "ConsoleService", "ConsoleStore", "Access", "ConsoleWire",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -209,6 +212,7 @@ let package = Package(
         .testTarget(name: "BackupctlTestSupportTests", dependencies: ["BackupctlTestSupport"]),
 
         .testTarget(name: "BackupModelTests", dependencies: ["BackupModel"]),
+        .testTarget(name: "ConsoleWireTests", dependencies: ["ConsoleWire", "BackupModel"]),
         .testTarget(
             name: "BackupCryptoTests", dependencies: ["BackupCrypto", "BackupModel"],
             resources: [.copy("Vectors")]),
@@ -277,14 +281,14 @@ let package = Package(
             name: "ConsoleServerTests",
             dependencies: [
                 "ConsoleServer", "ConsoleService", "ConsoleClient", "ConsoleStore", "Access", "BackupModel",
-                "BackupCrypto", "PostgresStore",
+                "BackupCrypto", "PostgresStore", "ConsoleWire",
                 "BackupctlTestSupport", "Inspect",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]),
         .testTarget(
             name: "AdminREPLTests",
             dependencies: [
-                "AdminREPL", "ConsoleService", "ConsoleStore", "BackupctlTestSupport", "PostgresStore",
+                "AdminREPL", "ConsoleService", "ConsoleStore", "BackupctlTestSupport", "PostgresStore", "ConsoleWire",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             // Read from the source tree by path (golden files), not bundled.

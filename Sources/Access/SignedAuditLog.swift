@@ -200,24 +200,8 @@ public enum AuditExportLine: Sendable, Equatable, Codable {
     }
 
     /// `2026-11-23T00:11:12.345Z` for unix milliseconds.
-    /// Total over `Int64` (a hostile checkpoint time of `Int64.min` prints, it does not trap):
-    /// floor division without the `millis - 999` that overflowed.
-    public static func time(_ millis: Int64) -> String {
-        let (quotient, remainder) = millis.quotientAndRemainder(dividingBy: 1000)
-        let seconds = remainder < 0 ? quotient - 1 : quotient
-        let fraction = Int(remainder < 0 ? remainder + 1000 : remainder)
-        let digits = String(fraction)
-        return String(Timestamp.format(seconds).dropLast()) + "." + String(repeating: "0", count: 3 - digits.count)
-            + digits + "Z"
-    }
+    public static func time(_ millis: Int64) -> String { UTCMillis.format(millis) }
 
     /// The unix milliseconds of a ``time(_:)`` text.
-    public static func millis(_ text: String) -> Int64? {
-        let bytes = Array(text.utf8)
-        guard bytes.count == 24, bytes[19] == UInt8(ascii: "."), bytes[23] == UInt8(ascii: "Z"),
-            let stamp = Timestamp(rfc3339: text),
-            let fraction = Int64(String(decoding: bytes[20..<23], as: UTF8.self))
-        else { return nil }
-        return stamp.seconds * 1000 + fraction
-    }
+    public static func millis(_ text: String) -> Int64? { UTCMillis.millis(text) }
 }

@@ -165,7 +165,7 @@ struct Backupctl: AsyncParsableCommand {
         } catch {
             // A broken or unsafe client config: its own code and exit status.
             Self.report(error, arguments: Array(CommandLine.arguments.dropFirst()))
-            throw ExitCode(ExitStatus.code(for: error.kind))
+            throw ExitCode(ExitStatus.code(for: error))
         }
         let localOnly = ["init", "demo", "sandbox", "recovery", "context"]
         if settings.server != nil, !localOnly.contains(options.words.first ?? "") { EventLoopTakeover.install() }

@@ -40,6 +40,8 @@ final class CommandContext {
     var sessionSettings: GlobalSettings?
     /// The script and line of the running batch command (`-f`, `-c`, piped stdin); errors name it.
     var batchLine: (file: String, line: Int)?
+    /// Set by ``performJob(_:label:total:)`` when a signal stopped the job: how far it got.
+    var interruption: JobInterruption?
 
     init(
         settings: GlobalSettings, environment: [String: String], interactive: Bool,

@@ -74,6 +74,9 @@ final class Progress: @unchecked Sendable {
         }
     }
 
+    /// The last count and total reported (what an interrupted job says it did and has left).
+    var counts: (done: Int?, total: Int?) { lock.withLock { (done, total) } }
+
     /// Stops drawing; a closing line with the final count replaces the progress line if one
     /// was shown. `failed` makes it say so: a line never says `done` before the outcome is
     /// known, and not at all when the command then fails.

@@ -263,8 +263,11 @@ public final class RemoteConsole: ConsoleAPI {
                 .conflict, code: "interrupted", "Interrupted; the server stops the job after its current call.")
         }
         if let tls = tlsFailure(error) {
+            // A configuration to fix, not an outage to retry (exit 78): `tls_untrusted` when the
+            // console does not trust the certificate or it names another host.
+            let untrusted = tls.hasPrefix("its certificate")
             return .configuration(
-                "tls_failed",
+                untrusted ? "tls_untrusted" : "tls_failed",
                 "TLS with the server at \(server) failed: \(tls). Hint: if a private CA signed its certificate, pass "
                     + "--ca-file PEM (or BACKUPCTL_CA_FILE, or the context's CA); the URL's host must be one the "
                     + "certificate names.")

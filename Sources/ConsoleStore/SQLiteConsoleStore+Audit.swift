@@ -8,7 +8,8 @@ extension SQLiteConsoleStore {
     ///
     /// `seq` is the last one plus one and `prevHash` the last entry's hash (64 zeros for the
     /// first), so the writer's serialisation is what keeps the chain linear.
-    func insertAudit(_ draft: AuditDraft, _ db: Database) throws -> AuditEntry {
+    func insertAudit(_ given: AuditDraft, _ db: Database) throws -> AuditEntry {
+        let draft = given.stamped
         let at = clock()
         let last = try Row.fetchOne(db.cachedStatement(sql: "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1"))
         let seq: Int64 = (last.map { $0["seq"] as Int64 } ?? 0) + 1

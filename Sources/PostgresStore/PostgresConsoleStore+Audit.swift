@@ -15,7 +15,8 @@ extension PostgresConsoleStore {
     /// Under the chain's lock it reads the head (committed by whoever held the lock before) and
     /// writes `seq` the head's plus one and `prevHash` its hash (64 zeros for the first), hashed
     /// exactly as ``SQLiteConsoleStore`` does, so the two stores' chains are the same bytes.
-    func insertAudit(_ draft: AuditDraft, _ connection: PostgresConnection) async throws -> AuditEntry {
+    func insertAudit(_ given: AuditDraft, _ connection: PostgresConnection) async throws -> AuditEntry {
+        let draft = given.stamped
         try await lockAudit(connection)
         let head = try await first("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1", connection) { row in
             (try row[0].decode(Int64.self), try row[1].decode(String.self))

@@ -12,7 +12,7 @@ import Testing
         use nowhere
         lookup passkey w6hZIQi3LVcwPvQekJSl_Q
 
-        frobnicate
+        show nope   # not found, and this comment is not an argument
         lookup passkey AAAAAAAAAAAAAAAAAAAAAA
         show backup_account_030b2e4ce2de76318c0ef50964d225910b64019d8e43620d6d166b6bd100ad26e8
         lookup account not-an-id

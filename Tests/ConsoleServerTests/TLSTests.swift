@@ -43,7 +43,7 @@ import Testing
             } catch let error as ConsoleError {
                 // One line with a hint, as a configuration error (exit 78), no BoringSSL dump.
                 #expect(
-                    error.kind == .configuration && error.code == "tls_failed",
+                    error.kind == .configuration && error.code == "tls_untrusted",
                     "\(error.kind) \(error.code): \(error.message)")
                 #expect(error.message.contains("--ca-file") && !error.message.contains("\n"))
             }

@@ -68,7 +68,7 @@ import Testing
             // The client trusts the CA given by --ca-file, or by the context for that server
             // even when the run names the server itself; without either it fails in one line.
             let untrusted = try await server.client(["whoami"])
-            #expect(untrusted.status == 78 && untrusted.stderr.contains("tls_failed"), "\(untrusted.stderr)")
+            #expect(untrusted.status == 78 && untrusted.stderr.contains("tls_untrusted"), "\(untrusted.stderr)")
             #expect(try await server.client(["--ca-file", pair.cert, "whoami"]).status == 0)
             let added = try await server.client(
                 ["context", "add", "prod", "--server", server.url, "--ca-file", pair.cert],

@@ -58,7 +58,10 @@ struct AuditCommand: ParsableCommand {
             output.records = ListRecords(
                 ["seq", "at", "operator", "action", "target", "details"],
                 entries.map {
-                    [String($0.seq), String($0.at), $0.operatorName, $0.action, $0.target ?? "", Self.details($0)]
+                    [
+                        String($0.seq), UTCMillis.format($0.at), $0.operatorName, $0.action, $0.target ?? "",
+                        Self.details($0),
+                    ]
                 })
             return output
         }

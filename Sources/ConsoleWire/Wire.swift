@@ -77,3 +77,16 @@ public enum Wire {
         return encoder
     }
 }
+
+/// How far a long operation is: `done` of `total` (when known), with a short detail.
+public struct ProgressEvent: Codable, Sendable, Equatable {
+    public var done: Int
+    public var total: Int?
+    public var detail: String?
+
+    public init(done: Int, total: Int? = nil, detail: String? = nil) {
+        self.done = done
+        self.total = total
+        self.detail = detail
+    }
+}
