@@ -20,7 +20,7 @@ public enum OutboundTarget {
     public static func check(_ text: String, option: String, policy: ServerPolicy?) throws(ConsoleError) -> String {
         var trimmed = text.trimmingCharacters(in: .whitespaces)
         while trimmed.hasSuffix("/") { trimmed.removeLast() }
-        let shown = UntrustedText.escaped(String(text.prefix(120)))
+        let shown = UntrustedText.escaped(String(withoutUserInfo(text).prefix(120)))
         guard trimmed.utf8.count <= 2048, let url = URL(string: trimmed), let scheme = url.scheme?.lowercased(),
             let host = url.host?.lowercased(), !host.isEmpty, url.user == nil, url.password == nil, url.query == nil,
             url.fragment == nil, url.path.isEmpty
@@ -34,6 +34,15 @@ public enum OutboundTarget {
         }
         if let policy { try checkAddress(host: host, option: option, policy: policy) }
         return scheme + trimmed.dropFirst(scheme.count)
+    }
+
+    /// `text` with the user and password of its authority (`https://USER:PASS@host`) replaced by
+    /// `…`: an error message never repeats a credential someone put in a URL.
+    static func withoutUserInfo(_ text: String) -> String {
+        guard let scheme = text.range(of: "://") else { return text }
+        let authority = text[scheme.upperBound...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        guard let at = authority.lastIndex(of: "@") else { return text }
+        return String(text[..<scheme.upperBound]) + "…" + String(text[at...])
     }
 
     /// On a server: every address of `host` must be a global one, unless the host is allowed.

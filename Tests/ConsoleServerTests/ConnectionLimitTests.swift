@@ -43,7 +43,7 @@ import Testing
             let busy = try RawConnection(port: port)
             busy.send(
                 "POST /v1/ops/test.slowPlain HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(ServerFixture.text(fixture.rootToken))\r\n"
-                    + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)")
+                    + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
             #expect(await eventually { Gates.hasStarted(gate) })
             // The only slot serves a request: the second connection (from another address, so
             // the server's cap decides, not its address's) is not taken in. (Slowness can only
