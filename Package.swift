@@ -92,10 +92,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
+        // The stand-ins both emulators and the simulator share: ES256 JWS, the sandbox OIDC
+        // issuers, WebAuthn, attestation-gateway tokens, multipart forms.
+        .target(name: "SandboxIdentity", dependencies: ["BackupModel", "BackupCrypto"], swiftSettings: strict),
         .target(
             name: "BackupServiceSandbox",
             dependencies: [
-                "BackupModel", "BackupCrypto", "ConsoleStore", "BackupService", "SandboxHTTP",
+                "BackupModel", "BackupCrypto", "ConsoleStore", "BackupService", "SandboxHTTP", "SandboxIdentity",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -103,9 +106,20 @@ let package = Package(
         .target(
             name: "TurnkeySandbox",
             dependencies: [
-                "BackupModel", "BackupCrypto", "ConsoleStore", "Turnkey", "SandboxHTTP",
+                "BackupModel", "BackupCrypto", "ConsoleStore", "Turnkey", "SandboxHTTP", "SandboxIdentity",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
+        // The population simulator: users living through BF-1…BF-8 against the sandboxes, and
+        // the ground truth of what they left behind.
+        .target(
+            name: "Simulation",
+            dependencies: [
+                "BackupModel", "BackupCrypto", "BackupServiceSandbox", "TurnkeySandbox", "Turnkey", "SandboxIdentity",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: strict),
         .target(
@@ -117,7 +131,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "Inspect",
-            dependencies: ["BackupModel", "BackupCrypto", "ConsoleStore", "Access"],
+            dependencies: ["BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Turnkey"],
             swiftSettings: strict),
         .target(
             name: "Recovery",
@@ -165,7 +179,7 @@ let package = Package(
             dependencies: [
                 "BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Inspect", "Recovery", "Turnkey",
                 "TurnkeySandbox", "Cleanup", "CReadline", "BackupService", "BackupServiceSandbox",
-                "ConsoleService", "ConsoleClient", "ConsoleServer", "SandboxHTTP", "PostgresStore",
+                "ConsoleService", "ConsoleClient", "ConsoleServer", "SandboxHTTP", "PostgresStore", "Simulation",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -247,6 +261,13 @@ let package = Package(
             dependencies: [
                 "Cleanup", "TurnkeySandbox", "Turnkey", "Access", "ConsoleStore", "BackupCrypto", "BackupModel",
                 "BackupctlTestSupport", "BackupService", "BackupServiceSandbox",
+            ]),
+        .testTarget(
+            name: "SimulationTests",
+            dependencies: [
+                "Simulation", "BackupServiceSandbox", "TurnkeySandbox", "Turnkey", "SandboxIdentity", "BackupModel",
+                "BackupCrypto", "BackupService", "BackupctlTestSupport", "ConsoleService", "ConsoleStore", "Access",
+                "Inspect", "Cleanup",
             ]),
         .testTarget(
             name: "InspectTests",

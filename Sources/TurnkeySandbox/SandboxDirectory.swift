@@ -13,6 +13,8 @@ public protocol SandboxDirectory: Sendable {
     /// Removes `id`; returns whether it was there.
     func remove(_ id: String) async throws(ConsoleError) -> Bool
     func count() async throws(ConsoleError) -> Int
+    /// Adds `id` (a sub-org just created); an existing one is left alone.
+    func insert(_ id: String) async throws(ConsoleError)
 }
 
 /// Sub-org ids held as 16-byte keys in one sorted array: a million take 16 MB, not the
@@ -108,6 +110,8 @@ public final class MemoryDirectory: SandboxDirectory, @unchecked Sendable {
 
     public func count() async throws(ConsoleError) -> Int { lock.withLock { keys.count } }
 
+    public func insert(_ id: String) async throws(ConsoleError) { try insert([id]) }
+
     /// All ids, for saving a small state file.
     public func all() -> [String] { lock.withLock { keys.map(\.text) } }
 
@@ -179,5 +183,10 @@ public struct StoreDirectory: SandboxDirectory {
 
     public func count() async throws(ConsoleError) -> Int {
         try await store.sandboxSubOrgCount(tenant: tenant)
+    }
+
+    public func insert(_ id: String) async throws(ConsoleError) {
+        _ = try await store.addSandboxSubOrgs(
+            tenant: tenant, [id], createdAt: Int64(Date().timeIntervalSince1970), audit: nil)
     }
 }

@@ -1,0 +1,93 @@
+import ArgumentParser
+import BackupModel
+import Foundation
+import Simulation
+import Turnkey
+import TurnkeySandbox
+
+/// `sandbox simulate`: a population living through the backup flows, with faults, and the
+/// ground truth of what it left behind (token-free, like the other sandbox commands).
+struct SimulateCommand: ConsoleCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "simulate",
+        abstract:
+            "Simulate users living through BF-1…BF-8 and /reset against the sandboxes, with faults; write the ground truth.",
+        discussion: """
+            In-process (the default): fresh emulators on a simulated clock from --start (default:
+            --days before today, 00:00 UTC). DIR/export holds the Backup Service's storage as an
+            export (with export.json: a complete snapshot taken at the end), DIR/turnkey.json the
+            Turnkey sandbox's state (serve it with `sandbox turnkey --state DIR/turnkey.json`),
+            DIR/ground-truth.json each orphaned sub-org with the flow step that orphaned it and each
+            backup's expected findings, DIR/service.log the log lines `cleanup ingest-log` reads.
+            With --backup-service, --turnkey and --turnkey-state the users talk HTTP to running
+            `sandbox backup-service` and `sandbox turnkey` instead; the world stays there.
+            The same options and seed give the same world.
+            Example: backupctl sandbox simulate --users 1000 --days 30 --seed 7 --turnkey-faults 0.05 --out month
+            """)
+
+    @Option(help: "Users in the population.") var users: Int
+    @Option(help: "Days to simulate.") var days: Int = 30
+    @Option(help: "The seed (same seed, same world).") var seed: UInt64 = 1
+    @Option(help: "Day 0 as an RFC 3339 time (truncated to 00:00 UTC).") var start: String?
+    @Option(help: "Fraction of Turnkey requests that fail transiently.") var turnkeyFaults: Double = 0.05
+    @Option(help: "Fraction of days Turnkey is down.") var turnkeyOutages: Double = 0.02
+    @Option(help: "Fraction of Backup Service requests that fail (deletions also after their S3 step).")
+    var serviceFaults: Double = 0.01
+    @Option(help: "Per device and day: the device is lost.") var lostDevices: Double = 0.002
+    @Option(help: "Per user and day: the account is deleted (BF-8).") var accountDeletions: Double = 0.0005
+    @Option(help: "Per user and day: every factor is lost and the user resets.") var lostEverything: Double = 0.0003
+    @Option(help: "The output directory.") var out: String
+    @Option(help: "A running `sandbox backup-service` (with --turnkey and --turnkey-state).") var backupService: String?
+    @Option(help: "A running `sandbox turnkey`.") var turnkey: String?
+    @Option(help: "That Turnkey sandbox's state file (its parent org and API key: the app backend's).")
+    var turnkeyState: String?
+
+    func execute(_ ctx: CommandContext) async throws -> CommandOutput {
+        var options = SimulationOptions(
+            users: users, days: days, seed: seed, turnkeyFaults: turnkeyFaults, turnkeyOutages: turnkeyOutages,
+            serviceFaults: serviceFaults, lostDevices: lostDevices, accountDeletions: accountDeletions,
+            lostEverything: lostEverything)
+        if let start {
+            guard let time = Timestamp(rfc3339: start) else {
+                throw ConsoleError.invalid(
+                    "invalid_simulation", "--start must be an RFC 3339 time, got \(start.prefix(40)).")
+            }
+            options.start = time.seconds / 86_400 * 86_400
+        }
+        let progress = Progress(label: "simulate", total: days)
+        defer { progress.finish() }
+        let report: SimulationReport
+        let now = ctx.clock.seconds
+        switch (backupService, turnkey, turnkeyState) {
+        case (nil, nil, nil):
+            report = try await Simulator.runInProcess(options, out: out, now: now) { progress.set(done: $0) }
+        case (let service?, let turnkey?, let state?):
+            guard FileManager.default.fileExists(atPath: state) else {
+                throw ConsoleError.invalid(
+                    "invalid_state_file", "The Turnkey sandbox state file \(state) does not exist.")
+            }
+            let file = try SandboxStateFile.loadOrCreate(path: state, subOrgCount: 0)
+            let key = try TurnkeyKeyFile.load(file.apiKeyFile, what: "sandbox API key file")
+            report = try await Simulator.runOverHTTP(
+                options, serviceURL: service, turnkeyURL: turnkey, parentOrgId: file.parentOrgId, parentKey: key,
+                out: out, now: now
+            ) { progress.set(done: $0) }
+        default:
+            throw ConsoleError.usage("--backup-service, --turnkey and --turnkey-state go together (or none of them).")
+        }
+        return CommandOutput(json: report) { style in
+            TextTable(
+                ["", ""],
+                [
+                    ["mode", report.mode], ["users", "\(report.users)"], ["days", "\(report.days)"],
+                    ["seed", "\(report.seed)"], ["backups", "\(report.backups)"], ["sub-orgs", "\(report.subOrgs)"],
+                    ["orphaned sub-orgs", "\(report.orphans) (\(report.loggedOrphans) in the log)"],
+                    ["findings", "\(report.findings) (+\(report.turnkeyFindings) with --turnkey)"],
+                    ["requests", "\(report.requests)"],
+                    ["user·days/s", "\(Int(report.userDaysPerSecond))"], ["snapshot at", report.snapshotAt],
+                    ["out", report.out],
+                ]
+            ).render(style)
+        }
+    }
+}

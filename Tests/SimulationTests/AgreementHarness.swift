@@ -1,0 +1,156 @@
+import Access
+import BackupCrypto
+import BackupModel
+import BackupServiceSandbox
+import ConsoleService
+import ConsoleStore
+import Foundation
+import Inspect
+import Simulation
+import Testing
+import Turnkey
+import TurnkeySandbox
+
+/// A simulated world served by the standalone sandboxes over loopback HTTP (`sandbox turnkey`
+/// over the simulation's state file, `sandbox backup-service` over its export) and a console
+/// with a live tenant on them: what an operator has after importing the month's snapshot.
+final class AgreementHarness: @unchecked Sendable {
+    let out: String
+    let truth: GroundTruth
+    let report: SimulationReport
+    let directory: URL
+    let store: SQLiteConsoleStore
+    let console: LocalConsole
+    let caller: Caller
+    let turnkey: SandboxServer
+    let sandbox: TurnkeySandbox
+    let turnkeyDirectory: MemoryDirectory
+    let service: BackupServiceSandboxServer
+
+    init(_ options: SimulationOptions) async throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("agree-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        out = directory.appendingPathComponent("month").path
+        report = try await Simulator.runInProcess(options, out: out, now: Int64(Date().timeIntervalSince1970))
+        truth = try GroundTruth.load(out + "/" + Simulator.truthFile)
+        let state = try SandboxStateFile.loadOrCreate(path: out + "/" + Simulator.turnkeyStateFile, subOrgCount: 0)
+        (sandbox, turnkeyDirectory) = try await state.makeSandbox()
+        turnkey = try await SandboxServer.start(sandbox)
+        let export = out + "/" + Simulator.exportDirectory
+        let emulator = BackupServiceEmulator(
+            backend: try ServiceStorage(directory: export), key: Array(repeating: 5, count: 32))
+        service = try await BackupServiceSandboxServer.start(emulator)
+        let path = directory.appendingPathComponent("console.db").path
+        store = try SQLiteConsoleStore(path: path)
+        let access = AccessService(store: store)
+        let token = try await access.bootstrap(admin: try OperatorName("root"))
+        let op = try await access.authenticate(token: token)
+        let tenant = try TenantName("sim")
+        try await access.createTenant(
+            TenantRecord(
+                name: tenant, isSandbox: false, turnkeyURL: turnkey.baseURL, turnkeyOrgId: state.parentOrgId,
+                turnkeyAPIKeyFile: state.apiKeyFile, cleanupKeyFile: state.cleanupKeyFile,
+                backupServiceURL: service.baseURL,
+                policy: TenantPolicy(cleanupGraceSeconds: 0, retryCapMillis: 50, turnkeyRPS: 100_000),
+                createdAt: Int64(Date().timeIntervalSince1970)), by: op)
+        console = LocalConsole(store: store, path: path)
+        caller = Caller(token: token, tenant: tenant.rawValue)
+    }
+
+    func stop() async {
+        await console.stopSandboxes()
+        await turnkey.stop()
+        await service.stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    func perform<Op: ConsoleOperation>(_ operation: Op) async throws -> Op.Output {
+        try await console.perform(operation, as: caller)
+    }
+
+    /// `(backupId, check, status)` of every listed finding.
+    static func triples(_ findings: [CheckReport.Finding]) -> Set<GroundTruth.Finding> {
+        Set(findings.map { GroundTruth.Finding(backupId: $0.backupId, check: $0.check, status: $0.status.rawValue) })
+    }
+
+    /// Import, check, check --turnkey, ingest-log, scan (after a fresh complete snapshot), run
+    /// --execute: each must agree with the ground truth exactly.
+    func agree() async throws {
+        // The month's export, as the operator imports it (export.json: complete, taken at the end).
+        let imported = try await perform(
+            ImportOperation(
+                directory: out + "/" + Simulator.exportDirectory, dryRun: false, snapshotAt: nil, complete: false))
+        #expect(imported.problems.isEmpty, "\(imported.problems.prefix(3))")
+        #expect(imported.imported == truth.backups.count)
+        let drift = Set(
+            imported.drift.map { GroundTruth.Drift(backupId: $0.backupId, pk: $0.pk, kind: $0.kind.rawValue) })
+        #expect(drift == Set(truth.drift), "index drift")
+
+        // check: every expected finding, nothing else (precision and recall 1.0).
+        let check = try await perform(CheckOperation(backupId: nil, filter: FindingFilter(), limit: 100_000))
+        #expect(check.backups == truth.backups.count)
+        #expect(check.findingsOmitted == 0)
+        Self.compare(Self.triples(check.findings), Set(truth.findings), "check")
+
+        // check --turnkey: the same, plus the live findings.
+        let live = try await perform(
+            CheckOperation(backupId: nil, filter: FindingFilter(), limit: 100_000, turnkey: true))
+        let liveNames = Set(LiveCheckName.allCases.map(\.rawValue))
+        let liveFound = Self.triples(live.findings.filter { liveNames.contains($0.check) })
+        Self.compare(liveFound, Set(truth.turnkeyFindings), "check --turnkey")
+        Self.compare(
+            Self.triples(live.findings.filter { !liveNames.contains($0.check) }), Set(truth.findings),
+            "check (with --turnkey)")
+
+        // cleanup ingest-log: exactly the logged orphans.
+        let log = try String(contentsOfFile: out + "/" + Simulator.logFile, encoding: .utf8)
+        let ingested = try await perform(CleanupIngestLogOperation(text: log))
+        #expect(ingested.found == truth.logged.count)
+        #expect(ingested.new == truth.logged.count)
+
+        // cleanup scan: every orphan, nothing else; eligible once a fresh complete snapshot follows.
+        let first = try await perform(CleanupScanOperation(graceSeconds: 0))
+        Self.compare(Set(first.report.orphans.map(\.subOrgId)), Set(truth.orphans.map(\.subOrgId)), "scan")
+        // A logged sub-org the user's next OIDC enrollment reused, or a reset tore down, is no
+        // orphan by the end; the others keep the reason they were ingested with.
+        let logged = Set(first.report.orphans.filter { $0.reason == "service_log" }.map(\.subOrgId))
+        #expect(
+            logged == Set(truth.orphans.filter(\.logged).map(\.subOrgId)), "scan keeps the ingested orphans' reason")
+        #expect(first.report.listed == truth.subOrgs.count)
+        try await Task.sleep(nanoseconds: 1_100_000_000)
+        _ = try await perform(
+            ImportOperation(
+                directory: out + "/" + Simulator.exportDirectory, dryRun: false,
+                snapshotAt: Timestamp.format(Int64(Date().timeIntervalSince1970)), complete: true))
+        let second = try await perform(CleanupScanOperation(graceSeconds: 0))
+        Self.compare(
+            Set(second.report.orphans.map(\.subOrgId)), Set(truth.orphans.map(\.subOrgId)), "scan after the snapshot")
+        #expect(
+            second.report.orphans.filter { !$0.eligible }.isEmpty,
+            "every orphan eligible after a fresh complete snapshot")
+
+        // cleanup run --execute: deletes exactly the orphans.
+        let run = try await perform(
+            CleanupRunOperation(
+                execute: true, max: max(1, truth.orphans.count), concurrency: 8, graceSeconds: 0, confirmed: true))
+        #expect(run.report.failed == 0 && run.report.needsUser == 0)
+        Self.compare(
+            Set(run.report.items.filter { $0.outcome == "deleted" }.map(\.subOrgId)),
+            Set(truth.orphans.map(\.subOrgId)),
+            "deleted")
+        let left = Set(turnkeyDirectory.all())
+        #expect(left == Set(truth.subOrgs).subtracting(truth.orphans.map(\.subOrgId)), "only the orphans are gone")
+    }
+
+    /// Set equality with the differences named (a few of each).
+    static func compare<T: Hashable>(
+        _ found: Set<T>, _ expected: Set<T>, _ what: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        let extra = found.subtracting(expected)
+        let missing = expected.subtracting(found)
+        #expect(
+            extra.isEmpty && missing.isEmpty,
+            "\(what): \(extra.count) unexpected \(Array(extra.prefix(3))), \(missing.count) missed \(Array(missing.prefix(3)))",
+            sourceLocation: sourceLocation)
+    }
+}
