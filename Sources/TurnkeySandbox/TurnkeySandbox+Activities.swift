@@ -135,7 +135,7 @@ extension TurnkeySandbox {
         }
         if case .array(let providers)? = value["oauthProviders"] {
             member.oauthProviders = try providers.enumerated().map {
-                try provider($1, id: Self.uuid(from: "\(id)|provider|\($0)"))
+                try provider($1, idSeed: "\(id)|provider|\($0)")
             }
         }
         return member
@@ -176,11 +176,14 @@ extension TurnkeySandbox {
             publicKey: Base64.encode(stored.publicKey))
     }
 
-    func provider(_ value: JSONValue, id: String) throws -> SandboxSubOrg.Provider {
+    /// An OIDC provider; its id comes from `idSeed` and the account, not from the body (the ID
+    /// token's ES256 signature differs every time, and the same world must get the same ids).
+    func provider(_ value: JSONValue, idSeed: String) throws -> SandboxSubOrg.Provider {
         guard let name = value["providerName"]?.stringValue, let token = value["oidcToken"]?.stringValue,
             let (_, claims) = SandboxOIDC.verifyForTurnkey(token, now: timing.clock.millis() / 1000)
         else { throw BadRequest(message: "an OAuth provider needs providerName and a valid oidcToken") }
         return SandboxSubOrg.Provider(
-            providerId: id, providerName: name, issuer: claims.iss, audience: claims.aud, subject: claims.sub)
+            providerId: Self.uuid(from: "\(idSeed)|\(claims.iss)|\(claims.sub)"), providerName: name,
+            issuer: claims.iss, audience: claims.aud, subject: claims.sub)
     }
 }

@@ -60,9 +60,8 @@ extension TurnkeySandbox {
             guard case .array(let providers)? = parameters["oauthProviders"], !providers.isEmpty else {
                 throw BadRequest(message: "oauthProviders is required")
             }
-            let made = try providers.enumerated().map {
-                try provider($1, id: Self.uuid(from: "\(fingerprint)|provider|\($0)"))
-            }
+            let userId = sub.users[user].userId
+            let made = try providers.enumerated().map { try provider($1, idSeed: "\(org)|\(userId)|\($0)") }
             sub.users[user].oauthProviders += made
             return .object(["createOauthProvidersResult": .object(["providerIds": ids(made.map(\.providerId))])])
         case "ACTIVITY_TYPE_DELETE_OAUTH_PROVIDERS":
@@ -91,7 +90,8 @@ extension TurnkeySandbox {
             else { throw BadRequest(message: "no user of this organization has this OAuth account") }
             let seconds = parameters["expirationSeconds"]?.stringValue.flatMap { Int64($0) } ?? 900
             let session = SandboxSubOrg.Key(
-                apiKeyId: Self.uuid(from: "\(fingerprint)|session"), apiKeyName: "session", publicKey: hex.lowercased(),
+                apiKeyId: Self.uuid(from: "\(org)|session|\(hex.lowercased())|\(timing.clock.millis())"),
+                apiKeyName: "session", publicKey: hex.lowercased(),
                 curveType: "API_KEY_CURVE_P256", expiresAtMillis: timing.clock.millis() + seconds * 1000)
             sub.users[user].apiKeys.append(session)
             return .object([
