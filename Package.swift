@@ -194,7 +194,7 @@ let package = Package(
             dependencies: [
                 "BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Inspect", "Recovery", "Turnkey",
                 "TurnkeySandbox", "Cleanup", "CSecp256k1", "COpenSSL", "BackupService", "BackupServiceSandbox",
-                "ConsoleService", "ConsoleClient", "PostgresStore",
+                "ConsoleService", "ConsoleClient", "PostgresStore", "Simulation",
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -250,11 +250,17 @@ let package = Package(
             name: "TurnkeySandboxTests",
             dependencies: [
                 "TurnkeySandbox", "Turnkey", "ConsoleStore", "BackupCrypto", "BackupModel", "BackupctlTestSupport",
+                "SandboxIdentity", .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ]),
         .testTarget(
             name: "BackupServiceTests",
             dependencies: [
                 "BackupService", "BackupServiceSandbox", "ConsoleStore", "BackupCrypto", "BackupModel",
+                "SandboxIdentity",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]),
         .testTarget(
             name: "CleanupTests",

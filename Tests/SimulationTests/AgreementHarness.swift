@@ -27,19 +27,29 @@ final class AgreementHarness: @unchecked Sendable {
     let turnkeyDirectory: MemoryDirectory
     let service: BackupServiceSandboxServer
 
-    init(_ options: SimulationOptions) async throws {
+    /// - Parameter overHTTP: the users talk HTTP to the standalone sandboxes (started first, on an
+    ///   empty export and a fresh state file) instead of running in-process.
+    init(_ options: SimulationOptions, overHTTP: Bool = false) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("agree-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         out = directory.appendingPathComponent("month").path
-        report = try await Simulator.runInProcess(options, out: out, now: Int64(Date().timeIntervalSince1970))
-        truth = try GroundTruth.load(out + "/" + Simulator.truthFile)
+        let export = out + "/" + Simulator.exportDirectory
+        try FileManager.default.createDirectory(atPath: export, withIntermediateDirectories: true)
+        let now = Int64(Date().timeIntervalSince1970)
+        var made: SimulationReport?
+        if !overHTTP { made = try await Simulator.runInProcess(options, out: out, now: now) }
         let state = try SandboxStateFile.loadOrCreate(path: out + "/" + Simulator.turnkeyStateFile, subOrgCount: 0)
         (sandbox, turnkeyDirectory) = try await state.makeSandbox()
         turnkey = try await SandboxServer.start(sandbox)
-        let export = out + "/" + Simulator.exportDirectory
         let emulator = BackupServiceEmulator(
             backend: try ServiceStorage(directory: export), key: Array(repeating: 5, count: 32))
         service = try await BackupServiceSandboxServer.start(emulator)
+        if overHTTP {
+            made = try await Simulator.runOverHTTP(
+                options, serviceURL: service.baseURL, turnkeyURL: turnkey.baseURL, parentOrgId: state.parentOrgId,
+                parentKey: try TurnkeyKeyFile.load(state.apiKeyFile, what: "API key"), out: out, now: now)
+        }
+        report = try #require(made)
+        truth = try GroundTruth.load(out + "/" + Simulator.truthFile)
         let path = directory.appendingPathComponent("console.db").path
         store = try SQLiteConsoleStore(path: path)
         let access = AccessService(store: store)
@@ -76,10 +86,15 @@ final class AgreementHarness: @unchecked Sendable {
     /// Import, check, check --turnkey, ingest-log, scan (after a fresh complete snapshot), run
     /// --execute: each must agree with the ground truth exactly.
     func agree() async throws {
-        // The month's export, as the operator imports it (export.json: complete, taken at the end).
+        // The month's export, as the operator imports it (export.json: complete, taken at the end;
+        // over HTTP the sandbox's directory is live: a complete copy taken now).
+        let export = out + "/" + Simulator.exportDirectory
+        let manifest = FileManager.default.fileExists(atPath: export + "/export.json")
         let imported = try await perform(
             ImportOperation(
-                directory: out + "/" + Simulator.exportDirectory, dryRun: false, snapshotAt: nil, complete: false))
+                directory: export, dryRun: false,
+                snapshotAt: manifest ? nil : Timestamp.format(Int64(Date().timeIntervalSince1970)), complete: !manifest)
+        )
         #expect(imported.problems.isEmpty, "\(imported.problems.prefix(3))")
         #expect(imported.imported == truth.backups.count)
         let drift = Set(

@@ -53,3 +53,15 @@ import Testing
         await harness.stop()
     }
 }
+
+/// The same agreement when the users talk HTTP to `sandbox backup-service` and `sandbox turnkey`.
+@Suite struct SimulationOverHTTPTests {
+    @Test func aWorldMadeOverHTTPAgreesWithItsGroundTruth() async throws {
+        let harness = try await AgreementHarness(
+            SimulationAgreementTests.faulty(users: 60, days: 20, seed: 21), overHTTP: true)
+        defer { Task { await harness.stop() } }
+        #expect(harness.report.mode == "http" && harness.truth.backups.count > 40)
+        try await harness.agree()
+        await harness.stop()
+    }
+}
