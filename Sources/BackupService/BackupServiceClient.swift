@@ -199,9 +199,11 @@ public struct BackupServiceClient: Sendable {
     func unexpected(_ route: String, _ status: Int, _ body: [UInt8]) -> BackupServiceError {
         if let envelope = try? JSONDecoder().decode(BackupServiceWire.ErrorEnvelope.self, from: Data(body)) {
             let code = BackupServiceError.quote(envelope.error.code, limit: 64)
+            // The service's messages mostly end with a period already ("Not Found" does not).
+            let message = BackupServiceError.quote(envelope.error.message)
             return BackupServiceError(
                 .service(status: status, code: code),
-                "The Backup Service refused \(route) with \(code) (HTTP \(status)): \(BackupServiceError.quote(envelope.error.message))."
+                "The Backup Service refused \(route) with \(code) (HTTP \(status)): \(message)\(message.hasSuffix(".") ? "" : ".")"
             )
         }
         let text = BackupServiceError.quote(String(decoding: body.prefix(400), as: UTF8.self))

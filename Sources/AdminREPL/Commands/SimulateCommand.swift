@@ -36,6 +36,15 @@ struct SimulateCommand: ConsoleCommand {
     @Option(help: "Per device and day: the device is lost.") var lostDevices: Double = 0.002
     @Option(help: "Per user and day: the account is deleted (BF-8).") var accountDeletions: Double = 0.0005
     @Option(help: "Per user and day: every factor is lost and the user resets.") var lostEverything: Double = 0.0003
+    @Option(help: "Per device and day: the app syncs a change (BF-4).") var syncs: Double = 0.15
+    @Option(help: "Per user and day: an OIDC account is added (BF-3).") var factorAdds: Double = 0.004
+    @Option(help: "Per user and day: a main factor is deleted (BF-7).") var factorDeletes: Double = 0.003
+    @Option(help: "Per user and day: another device joins (BF-6).") var deviceAdds: Double = 0.002
+    @Option(
+        help:
+            "Share of users on an older client (Turnkey before the service, no TURNKEY key with the last OIDC factor).")
+    var oldClients: Double = 0.1
+    @Option(help: "Share of users whose sub-org has no break-glass user.") var withoutBreakGlass: Double = 0.2
     @Option(help: "The output directory.") var out: String
     @Option(help: "A running `sandbox backup-service` (with --turnkey and --turnkey-state).") var backupService: String?
     @Option(help: "A running `sandbox turnkey`.") var turnkey: String?
@@ -46,7 +55,8 @@ struct SimulateCommand: ConsoleCommand {
         var options = SimulationOptions(
             users: users, days: days, seed: seed, turnkeyFaults: turnkeyFaults, turnkeyOutages: turnkeyOutages,
             serviceFaults: serviceFaults, lostDevices: lostDevices, accountDeletions: accountDeletions,
-            lostEverything: lostEverything)
+            lostEverything: lostEverything, syncs: syncs, factorAdds: factorAdds, factorDeletes: factorDeletes,
+            deviceAdds: deviceAdds, oldClients: oldClients, withoutBreakGlass: withoutBreakGlass)
         if let start {
             guard let time = Timestamp(rfc3339: start) else {
                 throw ConsoleError.invalid(
