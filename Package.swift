@@ -117,6 +117,7 @@ let package = Package(
             name: "Simulation",
             dependencies: [
                 "BackupModel", "BackupCrypto", "BackupServiceSandbox", "TurnkeySandbox", "Turnkey", "SandboxIdentity",
+                "Access", "ConsoleStore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -142,7 +143,7 @@ let package = Package(
             name: "ConsoleService",
             dependencies: [
                 "BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Inspect", "Recovery", "Turnkey",
-                "TurnkeySandbox", "Cleanup", "BackupService", "BackupServiceSandbox", "PostgresStore",
+                "TurnkeySandbox", "Cleanup", "BackupService", "BackupServiceSandbox", "PostgresStore", "Simulation",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),

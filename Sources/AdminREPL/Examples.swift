@@ -82,6 +82,7 @@ enum Examples {
         "sandbox simulate": [
             "backupctl sandbox simulate --users 1000 --days 30 --seed 7 --out month",
             "backupctl sandbox simulate --users 300 --days 30 --turnkey-faults 0.1 --turnkey-outages 0.15 --out month",
+            "backupctl sandbox simulate --tenant rehearsal --users 500 --days 30 --out month",
         ],
         "lookup passkey": [
             "lookup passkey w6hZIQi3LVcwPvQekJSl_Q", "lookup passkey -5iGFbL3U… (ids starting with - work)",

@@ -1799,6 +1799,69 @@ enum OpenAPIDocument {
                 ]
               }
             },
+            "/v1/ops/sandbox.simulate" : {
+              "post" : {
+                "operationId" : "sandbox.simulate",
+                "parameters" : [
+                  {
+                    "$ref" : "#/components/parameters/Tenant"
+                  }
+                ],
+                "requestBody" : {
+                  "content" : {
+                    "application/json" : {
+                      "schema" : {
+                        "$ref" : "#/components/schemas/Operation"
+                      }
+                    }
+                  },
+                  "required" : true
+                },
+                "responses" : {
+                  "200" : {
+                    "content" : {
+                      "application/jsonl" : {
+                        "schema" : {
+                          "$ref" : "#/components/schemas/Frame"
+                        }
+                      }
+                    },
+                    "description" : "JSON lines as the job runs: progress frames, then one result or error frame."
+                  },
+                  "400" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "401" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "403" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "404" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "409" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "422" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "429" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "500" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "502" : {
+                    "$ref" : "#/components/responses/Error"
+                  }
+                },
+                "summary" : "Run sandbox.simulate (a long job: progress is streamed).",
+                "tags" : [
+                  "operations"
+                ]
+              }
+            },
             "/v1/ops/seed" : {
               "post" : {
                 "operationId" : "seed",

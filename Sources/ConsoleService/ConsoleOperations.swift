@@ -11,7 +11,7 @@ public enum ConsoleOperations {
         TenantCreateOperation.self, TenantUpdateOperation.self, TenantListOperation.self, TenantDeleteOperation.self,
         OperatorAddOperation.self, OperatorGrantOperation.self, OperatorListOperation.self,
         OperatorRemoveOperation.self, OperatorTokenRotateOperation.self, ImportOperation.self, SeedOperation.self,
-        AuditListOperation.self, AuditVerifyOperation.self, AuditExportOperation.self,
+        AuditListOperation.self, AuditVerifyOperation.self, AuditExportOperation.self, SandboxSimulateOperation.self,
     ]
 
     public static let byName: [String: any ConsoleOperation.Type] = Dictionary(

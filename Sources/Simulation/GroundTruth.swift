@@ -99,4 +99,6 @@ public struct SimulationReport: Codable, Sendable, Equatable {
     /// When the export's copy was taken (RFC 3339): the `--snapshot-at` of its import.
     public var snapshotAt: String
     public var counts: [String: Int]
+    /// The sandbox tenant the world landed in (`sandbox simulate --tenant`).
+    public var tenant: String?
 }

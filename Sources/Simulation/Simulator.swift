@@ -21,6 +21,57 @@ public enum Simulator {
     public static func runInProcess(
         _ options: SimulationOptions, out: String, now: Int64, progress: (@Sendable (Int) -> Void)? = nil
     ) async throws(ConsoleError) -> SimulationReport {
+        let world = try await simulate(options, as: nil, now: now, progress: progress)
+        try world.writeExport(out)
+        let statePath = (out as NSString).appendingPathComponent(turnkeyStateFile)
+        try TurnkeyKeyFile.write(world.identity.apiKey, to: statePath + ".api-key")
+        try TurnkeyKeyFile.write(world.identity.cleanupKey, to: statePath + ".cleanup-key")
+        let state = SandboxStateFile(
+            parentOrgId: world.identity.parentOrgId, apiKeyFile: statePath + ".api-key",
+            cleanupKeyFile: statePath + ".cleanup-key", subOrgs: world.directory.all(), users: [:],
+            missingDefaultUsersPerMille: 0, faults: .none, seed: options.seed,
+            subOrgDetails: await world.sandbox.details)
+        try state.save(to: statePath)
+        return try finish(
+            world.engine, truth: world.truth, out: out, mode: "in-process", started: world.started,
+            requests: await world.sandbox.stats.requests)
+    }
+
+    /// The app backend's Turnkey identity: its parent org, its API key, and the cleanup key every
+    /// sub-org is given (`sync_factor_user_cleanup`).
+    struct Identity {
+        var parentOrgId: String
+        var apiKey: SecretBytes
+        var cleanupKey: SecretBytes
+    }
+
+    /// A world simulated in-process: the emulators' state at the end and its ground truth.
+    struct World {
+        var engine: SimulationEngine
+        var truth: GroundTruth
+        var storage: ServiceStorage
+        var sandbox: TurnkeySandbox
+        var directory: MemoryDirectory
+        var identity: Identity
+        var started: Date
+
+        /// `out/export` (the service's storage in the export layout) with `export.json` naming
+        /// the end as a complete snapshot.
+        func writeExport(_ out: String) throws(ConsoleError) {
+            try prepare(out)
+            let export = (out as NSString).appendingPathComponent(exportDirectory)
+            try storage.export(to: export)
+            try write(
+                Data(#"{"complete":true,"snapshotAt":"\#(Timestamp.format(truth.end))"}"#.utf8),
+                to: (export as NSString).appendingPathComponent("export.json"))
+        }
+    }
+
+    /// Fresh emulators on a simulated clock (day 0 … `days`), no sockets; `identity` (a sandbox
+    /// tenant's) or keys of the seed's own.
+    static func simulate(
+        _ options: SimulationOptions, as identity: Identity?, now: Int64, progress: (@Sendable (Int) -> Void)?
+    ) async throws(ConsoleError) -> World {
         try options.validate()
         let started = Date()
         let start = options.startSeconds(now: now)
@@ -32,40 +83,27 @@ public enum Simulator {
             backend: storage, key: SHA256.hash(Array("backupctl-simulation-service|\(options.seed)".utf8)),
             clock: clock,
             random: random)
-        let apiKey = P256.generatePrivateKey(using: random)
-        let cleanupKey = P256.generatePrivateKey(using: random)
-        let parentOrgId = random.uuid()
+        // Drawn either way, so a tenant's world takes the same random stream as the seed's own.
+        let ownAPIKey = P256.generatePrivateKey(using: random)
+        let ownCleanupKey = P256.generatePrivateKey(using: random)
+        let keys = identity ?? Identity(parentOrgId: random.uuid(), apiKey: ownAPIKey, cleanupKey: ownCleanupKey)
+        if identity != nil { _ = random.uuid() }
         let directory = try MemoryDirectory()
         let sandbox = TurnkeySandbox(
-            parentOrgId: parentOrgId, directory: directory,
-            parentUsers: [try SandboxTenant.user("sandbox_api_key", apiKey, canDelete: false)],
-            defaultSubOrgUsers: [try SandboxTenant.user("sync_factor_user_cleanup", cleanupKey, canDelete: true)],
+            parentOrgId: keys.parentOrgId, directory: directory,
+            parentUsers: [try SandboxTenant.user("sandbox_api_key", keys.apiKey, canDelete: false)],
+            defaultSubOrgUsers: [try SandboxTenant.user("sync_factor_user_cleanup", keys.cleanupKey, canDelete: true)],
             timing: TurnkeyTiming(clock: clock, sleep: { _ in }), seed: options.seed)
         let transport = InProcessTransport(service: emulator, turnkey: sandbox)
         let engine = SimulationEngine(
             options: options, service: ServiceCaller(transport: transport, clock: { time.now }),
             turnkey: TurnkeyCaller(
-                transport: transport, parentOrgId: parentOrgId, parentKey: apiKey, clock: { time.now },
+                transport: transport, parentOrgId: keys.parentOrgId, parentKey: keys.apiKey, clock: { time.now },
                 wait: { time.advance(byMillis: $0) }), time: time, start: start)
         try await engine.run(progress: progress)
-        let truth = engine.truth()
-        try prepare(out)
-        let export = (out as NSString).appendingPathComponent(exportDirectory)
-        try storage.export(to: export)
-        try write(
-            Data(#"{"complete":true,"snapshotAt":"\#(Timestamp.format(truth.end))"}"#.utf8),
-            to: (export as NSString).appendingPathComponent("export.json"))
-        let statePath = (out as NSString).appendingPathComponent(turnkeyStateFile)
-        try TurnkeyKeyFile.write(apiKey, to: statePath + ".api-key")
-        try TurnkeyKeyFile.write(cleanupKey, to: statePath + ".cleanup-key")
-        let state = SandboxStateFile(
-            parentOrgId: parentOrgId, apiKeyFile: statePath + ".api-key", cleanupKeyFile: statePath + ".cleanup-key",
-            subOrgs: directory.all(), users: [:], missingDefaultUsersPerMille: 0, faults: .none, seed: options.seed,
-            subOrgDetails: await sandbox.details)
-        try state.save(to: statePath)
-        return try finish(
-            engine, truth: truth, out: out, mode: "in-process", started: started, requests: await sandbox.stats.requests
-        )
+        return World(
+            engine: engine, truth: engine.truth(), storage: storage, sandbox: sandbox, directory: directory,
+            identity: keys, started: started)
     }
 
     /// Over HTTP against `sandbox backup-service` and `sandbox turnkey` (the app backend's

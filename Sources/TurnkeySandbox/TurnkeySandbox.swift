@@ -165,6 +165,10 @@ public actor TurnkeySandbox {
         let key = signer.apiKey ?? ""
         let path = request.path
         do {
+            // A sub-org whose state its directory keeps (a simulated world in a sandbox tenant).
+            if org != parentOrgId, details[org] == nil, let kept = try await directory.state(of: org) {
+                details[org] = kept
+            }
             switch path {
             case TurnkeyWire.whoamiPath: return try await whoami(org: org, key: key)
             case TurnkeyWire.listSubOrgsPath: return try await listSubOrgs(org: org, key: key, object: object)

@@ -2,6 +2,7 @@ import Access
 import BackupCrypto
 import BackupModel
 import BackupServiceSandbox
+import BackupctlTestSupport
 import ConsoleService
 import ConsoleStore
 import Foundation
@@ -11,10 +12,22 @@ import Testing
 import Turnkey
 import TurnkeySandbox
 
-/// A simulated world served by the standalone sandboxes over loopback HTTP (`sandbox turnkey`
-/// over the simulation's state file, `sandbox backup-service` over its export) and a console
-/// with a live tenant on them: what an operator has after importing the month's snapshot.
+/// A simulated world and a console over it, as an operator has it: either served by the
+/// standalone sandboxes over loopback HTTP (`sandbox turnkey` over the simulation's state file,
+/// `sandbox backup-service` over its export) with a live tenant on them, or landed in a sandbox
+/// tenant by `sandbox simulate --tenant`.
 final class AgreementHarness: @unchecked Sendable {
+    enum Mode {
+        /// Simulated in-process, then served over HTTP.
+        case inProcess
+        /// The users talk HTTP to the standalone sandboxes (started first, on an empty export
+        /// and a fresh state file).
+        case overHTTP
+        /// `SandboxSimulateOperation` into an empty sandbox tenant.
+        case sandboxTenant
+    }
+
+    let mode: Mode
     let out: String
     let truth: GroundTruth
     let report: SimulationReport
@@ -22,56 +35,75 @@ final class AgreementHarness: @unchecked Sendable {
     let store: SQLiteConsoleStore
     let console: LocalConsole
     let caller: Caller
-    let turnkey: SandboxServer
-    let sandbox: TurnkeySandbox
-    let turnkeyDirectory: MemoryDirectory
-    let service: BackupServiceSandboxServer
+    let tenant: TenantName
+    let turnkey: SandboxServer?
+    let turnkeyDirectory: MemoryDirectory?
+    let service: BackupServiceSandboxServer?
 
-    /// - Parameter overHTTP: the users talk HTTP to the standalone sandboxes (started first, on an
-    ///   empty export and a fresh state file) instead of running in-process.
-    init(_ options: SimulationOptions, overHTTP: Bool = false) async throws {
+    init(_ options: SimulationOptions, mode: Mode = .inProcess) async throws {
+        self.mode = mode
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("agree-\(UUID().uuidString)")
         out = directory.appendingPathComponent("month").path
+        let path = directory.appendingPathComponent("console.db").path
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        store = try SQLiteConsoleStore(path: path)
+        console = LocalConsole(store: store, path: path)
+        let access = AccessService(store: store)
+        let token = try await access.bootstrap(admin: try OperatorName("root"))
+        let op = try await access.authenticate(token: token)
+        tenant = try TenantName(mode == .sandboxTenant ? "simbox" : "sim")
+        caller = Caller(token: token, tenant: tenant.rawValue)
+        let policy = TenantPolicy(cleanupGraceSeconds: 0, retryCapMillis: 50, turnkeyRPS: 100_000)
+        let now = Int64(Date().timeIntervalSince1970)
+        if mode == .sandboxTenant {
+            try await access.createTenant(
+                TenantRecord(name: tenant, isSandbox: true, policy: policy, createdAt: now), by: op)
+            report = try await console.perform(
+                SandboxSimulateOperation(tenant: tenant.rawValue, options: options, out: out), as: caller)
+            truth = try GroundTruth.load(out + "/" + Simulator.truthFile)
+            (turnkey, turnkeyDirectory, service) = (nil, nil, nil)
+            return
+        }
         let export = out + "/" + Simulator.exportDirectory
         try FileManager.default.createDirectory(atPath: export, withIntermediateDirectories: true)
-        let now = Int64(Date().timeIntervalSince1970)
         var made: SimulationReport?
-        if !overHTTP { made = try await Simulator.runInProcess(options, out: out, now: now) }
+        if mode == .inProcess { made = try await Simulator.runInProcess(options, out: out, now: now) }
         let state = try SandboxStateFile.loadOrCreate(path: out + "/" + Simulator.turnkeyStateFile, subOrgCount: 0)
-        (sandbox, turnkeyDirectory) = try await state.makeSandbox()
-        turnkey = try await SandboxServer.start(sandbox)
+        let (sandbox, turnkeyDirectory) = try await state.makeSandbox()
+        self.turnkeyDirectory = turnkeyDirectory
+        let turnkey = try await SandboxServer.start(sandbox)
+        self.turnkey = turnkey
         let emulator = BackupServiceEmulator(
             backend: try ServiceStorage(directory: export), key: Array(repeating: 5, count: 32))
-        service = try await BackupServiceSandboxServer.start(emulator)
-        if overHTTP {
+        let service = try await BackupServiceSandboxServer.start(emulator)
+        self.service = service
+        if mode == .overHTTP {
             made = try await Simulator.runOverHTTP(
                 options, serviceURL: service.baseURL, turnkeyURL: turnkey.baseURL, parentOrgId: state.parentOrgId,
                 parentKey: try TurnkeyKeyFile.load(state.apiKeyFile, what: "API key"), out: out, now: now)
         }
         report = try #require(made)
         truth = try GroundTruth.load(out + "/" + Simulator.truthFile)
-        let path = directory.appendingPathComponent("console.db").path
-        store = try SQLiteConsoleStore(path: path)
-        let access = AccessService(store: store)
-        let token = try await access.bootstrap(admin: try OperatorName("root"))
-        let op = try await access.authenticate(token: token)
-        let tenant = try TenantName("sim")
         try await access.createTenant(
             TenantRecord(
                 name: tenant, isSandbox: false, turnkeyURL: turnkey.baseURL, turnkeyOrgId: state.parentOrgId,
                 turnkeyAPIKeyFile: state.apiKeyFile, cleanupKeyFile: state.cleanupKeyFile,
-                backupServiceURL: service.baseURL,
-                policy: TenantPolicy(cleanupGraceSeconds: 0, retryCapMillis: 50, turnkeyRPS: 100_000),
-                createdAt: Int64(Date().timeIntervalSince1970)), by: op)
-        console = LocalConsole(store: store, path: path)
-        caller = Caller(token: token, tenant: tenant.rawValue)
+                backupServiceURL: service.baseURL, policy: policy, createdAt: now), by: op)
     }
 
     func stop() async {
         await console.stopSandboxes()
-        await turnkey.stop()
-        await service.stop()
+        await turnkey?.stop()
+        await service?.stop()
         try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// The sub-orgs Turnkey holds now.
+    func remainingSubOrgs() async throws -> Set<String> {
+        if let turnkeyDirectory { return Set(turnkeyDirectory.all()) }
+        var ids: [String] = []
+        try await store.forEachSandboxSubOrg(tenant: tenant, batchSize: 1000) { ids += $0 }
+        return Set(ids)
     }
 
     func perform<Op: ConsoleOperation>(_ operation: Op) async throws -> Op.Output {
@@ -88,18 +120,21 @@ final class AgreementHarness: @unchecked Sendable {
     func agree() async throws {
         // The month's export, as the operator imports it (export.json: complete, taken at the end;
         // over HTTP the sandbox's directory is live: a complete copy taken now).
+        // (`sandbox simulate --tenant` imported it already.)
         let export = out + "/" + Simulator.exportDirectory
         let manifest = FileManager.default.fileExists(atPath: export + "/export.json")
-        let imported = try await perform(
-            ImportOperation(
-                directory: export, dryRun: false,
-                snapshotAt: manifest ? nil : Timestamp.format(Int64(Date().timeIntervalSince1970)), complete: !manifest)
-        )
-        #expect(imported.problems.isEmpty, "\(imported.problems.prefix(3))")
-        #expect(imported.imported == truth.backups.count)
-        let drift = Set(
-            imported.drift.map { GroundTruth.Drift(backupId: $0.backupId, pk: $0.pk, kind: $0.kind.rawValue) })
-        #expect(drift == Set(truth.drift), "index drift")
+        if mode != .sandboxTenant {
+            let imported = try await perform(
+                ImportOperation(
+                    directory: export, dryRun: false,
+                    snapshotAt: manifest ? nil : Timestamp.format(Int64(Date().timeIntervalSince1970)),
+                    complete: !manifest))
+            #expect(imported.problems.isEmpty, "\(imported.problems.prefix(3))")
+            #expect(imported.imported == truth.backups.count)
+            let drift = Set(
+                imported.drift.map { GroundTruth.Drift(backupId: $0.backupId, pk: $0.pk, kind: $0.kind.rawValue) })
+            #expect(drift == Set(truth.drift), "index drift")
+        }
 
         // check: every expected finding, nothing else (precision and recall 1.0).
         let check = try await perform(CheckOperation(backupId: nil, filter: FindingFilter(), limit: 100_000))
@@ -153,7 +188,7 @@ final class AgreementHarness: @unchecked Sendable {
             Set(run.report.items.filter { $0.outcome == "deleted" }.map(\.subOrgId)),
             Set(truth.orphans.map(\.subOrgId)),
             "deleted")
-        let left = Set(turnkeyDirectory.all())
+        let left = try await remainingSubOrgs()
         #expect(left == Set(truth.subOrgs).subtracting(truth.orphans.map(\.subOrgId)), "only the orphans are gone")
     }
 

@@ -1,3 +1,7 @@
+import Access
+import BackupModel
+import ConsoleService
+import ConsoleStore
 import Foundation
 import Simulation
 import Testing
@@ -58,10 +62,61 @@ import Testing
 @Suite struct SimulationOverHTTPTests {
     @Test func aWorldMadeOverHTTPAgreesWithItsGroundTruth() async throws {
         let harness = try await AgreementHarness(
-            SimulationAgreementTests.faulty(users: 60, days: 20, seed: 21), overHTTP: true)
+            SimulationAgreementTests.faulty(users: 60, days: 20, seed: 21), mode: .overHTTP)
         defer { Task { await harness.stop() } }
         #expect(harness.report.mode == "http" && harness.truth.backups.count > 40)
         try await harness.agree()
+        await harness.stop()
+    }
+}
+
+/// `sandbox simulate --tenant`: the world lands in a sandbox tenant, whose in-process Turnkey
+/// answers from the stored sub-org state; the same agreement holds there.
+@Suite struct SandboxTenantSimulationTests {
+    @Test func aWorldLandedInASandboxTenantAgreesWithItsGroundTruth() async throws {
+        let harness = try await AgreementHarness(
+            SimulationAgreementTests.faulty(users: 150, days: 30, seed: 33), mode: .sandboxTenant)
+        defer { Task { await harness.stop() } }
+        #expect(harness.report.mode == "sandbox-tenant" && harness.report.tenant == "simbox")
+        #expect(try await harness.remainingSubOrgs() == Set(harness.truth.subOrgs))
+        let audit = try await harness.store.auditEntries(tenant: harness.tenant, afterSeq: 0, limit: 100)
+        #expect(audit.contains { $0.action == "sandbox.simulate" && $0.details["users"] == "150" })
+        try await harness.agree()
+        await harness.stop()
+    }
+
+    @Test func onlyAnEmptySandboxTenantTakesAWorld() async throws {
+        let harness = try await AgreementHarness(
+            SimulationOptions(users: 20, days: 5, seed: 4), mode: .sandboxTenant)
+        defer { Task { await harness.stop() } }
+        let before = try await harness.store.backupCount(tenant: harness.tenant)
+        do {
+            _ = try await harness.perform(
+                SandboxSimulateOperation(
+                    tenant: harness.tenant.rawValue, options: SimulationOptions(users: 20, days: 5, seed: 5),
+                    out: harness.out + "-again"))
+            Issue.record("a second world landed on the first")
+        } catch let error as ConsoleError {
+            #expect(error.code == "tenant_not_empty", "\(error)")
+        }
+        #expect(try await harness.store.backupCount(tenant: harness.tenant) == before)
+        // A live tenant is no sandbox.
+        let access = AccessService(store: harness.store)
+        let op = try await access.authenticate(token: try #require(harness.caller.token))
+        try await access.createTenant(
+            TenantRecord(
+                name: try TenantName("prod"), isSandbox: false, turnkeyURL: "https://api.turnkey.com",
+                turnkeyOrgId: "org", turnkeyAPIKeyFile: "/nonexistent/api", cleanupKeyFile: "/nonexistent/cleanup",
+                createdAt: 0), by: op)
+        do {
+            _ = try await harness.perform(
+                SandboxSimulateOperation(
+                    tenant: "prod", options: SimulationOptions(users: 20, days: 5, seed: 5), out: harness.out + "-prod")
+            )
+            Issue.record("a world landed in a live tenant")
+        } catch let error as ConsoleError {
+            #expect(error.code == "not_sandbox", "\(error)")
+        }
         await harness.stop()
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BackupModel
+import ConsoleService
 import Foundation
 import Simulation
 import Turnkey
@@ -21,6 +22,10 @@ struct SimulateCommand: ConsoleCommand {
             backup's expected findings, DIR/service.log the log lines `cleanup ingest-log` reads.
             With --backup-service, --turnkey and --turnkey-state the users talk HTTP to running
             `sandbox backup-service` and `sandbox turnkey` instead; the world stays there.
+            With --tenant T (an empty sandbox tenant; an admin's token, and --db or --server) the
+            users talk to T's own Turnkey identity and the world lands in T: its backups imported
+            as the complete snapshot taken at the end, its sub-orgs with their users and keys, so
+            check --turnkey and cleanup on T meet it; DIR is on the console's (server's) machine.
             The same options and seed give the same world.
             Example: backupctl sandbox simulate --users 1000 --days 30 --seed 7 --turnkey-faults 0.05 --out month
             """)
@@ -50,6 +55,7 @@ struct SimulateCommand: ConsoleCommand {
     @Option(help: "A running `sandbox turnkey`.") var turnkey: String?
     @Option(help: "That Turnkey sandbox's state file (its parent org and API key: the app backend's).")
     var turnkeyState: String?
+    @Option(help: "An empty sandbox tenant to land the world in (needs an admin's token).") var tenant: String?
 
     func execute(_ ctx: CommandContext) async throws -> CommandOutput {
         var options = SimulationOptions(
@@ -64,9 +70,19 @@ struct SimulateCommand: ConsoleCommand {
             }
             options.start = time.seconds / 86_400 * 86_400
         }
+        let report: SimulationReport
+        if let tenant {
+            guard backupService == nil, turnkey == nil, turnkeyState == nil else {
+                throw ConsoleError.usage(
+                    "--tenant lands the world in a sandbox tenant; --backup-service, --turnkey and --turnkey-state do not go with it."
+                )
+            }
+            report = try await ctx.performJob(
+                SandboxSimulateOperation(tenant: tenant, options: options, out: out), label: "simulate", total: days)
+            return Self.render(report)
+        }
         let progress = Progress(label: "simulate", total: days)
         defer { progress.finish() }
-        let report: SimulationReport
         let now = ctx.clock.seconds
         switch (backupService, turnkey, turnkeyState) {
         case (nil, nil, nil):
@@ -85,10 +101,14 @@ struct SimulateCommand: ConsoleCommand {
         default:
             throw ConsoleError.usage("--backup-service, --turnkey and --turnkey-state go together (or none of them).")
         }
-        return CommandOutput(json: report) { style in
+        return Self.render(report)
+    }
+
+    static func render(_ report: SimulationReport) -> CommandOutput {
+        CommandOutput(json: report) { style in
             TextTable(
                 ["", ""],
-                [
+                (report.tenant.map { [["tenant", $0]] } ?? []) + [
                     ["mode", report.mode], ["users", "\(report.users)"], ["days", "\(report.days)"],
                     ["seed", "\(report.seed)"], ["backups", "\(report.backups)"], ["sub-orgs", "\(report.subOrgs)"],
                     ["orphaned sub-orgs", "\(report.orphans) (\(report.loggedOrphans) in the log)"],
