@@ -94,16 +94,12 @@ extension SimulationEngine {
         count("reset.done")
         info(user, "reset.backup_reset")
         user.backup = nil
-        if let subOrg = user.subOrg, subOrg.exists {
-            switch await deleteSubOrg(user, stamper: .secp256k1(user.accountKey), passkeyFallback: false) {
-            case .deleted: count("reset.teardown")
-            case .failed(let code):
-                orphaned(
-                    subOrg.id, user: user,
-                    step: code == "PUBLIC_KEY_NOT_FOUND"
-                        ? "reset teardown: no break-glass user (PUBLIC_KEY_NOT_FOUND)"
-                        : "reset teardown failed after retries (\(code ?? "transient"))",
-                    logged: false)
+        if user.subOrg?.exists == true {
+            if await tearDown(
+                user, stamper: .secp256k1(user.accountKey), passkeyFallback: false, step: "reset teardown",
+                noKey: "reset teardown: no break-glass user (PUBLIC_KEY_NOT_FOUND)", logged: false)
+            {
+                count("reset.teardown")
             }
         }
         user.subOrg = nil

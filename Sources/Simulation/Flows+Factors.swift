@@ -114,16 +114,9 @@ extension SimulationEngine {
         // (or the backup) went, else the one provider.
         guard let subOrg = user.subOrg, subOrg.exists else { return }
         if last || lastOIDC {
-            switch await deleteSubOrg(user, stamper: sync, passkeyFallback: !last) {
-            case .deleted: break
-            case .failed(let code):
-                orphaned(
-                    subOrg.id, user: user,
-                    step: code == "PUBLIC_KEY_NOT_FOUND"
-                        ? "BF-7 delete_sub_organization: PUBLIC_KEY_NOT_FOUND and no passkey"
-                        : "BF-7 delete_sub_organization failed after retries (\(code ?? "transient"))",
-                    logged: true)
-            }
+            await tearDown(
+                user, stamper: sync, passkeyFallback: !last, step: "BF-7 delete_sub_organization",
+                noKey: "BF-7 delete_sub_organization: PUBLIC_KEY_NOT_FOUND and no passkey", logged: true)
         } else if let providerId {
             await deleteProvider(user, providerId, sync: sync)
         }

@@ -216,4 +216,24 @@ extension SimulationEngine {
             return .failed(code)
         }
     }
+
+    /// ``deleteSubOrg(_:stamper:passkeyFallback:)``, and a sub-org that stays is an orphan of
+    /// `step`: `noKey` names the step when Turnkey knew no such key, else the client gave up
+    /// after its retries. Returns whether the sub-org is gone.
+    @discardableResult
+    func tearDown(
+        _ user: SimUser, stamper: TurnkeyStamper, passkeyFallback: Bool, step: String, noKey: String, logged: Bool
+    ) async -> Bool {
+        guard let subOrg = user.subOrg else { return true }
+        switch await deleteSubOrg(user, stamper: stamper, passkeyFallback: passkeyFallback) {
+        case .deleted:
+            return true
+        case .failed(let code):
+            orphaned(
+                subOrg.id, user: user,
+                step: code == "PUBLIC_KEY_NOT_FOUND" ? noKey : "\(step) failed after retries (\(code ?? "transient"))",
+                logged: logged)
+            return false
+        }
+    }
 }

@@ -90,6 +90,7 @@ public struct SimulationReport: Codable, Sendable, Equatable {
     public var loggedOrphans: Int
     public var findings: Int
     public var turnkeyFindings: Int
+    /// Requests the simulated clients sent to the Backup Service and Turnkey (every attempt).
     public var requests: Int
     public var elapsedSeconds: Double
     /// Simulated user·days per second of wall time.

@@ -54,7 +54,7 @@ public struct SandboxTenantSimulation: Sendable {
         try world.writeExport(out)
         var report = try Simulator.finish(
             world.engine, truth: world.truth, out: out, mode: "sandbox-tenant", started: world.started,
-            requests: await world.sandbox.stats.requests)
+            requests: world.requests)
         report.tenant = tenant.rawValue
         try beforeLanding()
 

@@ -34,6 +34,29 @@ public struct InProcessTransport: SimulationTransport {
     }
 }
 
+/// Counts what the clients send — every attempt of every call, challenges and polls included —
+/// whatever carries it.
+final class CountingTransport: SimulationTransport, @unchecked Sendable {
+    let inner: any SimulationTransport
+    private let lock = NSLock()
+    // Guarded by `lock`.
+    private var sent = 0
+
+    init(_ inner: any SimulationTransport) { self.inner = inner }
+
+    var requests: Int { lock.withLock { sent } }
+
+    func backup(_ request: BackupServiceEmulator.Request) async -> ServiceAnswer? {
+        lock.withLock { sent += 1 }
+        return await inner.backup(request)
+    }
+
+    func turnkey(_ request: TurnkeySandbox.Request) async -> TurnkeyHTTPResponse? {
+        lock.withLock { sent += 1 }
+        return await inner.turnkey(request)
+    }
+}
+
 /// Over HTTP with AsyncHTTPClient, to `sandbox backup-service` and `sandbox turnkey`. A
 /// connection failure or a dropped answer is `nil`, which the clients treat as a transient
 /// failure (the request may or may not have been acted on).

@@ -34,7 +34,7 @@ public enum Simulator {
         try state.save(to: statePath)
         return try finish(
             world.engine, truth: world.truth, out: out, mode: "in-process", started: world.started,
-            requests: await world.sandbox.stats.requests)
+            requests: world.requests)
     }
 
     /// The app backend's Turnkey identity: its parent org, its API key, and the cleanup key every
@@ -54,6 +54,8 @@ public enum Simulator {
         var directory: MemoryDirectory
         var identity: Identity
         var started: Date
+        /// Requests the clients sent to both emulators (every attempt).
+        var requests: Int
 
         /// `out/export` (the service's storage in the export layout) with `export.json` naming
         /// the end as a complete snapshot.
@@ -94,7 +96,7 @@ public enum Simulator {
             parentUsers: [try SandboxTenant.user("sandbox_api_key", keys.apiKey, canDelete: false)],
             defaultSubOrgUsers: [try SandboxTenant.user("sync_factor_user_cleanup", keys.cleanupKey, canDelete: true)],
             timing: TurnkeyTiming(clock: clock, sleep: { _ in }), seed: options.seed)
-        let transport = InProcessTransport(service: emulator, turnkey: sandbox)
+        let transport = CountingTransport(InProcessTransport(service: emulator, turnkey: sandbox))
         let engine = SimulationEngine(
             options: options, service: ServiceCaller(transport: transport, clock: { time.now }),
             turnkey: TurnkeyCaller(
@@ -103,7 +105,7 @@ public enum Simulator {
         try await engine.run(progress: progress)
         return World(
             engine: engine, truth: engine.truth(), storage: storage, sandbox: sandbox, directory: directory,
-            identity: keys, started: started)
+            identity: keys, started: started, requests: transport.requests)
     }
 
     /// Over HTTP against `sandbox backup-service` and `sandbox turnkey` (the app backend's
@@ -116,7 +118,8 @@ public enum Simulator {
     ) async throws(ConsoleError) -> SimulationReport {
         try options.validate()
         let started = Date()
-        let transport = HTTPTransport(serviceURL: serviceURL, turnkeyURL: turnkeyURL)
+        let http = HTTPTransport(serviceURL: serviceURL, turnkeyURL: turnkeyURL)
+        let transport = CountingTransport(http)
         let realClock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
         let engine = SimulationEngine(
             options: options, service: ServiceCaller(transport: transport, clock: realClock),
@@ -126,17 +129,18 @@ public enum Simulator {
         do {
             try await engine.run(progress: progress)
         } catch {
-            await transport.shutdown()
+            await http.shutdown()
             throw error
         }
-        await transport.shutdown()
+        await http.shutdown()
         let truth = engine.truth()
         try prepare(out)
-        return try finish(engine, truth: truth, out: out, mode: "http", started: started, requests: nil)
+        return try finish(
+            engine, truth: truth, out: out, mode: "http", started: started, requests: transport.requests)
     }
 
     static func finish(
-        _ engine: SimulationEngine, truth: GroundTruth, out: String, mode: String, started: Date, requests: Int?
+        _ engine: SimulationEngine, truth: GroundTruth, out: String, mode: String, started: Date, requests: Int
     ) throws(ConsoleError) -> SimulationReport {
         try write(truth.encoded(), to: (out as NSString).appendingPathComponent(truthFile))
         let log = engine.log.joined(separator: "\n") + (engine.log.isEmpty ? "" : "\n")
@@ -147,8 +151,7 @@ public enum Simulator {
             users: options.users, days: options.days, seed: options.seed, mode: mode, backups: truth.backups.count,
             subOrgs: truth.subOrgs.count, orphans: truth.orphans.count, loggedOrphans: truth.logged.count,
             findings: truth.findings.count, turnkeyFindings: truth.turnkeyFindings.count,
-            requests: requests ?? engine.counts["service.requests", default: 0]
-                + engine.counts["turnkey.activities", default: 0],
+            requests: requests,
             elapsedSeconds: (elapsed * 1000).rounded() / 1000,
             userDaysPerSecond: (Double(options.users * options.days) / elapsed).rounded(), out: out,
             snapshotAt: Timestamp.format(truth.end), counts: truth.counts)

@@ -8,19 +8,8 @@ import Testing
 /// BF-1 over real HTTP: `/v1/create` with each main factor, its storage, and each of its
 /// documented refusals, with the service's codes, statuses and messages.
 @Suite struct CreateFlowTests {
-    func withService(_ body: (FlowHarness) async throws -> Void) async throws {
-        let harness = try await FlowHarness()
-        do {
-            try await body(harness)
-        } catch {
-            await harness.stop()
-            throw error
-        }
-        await harness.stop()
-    }
-
     @Test func aPasskeyBackupIsStoredAsTheServiceStoresIt() async throws {
-        try await withService { h in
+        try await FlowHarness.with { h in
             let user = try FlowUser(h.random)
             let reply = try await h.createWithPasskey(user, blob: [1, 2, 3, 4])
             #expect(reply.status == 200, "\(reply.text)")
@@ -57,7 +46,7 @@ import Testing
     }
 
     @Test func keychainAndOIDCBackups() async throws {
-        try await withService { h in
+        try await FlowHarness.with { h in
             let keychainUser = try FlowUser(h.random)
             let keychain = try await h.createWithKeychain(
                 keychainUser, manifest: "0x" + String(repeating: "CD", count: 32))
@@ -85,7 +74,7 @@ import Testing
     }
 
     @Test func theFormsRefusals() async throws {
-        try await withService { h in
+        try await FlowHarness.with { h in
             let user = try FlowUser(h.random)
             var reply = try await h.form("/v1/create", payload: nil, blob: [1])
             #expect(reply.status == 400 && reply.code == "missing_payload_field")
@@ -94,12 +83,7 @@ import Testing
             #expect(
                 reply.status == 400 && reply.code == "invalid_payload"
                     && reply.message == "Failed to deserialize payload")
-            let main = try await h.challenge("/v1/create/challenge/keypair")
-            let sync = try await h.challenge("/v1/create/challenge/keypair")
-            let payload = h.createPayload(
-                user, main: try user.keychain.authorization(main.bytes), mainToken: main.token,
-                key: FlowHarness.key("ICLOUD"),
-                sync: try user.device.authorization(sync.bytes), syncToken: sync.token)
+            let payload = try await h.keychainCreatePayload(user)
             reply = try await h.form("/v1/create", payload: payload, blob: nil)
             #expect(reply.status == 400 && reply.code == "missing_backup_field")
             #expect(reply.message == "Missing backup field in multipart data")
@@ -118,7 +102,7 @@ import Testing
     }
 
     @Test func tokenAndFactorRefusals() async throws {
-        try await withService { h in
+        try await FlowHarness.with { h in
             let user = try FlowUser(h.random)
             func attempt(main: JSONValue, mainToken: String, sync: JSONValue? = nil, syncToken: String? = nil)
                 async throws
@@ -193,7 +177,7 @@ import Testing
     }
 
     @Test func oidcRefusals() async throws {
-        try await withService { h in
+        try await FlowHarness.with { h in
             let user = try FlowUser(h.random)
             let session = FlowUser.Key(h.random)
             func attempt(_ authorization: (FlowUser.Key, [UInt8]) throws -> JSONValue, providerId: String? = "p")

@@ -8,19 +8,8 @@ import Testing
 /// BF-2, BF-4, BF-5 over real HTTP: retrieval with the attestation gateway, the sync-factor
 /// token, the manifest gate, metadata retrieval, verify-factor, and the backup's deletion.
 @Suite struct DeviceFlowTests {
-    func withService(_ body: (FlowHarness) async throws -> Void) async throws {
-        let harness = try await FlowHarness()
-        do {
-            try await body(harness)
-        } catch {
-            await harness.stop()
-            throw error
-        }
-        await harness.stop()
-    }
-
     @Test func aNewDeviceRetrievesAndAddsItsSyncFactor() async throws {
-        try await withService { h in
+        try await FlowHarness.with { h in
             let user = try FlowUser(h.random)
             #expect(try await h.createWithPasskey(user, blob: [5, 6, 7]).status == 200)
             let retrieved = try await h.retrieveWithPasskey(user)
@@ -54,7 +43,7 @@ import Testing
     }
 
     @Test func theAttestationGateway() async throws {
-        try await withService { h in
+        try await FlowHarness.with { h in
             let user = try FlowUser(h.random)
             #expect(try await h.createWithPasskey(user).status == 200)
             let (challenge, token) = try await h.passkeyChallenge("/v1/retrieve/challenge/passkey")
@@ -80,7 +69,7 @@ import Testing
     }
 
     @Test func whoTheFactorResolvesTo() async throws {
-        try await withService { h in
+        try await FlowHarness.with { h in
             let user = try FlowUser(h.random)
             let created = try await h.createWithKeychain(user)
             #expect(created.status == 200)
@@ -147,7 +136,7 @@ import Testing
     }
 
     @Test func syncBehindTheManifestGate() async throws {
-        try await withService { h in
+        try await FlowHarness.with { h in
             let user = try FlowUser(h.random)
             #expect(try await h.createWithKeychain(user).status == 200)
             func sync(current: String, next: String, blob: [UInt8], token given: (bytes: [UInt8], token: String)? = nil)
@@ -183,7 +172,7 @@ import Testing
     }
 
     @Test func deletingTheBackupAndWhatAFailureLeaves() async throws {
-        try await withService { h in
+        try await FlowHarness.with { h in
             let user = try FlowUser(h.random)
             #expect(try await h.createWithKeychain(user).status == 200)
             var (challenge, token) = try await h.challenge("/v1/delete-backup/challenge/keypair")

@@ -8,17 +8,6 @@ import Testing
 /// BF-3 and BF-7 over real HTTP: adding an OIDC account with the passkey's merged Turnkey
 /// activity, and deleting factors with a sync factor, with their refusals and storage effects.
 @Suite struct FactorFlowTests {
-    func withService(_ body: (FlowHarness) async throws -> Void) async throws {
-        let harness = try await FlowHarness()
-        do {
-            try await body(harness)
-        } catch {
-            await harness.stop()
-            throw error
-        }
-        await harness.stop()
-    }
-
     static let org = "44444444-4444-4444-8444-444444444444"
 
     /// What BF-3 sends: the passkey's assertion over a Turnkey activity that carries the
@@ -70,7 +59,7 @@ import Testing
     }
 
     @Test func anOIDCAccountJoinsAPasskeyBackup() async throws {
-        try await withService { h in
+        try await FlowHarness.with { h in
             let user = try FlowUser(h.random)
             #expect(try await h.createWithPasskey(user).status == 200)
             let add = try await addFactorBody(h, user)
@@ -88,7 +77,7 @@ import Testing
     }
 
     @Test func addFactorRefusals() async throws {
-        try await withService { h in
+        try await FlowHarness.with { h in
             let user = try FlowUser(h.random)
             #expect(try await h.createWithPasskey(user).status == 200)
             func expect(_ body: [String: JSONValue], _ code: String, _ message: String, line: Int = #line) async throws
@@ -134,7 +123,7 @@ import Testing
     }
 
     @Test func deletingFactors() async throws {
-        try await withService { h in
+        try await FlowHarness.with { h in
             let user = try FlowUser(h.random)
             let created = try await h.createWithPasskey(user)
             #expect(created.status == 200)
@@ -172,7 +161,7 @@ import Testing
     }
 
     @Test func aFailedRowDeletionLeavesAStaleRow() async throws {
-        try await withService { h in
+        try await FlowHarness.with { h in
             let user = try FlowUser(h.random)
             let created = try await h.createWithPasskey(user)
             let passkeyId = try #require(FlowHarness.factorIds(created).main.first)

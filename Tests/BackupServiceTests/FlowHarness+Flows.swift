@@ -56,14 +56,17 @@ extension FlowHarness {
 
     /// BF-1 with an iCloud Keychain keypair as the main factor.
     func createWithKeychain(_ user: FlowUser, manifest: String = manifest) async throws -> Reply {
+        try await form("/v1/create", payload: keychainCreatePayload(user, manifest: manifest), blob: [9, 9, 9])
+    }
+
+    /// A `/v1/create` payload with an iCloud Keychain keypair as the main factor, both
+    /// challenges fetched and signed.
+    func keychainCreatePayload(_ user: FlowUser, manifest: String = manifest) async throws -> JSONValue {
         let main = try await challenge("/v1/create/challenge/keypair")
         let sync = try await challenge("/v1/create/challenge/keypair")
-        return try await form(
-            "/v1/create",
-            payload: createPayload(
-                user, main: try user.keychain.authorization(main.bytes), mainToken: main.token, key: Self.key("ICLOUD"),
-                sync: try user.device.authorization(sync.bytes), syncToken: sync.token, manifest: manifest),
-            blob: [9, 9, 9])
+        return createPayload(
+            user, main: try user.keychain.authorization(main.bytes), mainToken: main.token, key: Self.key("ICLOUD"),
+            sync: try user.device.authorization(sync.bytes), syncToken: sync.token, manifest: manifest)
     }
 
     /// BF-1 with an OIDC account (the session key signs the challenge; its hash is the nonce).

@@ -25,6 +25,18 @@ final class FlowHarness: @unchecked Sendable {
             BackupServiceEmulator(backend: storage, key: Array(repeating: 9, count: 32), clock: clock))
     }
 
+    /// Runs `body` on a fresh harness and stops it, whatever `body` does.
+    static func with(_ body: (FlowHarness) async throws -> Void) async throws {
+        let harness = try await FlowHarness()
+        do {
+            try await body(harness)
+        } catch {
+            await harness.stop()
+            throw error
+        }
+        await harness.stop()
+    }
+
     func stop() async {
         await server.stop()
         try? await client.shutdown()

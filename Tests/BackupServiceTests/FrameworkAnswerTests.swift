@@ -43,12 +43,7 @@ import Testing
         let h = try await FlowHarness()
         defer { Task { await h.stop() } }
         let user = try FlowUser(h.random)
-        let main = try await h.challenge("/v1/create/challenge/keypair")
-        let sync = try await h.challenge("/v1/create/challenge/keypair")
-        let payload = h.createPayload(
-            user, main: try user.keychain.authorization(main.bytes), mainToken: main.token,
-            key: FlowHarness.key("ICLOUD"),
-            sync: try user.device.authorization(sync.bytes), syncToken: sync.token)
+        let payload = try await h.keychainCreatePayload(user)
         let form = Multipart.encode(
             [("payload", nil, nil, SortedJSON.bytes(payload)), ("backup", nil, nil, [1])], boundary: "b")
         var reply = try await h.send(
