@@ -93,18 +93,9 @@ extension SimulationEngine {
         defer { user.subOrg = subOrg }
         let key = user.devices[device].key.turnkeyForm
         let name = "sync_factor_user_\(user.devices[device].suffix)"
-        let created = await submit(
-            user, Self.createUsersPath, type: "ACTIVITY_TYPE_CREATE_USERS_V3", org: subOrg.id,
-            .object([
-                "users": .array([
-                    .object([
-                        "userName": .string(name), "apiKeys": .array([Self.apiKey("sync_factor", key)]),
-                        "authenticators": .array([]), "oauthProviders": .array([]), "userTags": .array([]),
-                    ])
-                ])
-            ]), stamper)
-        guard case .completed(let result) = created,
-            case .array(let ids)? = result["createUsersResult"]?["userIds"], let userId = ids.first?.stringValue
+        guard
+            let userId = await createUser(
+                user, org: subOrg.id, name: name, apiKey: Self.apiKey("sync_factor", key), stamper)
         else {
             count("turnkey.sync_user_missing")
             return
@@ -122,23 +113,35 @@ extension SimulationEngine {
         guard var subOrg = user.subOrg, subOrg.exists, user.withBreakGlass else { return }
         defer { user.subOrg = subOrg }
         let name = "break_glass_user_\(user.accountPublicHex.suffix(6))"
+        guard
+            let userId = await createUser(
+                user, org: subOrg.id, name: name,
+                apiKey: Self.apiKey("backup_account_key", user.accountPublicHex, curve: "API_KEY_CURVE_SECP256K1"),
+                stamper)
+        else { return }
+        subOrg.breakGlass = await addPolicy(
+            user, org: subOrg.id, name: name, userId: userId, Self.deleteOrgCondition, stamper)
+    }
+
+    /// `create_users` of one user holding one API key; the new user's id, or `nil` when the
+    /// activity failed after the client's retries.
+    func createUser(_ user: SimUser, org: String, name: String, apiKey: JSONValue, _ stamper: TurnkeyStamper) async
+        -> String?
+    {
         let created = await submit(
-            user, Self.createUsersPath, type: "ACTIVITY_TYPE_CREATE_USERS_V3", org: subOrg.id,
+            user, Self.createUsersPath, type: "ACTIVITY_TYPE_CREATE_USERS_V3", org: org,
             .object([
                 "users": .array([
                     .object([
-                        "userName": .string(name),
-                        "apiKeys": .array([
-                            Self.apiKey("backup_account_key", user.accountPublicHex, curve: "API_KEY_CURVE_SECP256K1")
-                        ]), "authenticators": .array([]), "oauthProviders": .array([]), "userTags": .array([]),
+                        "userName": .string(name), "apiKeys": .array([apiKey]), "authenticators": .array([]),
+                        "oauthProviders": .array([]), "userTags": .array([]),
                     ])
                 ])
             ]), stamper)
         guard case .completed(let result) = created,
-            case .array(let ids)? = result["createUsersResult"]?["userIds"], let userId = ids.first?.stringValue
-        else { return }
-        subOrg.breakGlass = await addPolicy(
-            user, org: subOrg.id, name: name, userId: userId, Self.deleteOrgCondition, stamper)
+            case .array(let ids)? = result["createUsersResult"]?["userIds"]
+        else { return nil }
+        return ids.first?.stringValue
     }
 
     func addPolicy(
