@@ -94,10 +94,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
+        // The stand-ins both emulators and the simulator share: ES256 JWS, the sandbox OIDC
+        // issuers, WebAuthn, attestation-gateway tokens, multipart forms.
+        .target(name: "SandboxIdentity", dependencies: ["BackupModel", "BackupCrypto"], swiftSettings: strict),
         .target(
             name: "BackupServiceSandbox",
             dependencies: [
-                "BackupModel", "BackupCrypto", "ConsoleStore", "BackupService", "SandboxHTTP",
+                "BackupModel", "BackupCrypto", "ConsoleStore", "BackupService", "SandboxHTTP", "SandboxIdentity",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -105,9 +108,21 @@ let package = Package(
         .target(
             name: "TurnkeySandbox",
             dependencies: [
-                "BackupModel", "BackupCrypto", "ConsoleStore", "Turnkey", "SandboxHTTP",
+                "BackupModel", "BackupCrypto", "ConsoleStore", "Turnkey", "SandboxHTTP", "SandboxIdentity",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
+        // The population simulator: users living through BF-1…BF-8 against the sandboxes, and
+        // the ground truth of what they left behind.
+        .target(
+            name: "Simulation",
+            dependencies: [
+                "BackupModel", "BackupCrypto", "BackupServiceSandbox", "TurnkeySandbox", "Turnkey", "SandboxIdentity",
+                "Access", "ConsoleStore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: strict),
         .target(
@@ -119,7 +134,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "Inspect",
-            dependencies: ["BackupModel", "BackupCrypto", "ConsoleStore", "Access", "ConsoleWire"],
+            dependencies: ["BackupModel", "BackupCrypto", "ConsoleStore", "Access", "ConsoleWire", "Turnkey"],
             swiftSettings: strict),
         .target(
             name: "Recovery",
@@ -134,6 +149,7 @@ let package = Package(
             dependencies: [
                 "BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Inspect", "Recovery", "Turnkey",
                 "TurnkeySandbox", "Cleanup", "BackupService", "BackupServiceSandbox", "PostgresStore", "ConsoleWire",
+                "Simulation",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
@@ -170,7 +186,7 @@ let package = Package(
             dependencies: [
                 "BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Inspect", "Recovery", "Turnkey",
                 "TurnkeySandbox", "Cleanup", "CReadline", "BackupService", "BackupServiceSandbox",
-                "ConsoleService", "ConsoleClient", "ConsoleServer", "SandboxHTTP", "PostgresStore",
+                "ConsoleService", "ConsoleClient", "ConsoleServer", "SandboxHTTP", "PostgresStore", "Simulation",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -185,7 +201,7 @@ let package = Package(
             dependencies: [
                 "BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Inspect", "Recovery", "Turnkey",
                 "TurnkeySandbox", "Cleanup", "CSecp256k1", "COpenSSL", "BackupService", "BackupServiceSandbox",
-                "ConsoleService", "ConsoleClient", "PostgresStore", "BackupctlTestSupport",
+                "ConsoleService", "ConsoleClient", "PostgresStore", "BackupctlTestSupport", "Simulation",
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -242,17 +258,30 @@ let package = Package(
             name: "TurnkeySandboxTests",
             dependencies: [
                 "TurnkeySandbox", "Turnkey", "ConsoleStore", "BackupCrypto", "BackupModel", "BackupctlTestSupport",
+                "SandboxIdentity", .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ]),
         .testTarget(
             name: "BackupServiceTests",
             dependencies: [
                 "BackupService", "BackupServiceSandbox", "ConsoleStore", "BackupCrypto", "BackupModel",
+                "SandboxIdentity",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]),
         .testTarget(
             name: "CleanupTests",
             dependencies: [
                 "Cleanup", "TurnkeySandbox", "Turnkey", "Access", "ConsoleStore", "BackupCrypto", "BackupModel",
                 "BackupctlTestSupport", "BackupService", "BackupServiceSandbox",
+            ]),
+        .testTarget(
+            name: "SimulationTests",
+            dependencies: [
+                "Simulation", "BackupServiceSandbox", "TurnkeySandbox", "Turnkey", "SandboxIdentity", "BackupModel",
+                "BackupCrypto", "BackupService", "BackupctlTestSupport", "ConsoleService", "ConsoleStore", "Access",
+                "Inspect", "Cleanup",
             ]),
         .testTarget(
             name: "InspectTests",

@@ -6,6 +6,7 @@ enum BenchRegistry {
         RecoveryBench(),
         ConsoleBench(),
         CleanupBench(),
+        SimulationBench(),
         ServerBench(),
         PostgresBench(),
         PostgresLookupBench(),

@@ -101,9 +101,11 @@ public struct DataAdminService: Sendable {
                         ]))
             }
         }
-        if session.tenant.isSandbox, !dryRun {
+        if session.tenant.isSandbox, !dryRun, report.imported > 0 {
             // The sandbox Turnkey lists what its parent org holds: give it the sub-orgs that the
             // imported backups reference, so resets and cleanup can be rehearsed on this data.
+            // An import that wrote nothing new adds nothing: a sub-org the sandbox deleted since
+            // (a cleanup, a simulated world's account deletion) stays deleted.
             var after: String?
             while true {
                 let ids = try await store.referencedSubOrgs(tenant: session.tenantName, after: after, limit: 1000)

@@ -80,6 +80,11 @@ enum Examples {
         "sandbox backup-service": [
             "backupctl sandbox backup-service --listen 127.0.0.1:8788 --export runbooks/fixtures/export"
         ],
+        "sandbox simulate": [
+            "backupctl sandbox simulate --users 1000 --days 30 --seed 7 --out month",
+            "backupctl sandbox simulate --users 300 --days 30 --turnkey-faults 0.1 --turnkey-outages 0.15 --out month",
+            "backupctl sandbox simulate --tenant rehearsal --users 500 --days 30 --out month",
+        ],
         "lookup passkey": [
             "lookup passkey w6hZIQi3LVcwPvQekJSl_Q", "lookup passkey -5iGFbL3U… (ids starting with - work)",
         ],
@@ -87,7 +92,7 @@ enum Examples {
         "lookup keypair": ["lookup keypair A1b2…", "lookup keypair 04ab… --sync"],
         "lookup account": ["lookup account backup_account_02ab…", "backupctl lookup account X --format json"],
         "show": ["show backup_account_02ab…", "backupctl --format json show backup_account_02ab…"],
-        "check": ["check", "check backup_account_02ab…"],
+        "check": ["check", "check backup_account_02ab…", "check --turnkey --failing"],
         "stats": ["stats"],
     ]
 }

@@ -2,21 +2,41 @@ import BackupCrypto
 import BackupModel
 import BackupService
 import Foundation
+import SandboxIdentity
 
-/// The Backup Service's four console routes, with the service's order of checks and its exact
-/// error envelope and codes (reference: `backup-service-api.md`), over a ``ServiceBackend``.
+/// The Backup Service (crate 0.9.5), every route of `reference/backup-service-flows.md`, with
+/// its order of checks, its error codes and statuses word for word, and its storage effects,
+/// over a ``ServiceStorage`` (S3, FactorLookup, Redis in memory, optionally written through to an
+/// export directory).
 ///
-/// Challenge tokens are self-contained like the service's JWE: `sbx.<payload>.<mac>`, the
-/// payload (kind, context, challenge, expiry) authenticated with HMAC-SHA-256 under a key the
-/// emulator is given. They are opaque to clients, live 15 minutes and are single use through
-/// the backend's used-token set. The HTTP framework's own plain-text answers (400, 415, 422)
-/// are reproduced too, so a client meets the same two shapes of refusal as in production.
+/// Stand-ins, where the sandbox cannot verify what production verifies, each with the real
+/// shape and rules (see their types): challenge tokens (HMAC instead of a KMS-wrapped JWE,
+/// ``ChallengeTokens``), passkey attestation (``SandboxWebAuthn``), Google and Apple ID tokens
+/// (``SandboxOIDC``), attestation-gateway tokens (``SandboxAttestation``). The HTTP framework's
+/// own plain-text answers (400, 413, 415, 422) are reproduced too.
+///
+/// A sandbox tenant's emulator runs over a ``StoreBackend`` (the console's store) and serves
+/// only the console's routes: `/health`, `/v1/backup/status` and the reset pair.
+///
+/// Faults: ``ServiceFaults`` (failures by route, dropped answers), and per request the sandbox
+/// header `X-Sandbox-Fault` (the real service has no such header and would ignore it):
+/// `unavailable` fails the request with 500 before any effect, `lookup-delete` fails the
+/// FactorLookup deletion of delete-factor or delete-backup after the S3 changes (500, rows left
+/// behind), `drop` does the work and drops the connection before the answer.
 public final class BackupServiceEmulator: Sendable {
     public static let tokenLifetimeSeconds: Int64 = 15 * 60
     public static let semver = "0.9.5"
+    /// The blob limit (15 MiB) and the request limit on `/create` and `/sync` (16 MiB).
+    public static let maxBlobBytes = 15 * 1024 * 1024
+    public static let maxRequestBytes = 16 * 1024 * 1024
+    public static let faultHeader = "x-sandbox-fault"
+
+    public typealias Answer = ServiceAnswer
 
     let backend: any ServiceBackend
-    let key: [UInt8]
+    /// The full API's storage; `nil` for a store-backed (console routes only) emulator.
+    public let storage: ServiceStorage?
+    let tokens: ChallengeTokens
     let clock: WallClock
     let random: any RandomSource
     public let faults: ServiceFaults
@@ -24,223 +44,177 @@ public final class BackupServiceEmulator: Sendable {
     /// - Parameter key: the token MAC key (32 bytes or more).
     public init(
         backend: any ServiceBackend, key: [UInt8], clock: WallClock = .system,
-        random: any RandomSource = SystemRandom(),
-        faults: ServiceFaults = ServiceFaults()
+        random: any RandomSource = SystemRandom(), faults: ServiceFaults = ServiceFaults()
     ) {
         self.backend = backend
-        self.key = key
+        storage = backend as? ServiceStorage
+        tokens = ChallengeTokens(key: key)
         self.clock = clock
         self.random = random
         self.faults = faults
     }
 
-    /// One answer: status, content type, body; `drop` closes the connection after the work is
-    /// done instead of answering (a fault).
-    public struct Answer: Sendable, Equatable {
-        public var status: Int
-        public var contentType: String?
+    /// One request as the HTTP layer sees it: header names lowercased.
+    public struct Request: Sendable {
+        public var method: String
+        public var path: String
+        public var headers: [String: String]
         public var body: [UInt8]
-        public var drop = false
 
-        static func json(_ status: Int, _ value: some Encodable) -> Answer {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            return Answer(
-                status: status, contentType: "application/json", body: Array((try? encoder.encode(value)) ?? Data()))
+        public init(method: String, path: String, headers: [String: String] = [:], body: [UInt8] = []) {
+            self.method = method
+            self.path = path
+            self.headers = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { a, _ in a })
+            self.body = body
         }
 
-        static func error(_ status: Int, _ code: String, _ message: String) -> Answer {
-            json(status, BackupServiceWire.ErrorEnvelope(code: code, message: message))
-        }
+        public var contentType: String? { headers["content-type"] }
+    }
 
-        /// The framework's plain-text answers.
-        static func plain(_ status: Int, _ text: String) -> Answer {
-            Answer(status: status, contentType: "text/plain; charset=utf-8", body: Array(text.utf8))
+    /// The request's context inside a route: its clock reading and fault.
+    struct Call: Sendable {
+        let request: Request
+        let now: Int64
+        let nowMillis: Int64
+        let fault: String?
+
+        /// Fails the route here (500) when the request's fault names this point.
+        func failIf(_ point: String) throws(Refusal) {
+            if fault == point { throw .internalError }
         }
     }
 
+    /// The console routes' form, kept for callers that pass no headers.
     public func handle(method: String, path: String, contentType: String?, body: [UInt8]) async -> Answer {
-        if let status = faults.takeFailure(path) {
+        var headers: [String: String] = [:]
+        if let contentType { headers["content-type"] = contentType }
+        return await handle(Request(method: method, path: path, headers: headers, body: body))
+    }
+
+    public func handle(_ request: Request) async -> Answer {
+        if let status = faults.takeFailure(request.path) {
             return .error(status, "internal_server_error", "Injected failure.")
         }
-        switch (method, path) {
-        case ("GET", "/health"):
-            return .json(200, BackupServiceWire.Health(status: "ok", semver: Self.semver, rev: nil))
-        case ("POST", "/v1/backup/status"):
-            return await parse(BackupServiceWire.StatusRequest.self, contentType, body) { request in
-                await status(request)
-            }
-        case ("POST", "/v1/reset/challenge/keypair"):
-            return await parse(BackupServiceWire.ChallengeRequest.self, contentType, body) { request in
-                guard BackupServiceWire.isBackupAccountIdShape(request.backupAccountId) else {
-                    return .plain(422, "Failed to deserialize the JSON body into the target type")
-                }
-                return challenge(request)
-            }
-        case ("POST", "/v1/reset"):
-            return await parse(BackupServiceWire.ResetRequest.self, contentType, body) { request in
-                guard BackupServiceWire.isBackupAccountIdShape(request.backupAccountId) else {
-                    return .plain(422, "Failed to deserialize the JSON body into the target type")
-                }
-                if faults.takeDropBefore() { return Answer(status: 0, contentType: nil, body: [], drop: true) }
-                var answer = await reset(request)
-                if answer.status == 204 && faults.takeDrop() { answer.drop = true }
-                return answer
-            }
-        default:
-            return .plain(404, "")
-        }
-    }
-
-    /// The framework's extraction: 415 without a JSON content type, 400 for a body that is not
-    /// JSON, 422 for JSON that does not fit the type.
-    private func parse<T: Decodable>(
-        _ type: T.Type, _ contentType: String?, _ body: [UInt8], _ then: (T) async -> Answer
-    ) async -> Answer {
-        guard let contentType, contentType.lowercased().hasPrefix("application/json") else {
-            return .plain(415, "Expected request with `Content-Type: application/json`")
-        }
-        guard (try? JSONSerialization.jsonObject(with: Data(body), options: [.fragmentsAllowed])) != nil else {
-            return .plain(400, "Failed to parse the request body as JSON")
-        }
-        guard let request = try? JSONDecoder().decode(type, from: Data(body)) else {
-            return .plain(422, "Failed to deserialize the JSON body into the target type")
-        }
-        return await then(request)
-    }
-
-    // MARK: - Routes
-
-    func status(_ request: BackupServiceWire.StatusRequest) async -> Answer {
+        let fault = request.headers[Self.faultHeader]
+        let millis = clock.millis()
+        let call = Call(request: request, now: millis / 1000, nowMillis: millis, fault: fault)
+        if fault == "unavailable" { return Refusal.internalError.answer }
+        guard let route = Self.routes[request.path] else { return .plain(404, "") }
+        guard route.method == request.method else { return ServiceAnswer(status: 405, contentType: nil, body: []) }
+        if route.needsStorage && storage == nil { return .plain(404, "") }
         do {
-            guard let metadata = try await backend.metadata(backupId: request.backupId) else {
-                return .error(404, "not_found", "Backup not found")
-            }
-            let factors = metadata.factors.map { factor -> BackupServiceWire.StatusFactor in
-                switch factor.kind {
-                case .passkey: BackupServiceWire.StatusFactor(kind: "PASSKEY", accountKind: nil)
-                case .oidcAccount(let o):
-                    BackupServiceWire.StatusFactor(kind: "OIDC_ACCOUNT", accountKind: o.provider.rawValue)
-                case .ecKeypair: BackupServiceWire.StatusFactor(kind: "EC_KEYPAIR", accountKind: nil)
-                }
-            }
-            return .json(200, BackupServiceWire.StatusResponse(backupId: request.backupId, factors: factors))
+            var answer = try await dispatch(call)
+            if fault == "drop" { answer.drop = true }
+            return answer
         } catch {
-            return .error(500, "internal_server_error", "Internal server error")
+            return error.answer
         }
     }
 
-    func challenge(_ request: BackupServiceWire.ChallengeRequest) -> Answer {
-        let challenge = random.bytes(32)
-        let payload = TokenPayload(
-            typ: "KEYPAIR", ctx: .init(kind: "RESET", backupAccountId: request.backupAccountId),
-            challenge: Base64.encode(challenge), exp: clock.seconds + Self.tokenLifetimeSeconds,
-            nonce: Base64.encode(random.bytes(12), alphabet: .url, padding: false))
-        return .json(
-            200, BackupServiceWire.ChallengeResponse(challenge: Base64.encode(challenge), token: seal(payload)))
+    /// How each path is served: its method, and whether it needs the full storage.
+    struct Route: Sendable {
+        var method = "POST"
+        var needsStorage = true
     }
 
-    /// `/v1/reset`, steps 2–8 of the service's order (step 1 was the framework's parse).
-    func reset(_ request: BackupServiceWire.ResetRequest) async -> Answer {
-        // 2. The token: authentic, of the keypair type, not expired.
-        guard let payload = open(request.challengeToken), payload.exp >= clock.seconds else {
-            return .error(400, "jwt_error", "Invalid or expired challenge token")
+    static let routes: [String: Route] = {
+        var table: [String: Route] = [
+            "/health": Route(method: "GET", needsStorage: false), "/ready": Route(method: "GET", needsStorage: false),
+            "/v1/backup/status": Route(needsStorage: false), "/v1/reset/challenge/keypair": Route(needsStorage: false),
+            "/v1/reset": Route(needsStorage: false),
+        ]
+        for path in [
+            "/v1/create/challenge/passkey", "/v1/create/challenge/keypair", "/v1/create",
+            "/v1/retrieve/challenge/passkey", "/v1/retrieve/challenge/keypair", "/v1/retrieve/from-challenge",
+            "/v1/verify-factor/challenge/passkey", "/v1/verify-factor/challenge/keypair", "/v1/verify-factor",
+            "/v1/add-sync-factor/challenge/keypair", "/v1/add-sync-factor", "/v1/add-factor/challenge",
+            "/v1/add-factor", "/v1/sync/challenge/keypair", "/v1/sync", "/v1/retrieve-metadata/challenge/keypair",
+            "/v1/retrieve-metadata", "/v1/delete-factor/challenge/keypair", "/v1/delete-factor",
+            "/v1/delete-backup/challenge/keypair", "/v1/delete-backup",
+        ] {
+            table[path] = Route()
         }
-        guard payload.typ == "KEYPAIR" else {
-            return .error(400, "unexpected_challenge_type", "Unexpected challenge type")
+        return table
+    }()
+
+    func dispatch(_ call: Call) async throws(Refusal) -> Answer {
+        switch call.request.path {
+        case "/health": return health(call)
+        case "/ready": return .json(200, ["status": "ok"])
+        case "/v1/backup/status": return try await status(call)
+        case "/v1/create/challenge/passkey": return try createChallengePasskey(call)
+        case "/v1/create/challenge/keypair": return try keypairChallenge(call, ChallengeContext.create)
+        case "/v1/create": return try create(call)
+        case "/v1/retrieve/challenge/passkey": return try discoverableChallenge(call, ChallengeContext.retrieve)
+        case "/v1/retrieve/challenge/keypair": return try keypairChallenge(call, ChallengeContext.retrieve)
+        case "/v1/retrieve/from-challenge": return try retrieveFromChallenge(call)
+        case "/v1/verify-factor/challenge/passkey":
+            return try discoverableChallenge(call, ChallengeContext.verifyFactor)
+        case "/v1/verify-factor/challenge/keypair": return try keypairChallenge(call, ChallengeContext.verifyFactor)
+        case "/v1/verify-factor": return try verifyFactor(call)
+        case "/v1/add-sync-factor/challenge/keypair": return try keypairChallenge(call, ChallengeContext.addSyncFactor)
+        case "/v1/add-sync-factor": return try addSyncFactor(call)
+        case "/v1/add-factor/challenge": return try addFactorChallenge(call)
+        case "/v1/add-factor": return try addFactor(call)
+        case "/v1/sync/challenge/keypair": return try keypairChallenge(call, ChallengeContext.sync)
+        case "/v1/sync": return try sync(call)
+        case "/v1/retrieve-metadata/challenge/keypair":
+            return try keypairChallenge(call, ChallengeContext.retrieveMetadata)
+        case "/v1/retrieve-metadata": return try retrieveMetadata(call)
+        case "/v1/delete-factor/challenge/keypair": return try deleteFactorChallenge(call)
+        case "/v1/delete-factor": return try deleteFactor(call)
+        case "/v1/delete-backup/challenge/keypair": return try keypairChallenge(call, ChallengeContext.deleteBackup)
+        case "/v1/delete-backup": return try deleteBackup(call)
+        case "/v1/reset/challenge/keypair": return try resetChallenge(call)
+        case "/v1/reset": return try await reset(call)
+        default: return .plain(404, "")
         }
-        // 3. The context binds this operation and this backup.
-        guard payload.ctx.kind == "RESET", payload.ctx.backupAccountId == request.backupAccountId else {
-            return .error(400, "invalid_challenge_context", "Invalid challenge context")
-        }
-        // 4. The id is a point; the signature is base64 DER and verifies over the challenge.
-        guard let id = try? BackupAccountID(request.backupAccountId), Secp256k1.isValidPublicKey(id.publicKey) else {
-            return .error(400, "invalid_backup_account_id", "Invalid backup account ID")
-        }
-        guard let der = Base64.decode(request.signature, alphabet: .standard), !der.isEmpty,
-            let challenge = Base64.decode(payload.challenge, alphabet: .standard)
+    }
+
+    // MARK: - The framework's extraction
+
+    /// axum's `Json<T>`: 415 without a JSON content type, 400 for a body that is not JSON, 422 for
+    /// JSON that does not fit the type.
+    func json<T: ServiceRequest>(_ type: T.Type, _ call: Call) throws(Refusal) -> T {
+        guard let contentType = call.request.contentType,
+            contentType.lowercased().hasPrefix("application/json")
         else {
-            return .error(400, "invalid_signature", "Invalid signature")
+            throw Refusal(.plain(415, "Expected request with `Content-Type: application/json`"))
         }
-        switch Secp256k1.verify(derSignature: der, digest: SHA256.hash(challenge), publicKey: id.publicKey) {
-        case .valid: break
-        case .malformedSignature: return .error(400, "invalid_signature", "Invalid signature")
-        case .malformedPublicKey: return .error(400, "invalid_backup_account_id", "Invalid backup account ID")
-        case .mismatch: return .error(400, "signature_verification_error", "Signature verification failed")
+        guard let value = FastJSON.parse(call.request.body) else {
+            throw Refusal(.plain(400, "Failed to parse the request body as JSON: expected value at line 1 column 1"))
         }
-        do {
-            // 5. The backup exists (HEAD of its blob).
-            guard try await backend.blobExists(backupId: request.backupAccountId) else {
-                return .error(404, "not_found", "Backup not found")
-            }
-            // 6. Single use; 7. blob, metadata, lookup rows.
-            guard
-                try await backend.consume(
-                    tokenHash: SHA256.hex(Array(request.challengeToken.utf8)), backupId: request.backupAccountId,
-                    now: clock.seconds)
-            else {
-                return .error(400, "already_used", "Challenge token already used")
-            }
-        } catch {
-            return .error(500, "internal_server_error", "Internal server error")
+        return try T(try Fields(value))
+    }
+
+    /// The attestation gateway middleware of `/retrieve/from-challenge`, `/verify-factor` and
+    /// `/delete-factor`: body read (≤ 1 MiB, UTF-8), header present, token valid for this request.
+    func attest(_ call: Call) throws(Refusal) {
+        guard call.request.body.count <= 1_048_576, String(validating: call.request.body, as: UTF8.self) != nil
+        else { throw .bad("invalid_payload", "Body payload is invalid") }
+        guard let token = call.request.headers[SandboxAttestation.header], !token.isEmpty else {
+            throw .bad("invalid_attestation_token_header", "Attestation token header is invalid or not present.")
         }
-        return Answer(status: 204, contentType: nil, body: [])
-    }
-
-    // MARK: - Tokens
-
-    struct TokenPayload: Codable {
-        struct Context: Codable {
-            var kind: String
-            var backupAccountId: String
+        switch SandboxAttestation.verify(
+            token, method: call.request.method, path: call.request.path,
+            body: call.request.body.isEmpty ? nil : call.request.body, now: call.now)
+        {
+        case nil: return
+        case .invalidToken?: throw .bad("invalid_attestation_token", "Invalid attestation token.")
+        case .invalidClaim(let message)?: throw .bad("invalid_attestation_token_claim", message)
+        case .unhashableBody?: throw .internalError
         }
-        var typ: String
-        var ctx: Context
-        var challenge: String
-        var exp: Int64
-        var nonce: String
     }
 
-    func seal(_ payload: TokenPayload) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        let body = Base64.encode(Array((try? encoder.encode(payload)) ?? Data()), alphabet: .url, padding: false)
-        return "sbx." + body + "."
-            + Base64.encode(HMAC.sha256(key: key, Array(body.utf8)), alphabet: .url, padding: false)
+    /// The storage of the full API (routes that need it are only routed when it exists).
+    func store() throws(Refusal) -> ServiceStorage {
+        guard let storage else { throw Refusal(.plain(404, "")) }
+        return storage
     }
 
-    /// A token of any type, for tests of the type check.
-    public func sealForTests(type: String, backupAccountId: String, expires: Int64) -> String {
-        seal(
-            TokenPayload(
-                typ: type, ctx: .init(kind: "RESET", backupAccountId: backupAccountId),
-                challenge: Base64.encode([UInt8](repeating: 0, count: 32)), exp: expires, nonce: "t"))
-    }
-
-    func open(_ token: String) -> TokenPayload? {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard token.utf8.count <= 4096, parts.count == 3, parts[0] == "sbx",
-            let mac = Base64.decode(parts[2], alphabet: .url),
-            HMAC.equal(mac, HMAC.sha256(key: key, Array(parts[1].utf8))),
-            let json = Base64.decode(parts[1], alphabet: .url)
-        else { return nil }
-        return try? JSONDecoder().decode(TokenPayload.self, from: Data(json))
-    }
-}
-
-/// HMAC-SHA-256 (RFC 2104) over the project's SHA-256.
-enum HMAC {
-    static func sha256(key: [UInt8], _ message: [UInt8]) -> [UInt8] {
-        var block = key.count > 64 ? SHA256.hash(key) : key
-        block += [UInt8](repeating: 0, count: 64 - block.count)
-        let inner = SHA256.hash(block.map { $0 ^ 0x36 } + message)
-        return SHA256.hash(block.map { $0 ^ 0x5c } + inner)
-    }
-
-    /// Constant-time comparison.
-    static func equal(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        return zip(a, b).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
+    /// Maps a storage failure (an I/O error writing the export) to the service's 500.
+    func io<T>(_ body: () throws(ConsoleError) -> T) throws(Refusal) -> T {
+        do { return try body() } catch { throw .internalError }
     }
 }
 
@@ -263,6 +237,9 @@ public final class ServiceFaults: @unchecked Sendable {
     /// The next `count` successful resets commit, then the connection drops without an answer.
     public func dropAfterReset(count: Int = 1) { lock.withLock { drops = count } }
 
+    /// The next `count` resets are dropped before any work: the answer is lost, nothing happened.
+    public func dropBeforeReset(count: Int = 1) { lock.withLock { dropsBefore = count } }
+
     func takeFailure(_ route: String) -> Int? {
         lock.withLock {
             guard let entry = failures[route], entry.count > 0 else { return nil }
@@ -270,9 +247,6 @@ public final class ServiceFaults: @unchecked Sendable {
             return entry.status
         }
     }
-
-    /// The next `count` resets are dropped before any work: the answer is lost, nothing happened.
-    public func dropBeforeReset(count: Int = 1) { lock.withLock { dropsBefore = count } }
 
     func takeDropBefore() -> Bool {
         lock.withLock {

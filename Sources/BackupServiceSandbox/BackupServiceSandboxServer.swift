@@ -39,11 +39,22 @@ public final class BackupServiceSandboxServer: Sendable {
             "The Backup Service sandbox", host: host, port: port, logger: logger
         ) { request in
             var request = request
-            // The service's body limit is far above anything a console sends; 1 MiB here.
-            let buffer = try await request.collectBody(upTo: 1 << 20)
+            // The service's largest body is a create or sync of 16 MiB; beyond that the
+            // framework answers 413 without reading on.
+            let buffer: ByteBuffer
+            do {
+                buffer = try await request.collectBody(upTo: BackupServiceEmulator.maxRequestBytes + 1024)
+            } catch {
+                return Response(
+                    status: .contentTooLarge, headers: [.contentType: "text/plain; charset=utf-8"],
+                    body: ResponseBody(byteBuffer: ByteBuffer(string: "length limit exceeded")))
+            }
+            var fields: [String: String] = [:]
+            for field in request.headers { fields[field.name.canonicalName] = field.value }
             let answer = await emulator.handle(
-                method: request.method.rawValue, path: request.uri.path, contentType: request.headers[.contentType],
-                body: Array(buffer.readableBytesView))
+                BackupServiceEmulator.Request(
+                    method: request.method.rawValue, path: request.uri.path, headers: fields,
+                    body: Array(buffer.readableBytesView)))
             if answer.drop {
                 // The work is done; the answer never arrives: a head, then a body that fails.
                 return Response(status: .ok, body: ResponseBody { _ in throw Dropped() })

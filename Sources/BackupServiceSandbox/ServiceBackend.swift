@@ -3,7 +3,8 @@ import BackupService
 import ConsoleStore
 import Foundation
 
-/// Where the sandbox Backup Service keeps what the real one keeps in S3, DynamoDB and Redis.
+/// What the console-facing routes (`/v1/backup/status`, `/v1/reset`) need of the service's
+/// storage; every backend has this much.
 public protocol ServiceBackend: Sendable {
     /// The stored metadata (`{id}/metadata`), `nil` when there is none.
     func metadata(backupId: String) async throws(ConsoleError) -> BackupMetadata?
@@ -16,6 +17,10 @@ public protocol ServiceBackend: Sendable {
 }
 
 /// A sandbox tenant's backups in the console's own store: the store is the service.
+///
+/// It backs the console's routes only. The full API (create, sync, factors) needs S3,
+/// DynamoDB and Redis of its own, which ``ServiceStorage`` provides; the console's store is the
+/// console's copy, and nothing but an import writes it.
 public struct StoreBackend: ServiceBackend {
     let store: any LiveTenantStore
     let tenant: TenantName
@@ -39,74 +44,5 @@ public struct StoreBackend: ServiceBackend {
     }
 }
 
-/// A Backup Service export on disk (`DIR/<id>/metadata`, `DIR/<id>/backup`,
-/// `DIR/factor_lookup.jsonl`), served by `backupctl sandbox backup-service --export DIR`.
-/// A reset deletes the files and the backup's rows, as the service deletes its objects.
-public final class ExportBackend: ServiceBackend, @unchecked Sendable {
-    let root: URL
-    private let lock = NSLock()
-    // Guarded by `lock`.
-    private var used: Set<String> = []
-
-    public init(directory: String) throws(ConsoleError) {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue
-        else {
-            throw .invalid("invalid_export", "The export directory \(directory) does not exist.")
-        }
-        root = URL(fileURLWithPath: directory, isDirectory: true)
-    }
-
-    /// Only well-formed ids name files: nothing else may reach the file system.
-    private func folder(_ backupId: String) -> URL? {
-        guard BackupServiceWire.isBackupAccountIdShape(backupId) else { return nil }
-        return root.appendingPathComponent(backupId, isDirectory: true)
-    }
-
-    public func metadata(backupId: String) async throws(ConsoleError) -> BackupMetadata? {
-        guard let file = folder(backupId)?.appendingPathComponent("metadata"),
-            let data = FileManager.default.contents(atPath: file.path)
-        else { return nil }
-        return try BackupMetadata.decode(data)
-    }
-
-    public func blobExists(backupId: String) async throws(ConsoleError) -> Bool {
-        guard let file = folder(backupId)?.appendingPathComponent("backup") else { return false }
-        var isDirectory: ObjCBool = false
-        return FileManager.default.fileExists(atPath: file.path, isDirectory: &isDirectory) && !isDirectory.boolValue
-    }
-
-    public func consume(tokenHash: String, backupId: String, now: Int64) async throws(ConsoleError) -> Bool {
-        guard lock.withLock({ used.insert(tokenHash).inserted }) else { return false }
-        try deleteBackup(backupId: backupId)
-        return true
-    }
-
-    func deleteBackup(backupId: String) throws(ConsoleError) {
-        guard let folder = folder(backupId) else { return }
-        lock.lock()
-        defer { lock.unlock() }
-        do {
-            for name in ["backup", "metadata"] {
-                try? FileManager.default.removeItem(at: folder.appendingPathComponent(name))
-            }
-            try? FileManager.default.removeItem(at: folder)
-            let index = root.appendingPathComponent("factor_lookup.jsonl")
-            guard let data = FileManager.default.contents(atPath: index.path) else { return }
-            let kept = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: true)
-                .filter { line in
-                    guard let row = try? JSONDecoder().decode(IndexRow.self, from: Data(line.utf8)) else { return true }
-                    return row.BackupId != backupId
-                }
-            let text = kept.isEmpty ? "" : kept.joined(separator: "\n") + "\n"
-            try Data(text.utf8).write(to: index, options: .atomic)
-        } catch {
-            throw ConsoleError.internalError(
-                "Rewriting the export's factor_lookup.jsonl failed: \(error.localizedDescription)")
-        }
-    }
-
-    private struct IndexRow: Decodable {
-        var BackupId: String
-    }
-}
+/// The directory-backed storage of `backupctl sandbox backup-service --export DIR`.
+public typealias ExportBackend = ServiceStorage

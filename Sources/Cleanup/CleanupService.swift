@@ -57,6 +57,13 @@ public struct CleanupService: Sendable {
             timing: timing, random: random, logger: log, sharedRate: sharedRate)
     }
 
+    /// A client for reads of the tenant's sub-orgs (`check --turnkey`): the tenant's RPS and
+    /// retry policy with a fresh budget, and the parent org's API key to sign with (a parent may
+    /// read its sub-orgs).
+    public func reader(_ session: Session) -> (client: TurnkeyClient, signer: TurnkeySigner) {
+        (client(session), .apiKey(connection.apiKey))
+    }
+
     /// `cleanup status`: counts per journal state, and the items matching the filters.
     /// - Parameters:
     ///   - states: only items in these states (`nil`: every state).

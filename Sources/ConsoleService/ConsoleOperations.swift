@@ -12,7 +12,7 @@ public enum ConsoleOperations {
         TenantTurnkeyUpdateOperation.self, TenantListOperation.self, TenantDeleteOperation.self,
         OperatorAddOperation.self, OperatorGrantOperation.self, OperatorRightOperation.self, OperatorListOperation.self,
         OperatorRemoveOperation.self, OperatorTokenRotateOperation.self, ImportOperation.self, SeedOperation.self,
-        AuditListOperation.self, AuditVerifyOperation.self, AuditExportOperation.self,
+        AuditListOperation.self, AuditVerifyOperation.self, AuditExportOperation.self, SandboxSimulateOperation.self,
     ]
 
     public static let byName: [String: any ConsoleOperation.Type] = Dictionary(

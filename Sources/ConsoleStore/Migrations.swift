@@ -37,6 +37,9 @@ enum Migrations {
         migrator.registerMigration("v9-cleanup-queue") { db in
             for sql in v9 { try db.execute(sql: sql) }
         }
+        migrator.registerMigration("v10-sandbox-suborg-state") { db in
+            for sql in v10 { try db.execute(sql: sql) }
+        }
         return migrator
     }
 
@@ -322,5 +325,13 @@ enum Migrations {
             tat_micros INTEGER NOT NULL
         ) STRICT
         """,
+    ]
+
+    /// A sandbox sub-org's Turnkey state (its users, API keys, authenticators, OIDC providers and
+    /// policies, as the Turnkey sandbox keeps them): `sandbox simulate --tenant` lands a simulated
+    /// world here, and the tenant's in-process Turnkey answers from it. `NULL` for sub-orgs that
+    /// `import` and `seed` record (the sandbox gives those its default users).
+    private static let v10: [String] = [
+        "ALTER TABLE sandbox_suborgs ADD COLUMN state TEXT CHECK (state IS NULL OR json_valid(state))"
     ]
 }

@@ -13,6 +13,13 @@ public protocol CleanupJournalStore: ConsoleStore {
     func sandboxSubOrgPage(tenant: TenantName, after: String, limit: Int) async throws(ConsoleError) -> [String]
     func sandboxSubOrgExists(tenant: TenantName, subOrgId: String) async throws(ConsoleError) -> Bool
     func sandboxSubOrgCount(tenant: TenantName) async throws(ConsoleError) -> Int
+    /// Records sandbox sub-orgs with their Turnkey state (`id → JSON`, as the Turnkey sandbox
+    /// keeps a sub-org), replacing the state of ids already there; returns how many were new.
+    @discardableResult
+    func putSandboxSubOrgStates(tenant: TenantName, _ states: [String: String], createdAt: Int64, audit: AuditDraft?)
+        async throws(ConsoleError) -> Int
+    /// A sandbox sub-org's Turnkey state; `nil` when it has none (or is not there).
+    func sandboxSubOrgState(tenant: TenantName, subOrgId: String) async throws(ConsoleError) -> String?
     /// Stores (or replaces) the user-stamped break-glass request for a journaled sub-org.
     func saveStampedTeardown(tenant: TenantName, _ teardown: StampedTeardown, audit: AuditDraft?)
         async throws(ConsoleError)

@@ -38,14 +38,20 @@ public struct FindingFilter: Sendable, Equatable, Codable {
     public var minimum: HealthStatus
     /// Only this check's findings, when set.
     public var check: HealthCheckName?
+    /// Only this live check's findings (`check --turnkey --check turnkey_…`), when set.
+    public var liveCheck: LiveCheckName?
 
-    public init(minimum: HealthStatus = .warn, check: HealthCheckName? = nil) {
+    public init(minimum: HealthStatus = .warn, check: HealthCheckName? = nil, liveCheck: LiveCheckName? = nil) {
         self.minimum = max(minimum, .warn)
         self.check = check
+        self.liveCheck = liveCheck
     }
 
     func lists(_ result: HealthResult) -> Bool {
-        result.status >= minimum && (check.map { $0.rawValue == result.check } ?? true)
+        guard result.status >= minimum else { return false }
+        if let check { return check.rawValue == result.check }
+        if let liveCheck { return liveCheck.rawValue == result.check }
+        return true
     }
 }
 
@@ -54,17 +60,23 @@ public struct FindingFilter: Sendable, Equatable, Codable {
 struct CheckTally {
     let limit: Int
     var filter = FindingFilter()
+    /// The checks, in report order: the static ones, then (with `--turnkey`) the live ones.
+    var names: [String]
     var backups = 0
     var failing = 0
     var warning = 0
     /// [check index][status rank].
-    var counts = Array(repeating: [0, 0, 0], count: HealthCheckName.allCases.count)
+    var counts: [[Int]]
     var findings: [(order: Int, finding: CheckReport.Finding)] = []
     var findingsTotal = 0
 
-    init(limit: Int, filter: FindingFilter = FindingFilter()) {
+    static let staticNames = HealthCheckName.allCases.map(\.rawValue)
+
+    init(limit: Int, filter: FindingFilter = FindingFilter(), names: [String] = staticNames) {
         self.limit = limit
         self.filter = filter
+        self.names = names
+        counts = Array(repeating: [0, 0, 0], count: names.count)
     }
 
     mutating func add(backupId: String, _ results: [HealthResult]) {
@@ -100,8 +112,8 @@ struct CheckTally {
     func report(scope: String, tenant: String) -> CheckReport {
         CheckReport(
             scope: scope, tenant: tenant, backups: backups, backupsFailing: failing, backupsWarning: warning,
-            summary: zip(HealthCheckName.allCases, counts).map {
-                CheckReport.CheckSummary(check: $0.0.rawValue, ok: $0.1[0], warn: $0.1[1], fail: $0.1[2])
+            summary: zip(names, counts).map {
+                CheckReport.CheckSummary(check: $0.0, ok: $0.1[0], warn: $0.1[1], fail: $0.1[2])
             },
             findings: findings.map(\.finding), findingsTotal: findingsTotal,
             findingsOmitted: findingsTotal - findings.count)

@@ -53,6 +53,13 @@ public struct HealthResult: Sendable, Equatable, Codable {
         self.status = status
         self.detail = detail
     }
+
+    /// A live check's result (`check --turnkey`).
+    public init(_ check: LiveCheckName, _ status: HealthStatus, _ detail: String) {
+        self.check = check.rawValue
+        self.status = status
+        self.detail = detail
+    }
 }
 
 /// Everything the health checks look at for one backup, gathered by the caller so the checks

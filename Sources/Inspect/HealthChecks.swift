@@ -62,16 +62,20 @@ public enum HealthChecks {
     }
 
     /// Factor and key counts by kind: passkey ↔ PRF, keychain keypair ↔ ICLOUD, OIDC ↔ TURNKEY.
-    /// (factors, keys, factor noun, key tag) per pairing.
-    static func pairs(_ s: BackupSummary) -> [(Int, Int, String, String)] {
+    /// (factors, keys, factor noun, key tag, keys the factors need) per pairing. Every OIDC
+    /// account of a backup opens the one TURNKEY key (the factor secret lives in the one
+    /// sub-org, and a backup holds at most one key per kind), so any number of OIDC factors
+    /// needs exactly one; a passkey or keychain keypair needs a key of its own.
+    static func pairs(_ s: BackupSummary) -> [(Int, Int, String, String, Int)] {
         [
-            (s.passkeys, s.prfKeys, "passkey", "PRF"), (s.keychainFactors, s.icloudKeys, "keychain keypair", "ICLOUD"),
-            (s.oidcFactors, s.turnkeyKeys, "OIDC factor", "TURNKEY"),
+            (s.passkeys, s.prfKeys, "passkey", "PRF", s.passkeys),
+            (s.keychainFactors, s.icloudKeys, "keychain keypair", "ICLOUD", s.keychainFactors),
+            (s.oidcFactors, s.turnkeyKeys, "OIDC factor", "TURNKEY", min(s.oidcFactors, 1)),
         ]
     }
 
     static func factorKeys(_ summary: BackupSummary) -> HealthResult {
-        let gaps = pairs(summary).filter { $0.0 > $0.1 }
+        let gaps = pairs(summary).filter { $0.4 > $0.1 }
         guard !gaps.isEmpty else {
             return HealthResult(.factorKeys, .ok, "every main factor has its encryption key")
         }
@@ -82,7 +86,7 @@ public enum HealthChecks {
     }
 
     static func orphanKeys(_ summary: BackupSummary) -> HealthResult {
-        let extra = pairs(summary).filter { $0.1 > $0.0 }
+        let extra = pairs(summary).filter { $0.1 > $0.4 }
         guard !extra.isEmpty else {
             return HealthResult(.orphanKeys, .ok, "every encryption key has its factor")
         }

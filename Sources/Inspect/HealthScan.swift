@@ -19,6 +19,20 @@ public struct HealthScan: Sendable {
     public var workers: Int
     /// Which findings the report lists (`--failing`, `--check NAME`).
     public var filter = FindingFilter()
+    /// The live results of `check --turnkey`, read before the scan; each backup's three live
+    /// results follow its static ones.
+    public var live: TurnkeyCrossCheck.Outcome?
+
+    var names: [String] {
+        CheckTally.staticNames + (live == nil ? [] : LiveCheckName.allCases.map(\.rawValue))
+    }
+
+    /// A backup's results: the static checks, then the live ones when there are.
+    func results(_ input: HealthInput) -> [HealthResult] {
+        let results = HealthChecks.run(input)
+        guard let live else { return results }
+        return results + TurnkeyCrossCheck.results(live.results[input.backupId])
+    }
 
     public init(
         store: any ConsoleStore, batchSize: Int = 1000, findingLimit: Int = 100,
@@ -35,24 +49,37 @@ public struct HealthScan: Sendable {
     /// - Throws: ``ConsoleError`` `not_found`, `invalid_backup_account_id`, `permission_denied`,
     ///   or the store's errors.
     public func check(
-        backupId: String?, session: Session, progress: ((Int) throws(ConsoleError) -> Void)? = nil
+        backupId: String?, session: Session, progress: ((Int) throws(ConsoleError) -> Void)? = nil,
+        turnkey: TurnkeyCrossCheck? = nil
     ) async throws(ConsoleError) -> CheckReport {
         try await session.require(.check)
+        let tenant = session.tenantName
+        var scan = self
+        if let turnkey {
+            // Turnkey first (only once the role allows it), then the scan with its results.
+            scan.live = try await turnkey.run(tenant: tenant, backupId: backupId, progress: progress)
+            return try await scan.checked(backupId: backupId, session: session, progress: progress)
+        }
+        return try await scan.checked(backupId: backupId, session: session, progress: progress)
+    }
+
+    func checked(
+        backupId: String?, session: Session, progress: ((Int) throws(ConsoleError) -> Void)?
+    ) async throws(ConsoleError) -> CheckReport {
         let tenant = session.tenantName
         let report: CheckReport
         if let backupId {
             let inspector = BackupInspector(store: store)
             let record = try await inspector.record(backupId, tenant: tenant)
-            var tally = CheckTally(limit: min(findingLimit, HealthCheckName.allCases.count), filter: filter)
-            await tally.add(
-                backupId: record.backupId, HealthChecks.run(try inspector.healthInput(record, tenant: tenant)))
+            var tally = CheckTally(limit: min(findingLimit, names.count), filter: filter, names: names)
+            await tally.add(backupId: record.backupId, results(try inspector.healthInput(record, tenant: tenant)))
             report = tally.report(scope: "backup", tenant: tenant.rawValue)
             try await store.appendAudit(session.audit("backup.check", target: record.backupId))
         } else {
             report = try await scan(tenant: tenant, progress: progress)
-            try await store.appendAudit(
-                session.audit(
-                    "backup.check", details: ["backups": "\(report.backups)", "failing": "\(report.backupsFailing)"]))
+            var details = ["backups": "\(report.backups)", "failing": "\(report.backupsFailing)"]
+            if let live { details["turnkeySubOrgs"] = "\(live.subOrgsRead)" }
+            try await store.appendAudit(session.audit("backup.check", details: details))
         }
         return report
     }
@@ -65,12 +92,14 @@ public struct HealthScan: Sendable {
     {
         let limit = findingLimit
         let filter = self.filter
+        let names = self.names
+        let scan = self
         let pageSize = min(max(batchSize, 1), 100_000)
         let workers = max(1, self.workers)
         var failure: ConsoleError?
         // Pages are read one after another; up to `workers` of them are checked at once.
         let tally = await withTaskGroup(of: CheckTally.self) { group in
-            var merged = CheckTally(limit: limit, filter: filter)
+            var merged = CheckTally(limit: limit, filter: filter, names: names)
             var running = 0
             var after: String?
             var seen = 0
@@ -83,9 +112,9 @@ public struct HealthScan: Sendable {
                             running -= 1
                         }
                         group.addTask {
-                            var local = CheckTally(limit: limit, filter: filter)
+                            var local = CheckTally(limit: limit, filter: filter, names: names)
                             for row in page {
-                                local.add(backupId: row.summary.backupId, HealthChecks.run(HealthInput(row)))
+                                local.add(backupId: row.summary.backupId, scan.results(HealthInput(row)))
                             }
                             return local
                         }

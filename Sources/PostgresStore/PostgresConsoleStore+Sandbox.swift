@@ -68,6 +68,41 @@ extension PostgresConsoleStore {
         }
     }
 
+    @discardableResult
+    public func putSandboxSubOrgStates(
+        tenant: TenantName, _ states: [String: String], createdAt: Int64, audit: AuditDraft?
+    ) async throws(ConsoleError) -> Int {
+        let sorted = states.sorted { $0.key < $1.key }
+        let ids = sorted.map(\.key)
+        let documents = sorted.map(\.value)
+        return try await write("recording \(states.count) sandbox sub-orgs with their state") { connection in
+            // One statement; `xmax = 0` tells an inserted row from an updated one.
+            let new =
+                try await first(
+                    """
+                    WITH put AS (
+                        INSERT INTO sandbox_suborgs (tenant, suborg_id, created_at, state)
+                        SELECT \(tenant.rawValue), id, \(createdAt), doc
+                        FROM unnest(\(ids)::TEXT[], \(documents)::TEXT[]) AS given(id, doc)
+                        ON CONFLICT (tenant, suborg_id) DO UPDATE SET state = excluded.state
+                        RETURNING (xmax = 0) AS inserted)
+                    SELECT count(*) FILTER (WHERE inserted) FROM put
+                    """, connection
+                ) { try $0[0].decode(Int.self) } ?? 0
+            if let audit { _ = try await insertAudit(audit, connection) }
+            return new
+        }
+    }
+
+    public func sandboxSubOrgState(tenant: TenantName, subOrgId: String) async throws(ConsoleError) -> String? {
+        try await read("reading the state of sandbox sub-org \(subOrgId)") { connection in
+            try await first(
+                "SELECT state FROM sandbox_suborgs WHERE tenant = \(tenant.rawValue) AND suborg_id = \(subOrgId)",
+                connection
+            ) { try $0[0].decode(String?.self) } ?? nil
+        }
+    }
+
     // MARK: Reset challenges
 
     private static let challengeColumns =

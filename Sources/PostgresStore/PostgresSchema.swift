@@ -17,6 +17,7 @@ enum PostgresSchema {
         PostgresMigration(version: 4, name: "cleanup-rate", statements: v4),
         PostgresMigration(version: 5, name: "reset-send-claims", statements: v5),
         PostgresMigration(version: 6, name: "cleanup-queue", statements: v6),
+        PostgresMigration(version: 7, name: "sandbox-suborg-state", statements: v7),
     ]
 
     /// A text column compared and sorted bytewise.
@@ -311,5 +312,10 @@ enum PostgresSchema {
     private static let v6: [String] = [
         "ALTER TABLE cleanup_items ADD COLUMN queued_by TEXT, ADD COLUMN queued_at BIGINT",
         "CREATE INDEX cleanup_items_queued ON cleanup_items (tenant, suborg_id) WHERE queued_at IS NOT NULL AND state = 'pending'",
+    ]
+
+    /// A sandbox sub-org's Turnkey state (SQLite's v10).
+    private static let v7: [String] = [
+        "ALTER TABLE sandbox_suborgs ADD COLUMN state TEXT CHECK (state IS NULL OR json_text_valid(state))"
     ]
 }

@@ -1,3 +1,4 @@
+import BackupModel
 import Foundation
 
 /// The request and response bodies of the Turnkey calls the console makes (facts §6).
@@ -85,10 +86,47 @@ public enum TurnkeyWire {
         public var userId: String
         public var userName: String
         public var apiKeys: [APIKey]
-        public init(userId: String, userName: String, apiKeys: [APIKey]) {
+        /// The user's passkeys (absent in answers that leave them out).
+        public var authenticators: [Authenticator]?
+        /// The user's OIDC providers (absent in answers that leave them out).
+        public var oauthProviders: [OAuthProvider]?
+        public init(
+            userId: String, userName: String, apiKeys: [APIKey], authenticators: [Authenticator]? = nil,
+            oauthProviders: [OAuthProvider]? = nil
+        ) {
             self.userId = userId
             self.userName = userName
             self.apiKeys = apiKeys
+            self.authenticators = authenticators
+            self.oauthProviders = oauthProviders
+        }
+    }
+
+    /// A WebAuthn authenticator of a user (`credentialId` base64url).
+    public struct Authenticator: Codable, Sendable, Equatable {
+        public var authenticatorId: String
+        public var authenticatorName: String
+        public var credentialId: String
+        public init(authenticatorId: String, authenticatorName: String, credentialId: String) {
+            self.authenticatorId = authenticatorId
+            self.authenticatorName = authenticatorName
+            self.credentialId = credentialId
+        }
+    }
+
+    /// An OIDC provider of a user: the provider id the backup's OIDC factor names, and the account.
+    public struct OAuthProvider: Codable, Sendable, Equatable {
+        public var providerId: String
+        public var providerName: String
+        public var issuer: String
+        public var audience: String
+        public var subject: String
+        public init(providerId: String, providerName: String, issuer: String, audience: String, subject: String) {
+            self.providerId = providerId
+            self.providerName = providerName
+            self.issuer = issuer
+            self.audience = audience
+            self.subject = subject
         }
     }
 
@@ -105,8 +143,11 @@ public enum TurnkeyWire {
         public var type: String
         public var fingerprint: String
         public var failure: Failure?
+        /// The activity's result (`{"createSubOrganizationResultV7": {…}}` and the like), when it has one.
+        public var result: JSONValue?
         public init(
-            id: String, organizationId: String, status: String, type: String, fingerprint: String, failure: Failure?
+            id: String, organizationId: String, status: String, type: String, fingerprint: String, failure: Failure?,
+            result: JSONValue? = nil
         ) {
             self.id = id
             self.organizationId = organizationId
@@ -114,6 +155,7 @@ public enum TurnkeyWire {
             self.type = type
             self.fingerprint = fingerprint
             self.failure = failure
+            self.result = result
         }
     }
 

@@ -13,6 +13,16 @@ public protocol SandboxDirectory: Sendable {
     /// Removes `id`; returns whether it was there.
     func remove(_ id: String) async throws(ConsoleError) -> Bool
     func count() async throws(ConsoleError) -> Int
+    /// Adds `id` (a sub-org just created); an existing one is left alone.
+    func insert(_ id: String) async throws(ConsoleError)
+    /// The users, keys, providers and policies kept for `id` outside the sandbox's memory (a
+    /// simulated world landed in a sandbox tenant), if any.
+    func state(of id: String) async throws(ConsoleError) -> SandboxSubOrg?
+}
+
+extension SandboxDirectory {
+    /// Only a store keeps sub-org state; the sandbox itself holds what it made.
+    public func state(of id: String) async throws(ConsoleError) -> SandboxSubOrg? { nil }
 }
 
 /// Sub-org ids held as 16-byte keys in one sorted array: a million take 16 MB, not the
@@ -108,6 +118,8 @@ public final class MemoryDirectory: SandboxDirectory, @unchecked Sendable {
 
     public func count() async throws(ConsoleError) -> Int { lock.withLock { keys.count } }
 
+    public func insert(_ id: String) async throws(ConsoleError) { try insert([id]) }
+
     /// All ids, for saving a small state file.
     public func all() -> [String] { lock.withLock { keys.map(\.text) } }
 
@@ -179,5 +191,19 @@ public struct StoreDirectory: SandboxDirectory {
 
     public func count() async throws(ConsoleError) -> Int {
         try await store.sandboxSubOrgCount(tenant: tenant)
+    }
+
+    public func insert(_ id: String) async throws(ConsoleError) {
+        _ = try await store.addSandboxSubOrgs(
+            tenant: tenant, [id], createdAt: Int64(Date().timeIntervalSince1970), audit: nil)
+    }
+
+    public func state(of id: String) async throws(ConsoleError) -> SandboxSubOrg? {
+        guard let text = try await store.sandboxSubOrgState(tenant: tenant, subOrgId: id) else { return nil }
+        do {
+            return try JSONDecoder().decode(SandboxSubOrg.self, from: Data(text.utf8))
+        } catch {
+            throw .internalError("The stored state of sandbox sub-org \(id) does not decode: \(error)")
+        }
     }
 }

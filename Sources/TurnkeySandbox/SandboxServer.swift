@@ -19,6 +19,8 @@ public final class SandboxServer: Sendable {
     }
 
     private static let stampHeader = HTTPFields.Element.Name("X-Stamp")
+    private static let webAuthnHeader = HTTPFields.Element.Name(TurnkeySandbox.webAuthnStampHeader)
+    private static let faultHeader = HTTPFields.Element.Name(TurnkeySandbox.faultHeader)
 
     public var host: String { server.host }
     public var port: Int { server.port }
@@ -36,8 +38,10 @@ public final class SandboxServer: Sendable {
             var request = request
             let buffer = try await request.collectBody(upTo: 1 << 20)
             let answer = await sandbox.handle(
-                path: request.uri.path, stamp: Self.stampHeader.flatMap { request.headers[$0] },
-                body: Array(buffer.readableBytesView))
+                TurnkeySandbox.Request(
+                    path: request.uri.path, stamp: Self.stampHeader.flatMap { request.headers[$0] },
+                    webAuthnStamp: Self.webAuthnHeader.flatMap { request.headers[$0] },
+                    body: Array(buffer.readableBytesView), fault: Self.faultHeader.flatMap { request.headers[$0] }))
             var headers = HTTPFields()
             headers[.contentType] = "application/json"
             if let retryAfter = answer.retryAfter { headers[.retryAfter] = retryAfter }

@@ -23,6 +23,8 @@ public struct SandboxStateFile: Codable, Sendable {
     /// Every `delete_sub_organization` body received, per sub-org, in order (drills check that
     /// retries and runs after a crash re-sent the same bytes).
     public var deleteBodies: [String: [String]]
+    /// Sub-orgs made by `create_sub_organization`: their users, keys, providers, policies.
+    public var subOrgDetails: [String: SandboxSubOrg]
 
     /// Loads `path`, or creates it (and the key files) when it does not exist.
     public static func loadOrCreate(path: String, subOrgCount: Int, random: any RandomSource = SystemRandom())
@@ -68,6 +70,7 @@ public struct SandboxStateFile: Codable, Sendable {
     public func updated(from sandbox: TurnkeySandbox, directory: MemoryDirectory) async -> SandboxStateFile {
         var copy = self
         copy.deleteBodies = await sandbox.deleteBodies
+        copy.subOrgDetails = await sandbox.details
         copy.subOrgs = directory.all()
         return copy
     }
@@ -86,13 +89,15 @@ public struct SandboxStateFile: Codable, Sendable {
             missingDefaultUsersPerMille: missingDefaultUsersPerMille, faults: faults, timing: timing, seed: seed)
         for (id, list) in users { await sandbox.setUsers(list, of: id) }
         await sandbox.restoreRecording(deleteBodies)
+        await sandbox.restoreDetails(subOrgDetails)
         return (sandbox, directory)
     }
 
     public init(
         parentOrgId: String, apiKeyFile: String, cleanupKeyFile: String, subOrgs: [String],
         users: [String: [SandboxUser]],
-        missingDefaultUsersPerMille: Int, faults: SandboxFaults, seed: UInt64, deleteBodies: [String: [String]] = [:]
+        missingDefaultUsersPerMille: Int, faults: SandboxFaults, seed: UInt64, deleteBodies: [String: [String]] = [:],
+        subOrgDetails: [String: SandboxSubOrg] = [:]
     ) {
         self.parentOrgId = parentOrgId
         self.apiKeyFile = apiKeyFile
@@ -103,6 +108,7 @@ public struct SandboxStateFile: Codable, Sendable {
         self.faults = faults
         self.seed = seed
         self.deleteBodies = deleteBodies
+        self.subOrgDetails = subOrgDetails
     }
 
     /// `users`, `faults`, `missingDefaultUsersPerMille` and `deleteBodies` may be left out of a
@@ -118,6 +124,7 @@ public struct SandboxStateFile: Codable, Sendable {
             missingDefaultUsersPerMille: try c.decodeIfPresent(Int.self, forKey: .missingDefaultUsersPerMille) ?? 0,
             faults: try c.decodeIfPresent(SandboxFaults.self, forKey: .faults) ?? .none,
             seed: try c.decodeIfPresent(UInt64.self, forKey: .seed) ?? 1,
-            deleteBodies: try c.decodeIfPresent([String: [String]].self, forKey: .deleteBodies) ?? [:])
+            deleteBodies: try c.decodeIfPresent([String: [String]].self, forKey: .deleteBodies) ?? [:],
+            subOrgDetails: try c.decodeIfPresent([String: SandboxSubOrg].self, forKey: .subOrgDetails) ?? [:])
     }
 }

@@ -17,8 +17,7 @@ public enum SandboxTenant {
         async throws(ConsoleError) -> (sandbox: TurnkeySandbox, connection: TurnkeyConnection)
     {
         let org = parentOrgId(tenant)
-        let apiKey = derivedKey("api-key", tenant)
-        let cleanupKey = derivedKey("cleanup-key", tenant)
+        let (apiKey, cleanupKey) = keys(tenant)
         let sandbox = TurnkeySandbox(
             parentOrgId: org, directory: StoreDirectory(store: store, tenant: tenant),
             parentUsers: [try user("sandbox_api_key", apiKey, canDelete: false)],
@@ -37,6 +36,12 @@ public enum SandboxTenant {
             baseURL: "sandbox://\(tenant)", parentOrgId: org, apiKey: apiKey, cleanupKey: cleanupKey,
             transport: SandboxTransport(sandbox: sandbox))
         return (sandbox, connection)
+    }
+
+    /// The tenant's API key (the parent org's user) and cleanup key (every sub-org's
+    /// `sync_factor_user_cleanup`): derived from the name, so not secrets (see above).
+    public static func keys(_ tenant: TenantName) -> (apiKey: SecretBytes, cleanupKey: SecretBytes) {
+        (derivedKey("api-key", tenant), derivedKey("cleanup-key", tenant))
     }
 
     public static func parentOrgId(_ tenant: TenantName) -> String {

@@ -6,11 +6,8 @@ import Turnkey
 extension TurnkeySandbox {
     /// The key's user in `org`, looking in the parent too; `nil` = PUBLIC_KEY_NOT_FOUND.
     func findUser(key: String, org: String) async throws(ConsoleError) -> (user: SandboxUser, inParent: Bool)? {
-        if org != parentOrgId, let user = await users(of: org).first(where: { $0.publicKey == key }) {
-            return (user, false)
-        }
-        if let user = parentUsers.first(where: { $0.publicKey == key }) { return (user, true) }
-        return nil
+        guard case .found(let caller) = try await caller(org: org, signer: .apiKey(key), body: []) else { return nil }
+        return (caller.user, caller.inParent)
     }
 
     func orgExists(_ org: String) async throws(ConsoleError) -> Bool {
@@ -53,19 +50,55 @@ extension TurnkeySandbox {
     func listUsers(org: String, key: String) async throws(ConsoleError) -> TurnkeyHTTPResponse {
         guard try await orgExists(org) else { return Self.orgNotFound(org) }
         guard try await findUser(key: key, org: org) != nil else { return Self.publicKeyNotFound() }
-        let list = await org == parentOrgId ? parentUsers : users(of: org)
-        return Self.ok(
-            TurnkeyWire.ListUsersResponse(
-                users: list.map { user in
-                    let keyType = user.scheme.hasSuffix("SECP256K1") ? "API_KEY_CURVE_SECP256K1" : "API_KEY_CURVE_P256"
-                    return TurnkeyWire.User(
-                        userId: Self.uuid(from: org + user.name), userName: user.name,
-                        apiKeys: [
-                            TurnkeyWire.APIKey(
-                                apiKeyId: Self.uuid(from: org + user.publicKey), apiKeyName: user.name,
-                                credential: .init(publicKey: user.publicKey, type: keyType))
-                        ])
-                }))
+        var users: [TurnkeyWire.User] = []
+        if let sub = details[org] {
+            users = sub.users.map { member in
+                TurnkeyWire.User(
+                    userId: member.userId, userName: member.userName,
+                    apiKeys: member.apiKeys.map { key in
+                        TurnkeyWire.APIKey(
+                            apiKeyId: key.apiKeyId, apiKeyName: key.apiKeyName,
+                            credential: .init(publicKey: key.publicKey, type: key.curveType))
+                    },
+                    authenticators: member.authenticators.map {
+                        TurnkeyWire.Authenticator(
+                            authenticatorId: $0.authenticatorId, authenticatorName: $0.authenticatorName,
+                            credentialId: $0.credentialId)
+                    },
+                    oauthProviders: member.oauthProviders.map(Self.wire))
+            }
+        }
+        let plain =
+            org == parentOrgId ? parentUsers : details[org] != nil ? defaultSubOrgUsers : await self.users(of: org)
+        users += plain.map { user in
+            let keyType = user.scheme.hasSuffix("SECP256K1") ? "API_KEY_CURVE_SECP256K1" : "API_KEY_CURVE_P256"
+            return TurnkeyWire.User(
+                userId: Self.uuid(from: org + user.name), userName: user.name,
+                apiKeys: [
+                    TurnkeyWire.APIKey(
+                        apiKeyId: Self.uuid(from: org + user.publicKey), apiKeyName: user.name,
+                        credential: .init(publicKey: user.publicKey, type: keyType))
+                ])
+        }
+        return Self.ok(TurnkeyWire.ListUsersResponse(users: users))
+    }
+
+    /// `get_oauth_providers`: every OIDC provider of the org's users.
+    func getOAuthProviders(org: String, key: String) async throws(ConsoleError) -> TurnkeyHTTPResponse {
+        guard try await orgExists(org) else { return Self.orgNotFound(org) }
+        guard try await findUser(key: key, org: org) != nil else { return Self.publicKeyNotFound() }
+        let providers = (details[org]?.users ?? []).flatMap { $0.oauthProviders.map(Self.wire) }
+        return Self.ok(OAuthProvidersResponse(oauthProviders: providers))
+    }
+
+    struct OAuthProvidersResponse: Encodable {
+        var oauthProviders: [TurnkeyWire.OAuthProvider]
+    }
+
+    static func wire(_ provider: SandboxSubOrg.Provider) -> TurnkeyWire.OAuthProvider {
+        TurnkeyWire.OAuthProvider(
+            providerId: provider.providerId, providerName: provider.providerName, issuer: provider.issuer,
+            audience: provider.audience, subject: provider.subject)
     }
 
     func getActivity(org: String, key: String, object: [String: Any]) async throws(ConsoleError) -> TurnkeyHTTPResponse
@@ -80,6 +113,7 @@ extension TurnkeySandbox {
             activity.pollsLeft -= 1
             if activity.pollsLeft <= 0 {
                 _ = try await directory.remove(org)
+                details[org] = nil
                 stats.deletions += 1
                 activity.status = TurnkeyActivityStatus.completed
                 mutations += 1
@@ -89,7 +123,7 @@ extension TurnkeySandbox {
         return Self.ok(TurnkeyWire.ActivityResponse(activity: Self.wire(activity)))
     }
 
-    func delete(org: String, key: String, object: [String: Any], body: [UInt8]) async throws(ConsoleError)
+    func delete(org: String, signer: StampSigner, object: [String: Any], body: [UInt8]) async throws(ConsoleError)
         -> TurnkeyHTTPResponse
     {
         guard object["type"] as? String == TurnkeyActivityBody.deleteSubOrganizationType else {
@@ -106,7 +140,12 @@ extension TurnkeySandbox {
             return Self.error(403, 7, "the parent organization cannot be deleted here", "PERMISSION_DENIED")
         }
         guard try await directory.contains(org) else { return Self.orgNotFound(org) }
-        guard let found = try await findUser(key: key, org: org) else { return Self.publicKeyNotFound() }
+        let found: Caller
+        switch try await caller(org: org, signer: signer, body: body) {
+        case .found(let caller): found = caller
+        case .notFound: return Self.publicKeyNotFound()
+        case .badSignature: return Self.error(401, 16, "could not verify WebAuthn stamp", "UNAUTHENTICATED")
+        }
         guard !found.inParent, found.user.canDelete else {
             return Self.error(
                 403, 7, "policy denies \(TurnkeyActivityBody.deleteSubOrganizationType) for user \(found.user.name)",
@@ -130,8 +169,10 @@ extension TurnkeySandbox {
             activity.pollsLeft = max(1, faults.pendingPolls)
         } else {
             _ = try await directory.remove(org)
+            details[org] = nil
             stats.deletions += 1
         }
+        activity.result = .object(["deleteSubOrganizationResult": .object(["subOrganizationUuid": .string(org)])])
         activities[fingerprint] = activity
         fingerprintsById[activity.id] = fingerprint
         return Self.ok(TurnkeyWire.ActivityResponse(activity: Self.wire(activity)))
@@ -142,9 +183,10 @@ extension TurnkeySandbox {
     static func wire(_ activity: Activity) -> TurnkeyWire.Activity {
         TurnkeyWire.Activity(
             id: activity.id, organizationId: activity.organizationId, status: activity.status,
-            type: TurnkeyActivityBody.deleteSubOrganizationType, fingerprint: activity.fingerprint,
+            type: activity.type, fingerprint: activity.fingerprint,
             failure: activity.status == TurnkeyActivityStatus.rejected
-                ? TurnkeyWire.Failure(code: 7, message: "rejected") : nil)
+                ? TurnkeyWire.Failure(code: 7, message: "rejected") : nil,
+            result: activity.status == TurnkeyActivityStatus.completed ? activity.result : nil)
     }
 
     static func ok(_ value: some Encodable) -> TurnkeyHTTPResponse {

@@ -25,6 +25,8 @@ public actor TurnkeySandbox {
     let rng: SeededRandom
 
     var activities: [String: Activity] = [:]
+    /// Sub-orgs made by `create_sub_organization`, with their users, keys, providers and policies.
+    public internal(set) var details: [String: SandboxSubOrg] = [:]
     var fingerprintsById: [String: String] = [:]
     /// Every deletion body received per sub-org, in order (for tests: identical across retries).
     public internal(set) var deleteBodies: [String: [String]] = [:]
@@ -49,6 +51,8 @@ public actor TurnkeySandbox {
         var status: String
         var fingerprint: String
         var pollsLeft: Int
+        var type = TurnkeyActivityBody.deleteSubOrganizationType
+        var result: JSONValue?
     }
 
     public init(
@@ -84,6 +88,12 @@ public actor TurnkeySandbox {
     /// Restores bodies recorded by an earlier process (the standalone server's state file).
     public func restoreRecording(_ bodies: [String: [String]]) { deleteBodies = bodies }
 
+    /// Restores the sub-orgs an earlier process made (the standalone server's state file).
+    public func restoreDetails(_ saved: [String: SandboxSubOrg]) { details = saved }
+
+    /// Adds sub-orgs made elsewhere (a simulation landing in a sandbox tenant).
+    public func addDetails(_ more: [String: SandboxSubOrg]) { details.merge(more) { _, new in new } }
+
     public func resetRecording() {
         deleteBodies = [:]
         stats = Stats()
@@ -105,31 +115,85 @@ public actor TurnkeySandbox {
 
     /// Answers one request: `path`, the `X-Stamp` header (if any) and the exact body bytes.
     public func handle(path: String, stamp: String?, body: [UInt8]) async -> TurnkeyHTTPResponse {
+        await handle(Request(path: path, stamp: stamp, body: body))
+    }
+
+    /// One request: the path, the stamp headers (`X-Stamp`, or a passkey's `X-Stamp-WebAuthn`),
+    /// the exact body bytes, and the sandbox-only `X-Sandbox-Fault` header (`unavailable` → 503,
+    /// `internal` → 500, `rate_limited` → 429, answered before anything is looked at).
+    public struct Request: Sendable {
+        public var path: String
+        public var stamp: String?
+        public var webAuthnStamp: String?
+        public var body: [UInt8]
+        public var fault: String?
+
+        public init(path: String, stamp: String?, webAuthnStamp: String? = nil, body: [UInt8], fault: String? = nil) {
+            self.path = path
+            self.stamp = stamp
+            self.webAuthnStamp = webAuthnStamp
+            self.body = body
+            self.fault = fault
+        }
+    }
+
+    public func handle(_ request: Request) async -> TurnkeyHTTPResponse {
         stats.requests += 1
         if faults.latencyMillis > 0 { try? await timing.sleep(faults.latencyMillis) }
+        if let fault = request.fault, let answer = Self.headerFault(fault) {
+            stats.injectedFaults += 1
+            return answer
+        }
         if let injected = injectedFault() { return injected }
-        guard let header = stamp, let parsed = try? TurnkeyStamp(headerValue: header) else {
+        let signer: StampSigner
+        if let header = request.stamp {
+            guard let parsed = try? TurnkeyStamp(headerValue: header) else {
+                return Self.error(401, 16, "missing or malformed X-Stamp header", "UNAUTHENTICATED")
+            }
+            guard parsed.verify(body: request.body) == .valid else {
+                return Self.error(401, 16, "request stamp signature is invalid", "INVALID_SIGNATURE")
+            }
+            signer = .apiKey(Hex.encode(parsed.publicKey))
+        } else if let header = request.webAuthnStamp, let parsed = WebAuthnStamp(header: header) {
+            signer = .passkey(parsed)
+        } else {
             return Self.error(401, 16, "missing or malformed X-Stamp header", "UNAUTHENTICATED")
         }
-        guard parsed.verify(body: body) == .valid else {
-            return Self.error(401, 16, "request stamp signature is invalid", "INVALID_SIGNATURE")
-        }
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any],
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(request.body))) as? [String: Any],
             let org = object["organizationId"] as? String
         else { return Self.error(400, 3, "request body must be JSON with an organizationId", "INVALID_REQUEST") }
-        let key = Hex.encode(parsed.publicKey)
+        let key = signer.apiKey ?? ""
+        let path = request.path
         do {
+            // A sub-org whose state its directory keeps (a simulated world in a sandbox tenant).
+            if org != parentOrgId, details[org] == nil, let kept = try await directory.state(of: org) {
+                details[org] = kept
+            }
             switch path {
             case TurnkeyWire.whoamiPath: return try await whoami(org: org, key: key)
             case TurnkeyWire.listSubOrgsPath: return try await listSubOrgs(org: org, key: key, object: object)
             case TurnkeyWire.listUsersPath: return try await listUsers(org: org, key: key)
+            case Self.getOAuthProvidersPath: return try await getOAuthProviders(org: org, key: key)
             case TurnkeyWire.getActivityPath: return try await getActivity(org: org, key: key, object: object)
             case TurnkeyWire.deleteSubOrganizationPath:
-                return try await delete(org: org, key: key, object: object, body: body)
-            default: return Self.error(404, 5, "unknown route \(path)", "NOT_FOUND")
+                return try await delete(org: org, signer: signer, object: object, body: request.body)
+            default:
+                if let type = Self.submitTypes[path] {
+                    return try await submit(type: type, org: org, signer: signer, body: request.body)
+                }
+                return Self.error(404, 5, "unknown route \(path)", "NOT_FOUND")
             }
         } catch {
             return Self.error(500, 13, "sandbox store failure: \(error.message)", "INTERNAL")
+        }
+    }
+
+    static func headerFault(_ fault: String) -> TurnkeyHTTPResponse? {
+        switch fault {
+        case "unavailable": error(503, 14, "service unavailable (sandbox fault)", "UNAVAILABLE")
+        case "internal": error(500, 13, "internal server error (sandbox fault)", "INTERNAL")
+        case "rate_limited": rateLimit(retryAfter: nil)
+        default: nil
         }
     }
 

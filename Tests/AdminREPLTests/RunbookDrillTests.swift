@@ -10,7 +10,7 @@ import Testing
     static let runbookDirectory = repoRoot.appendingPathComponent("runbooks")
     static let required = [
         "support-session.md", "user-assisted-reset.md", "orphan-cleanup.md", "turnkey-outage.md", "audit-review.md",
-        "onboarding-a-tenant.md", "refreshing-a-snapshot.md", "running-the-server.md",
+        "onboarding-a-tenant.md", "refreshing-a-snapshot.md", "running-the-server.md", "a-month-of-traffic.md",
     ]
 
     static func load(_ name: String) throws -> DrillRunbook {

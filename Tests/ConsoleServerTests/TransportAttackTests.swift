@@ -106,8 +106,8 @@ import Testing
         ]
         for (arguments, status, code) in cases {
             // A bounded wait: a FIFO must be refused, not waited on.
-            let result = try await ChildProcess.run(
-                BackupctlBinary.url.path, ["serve", "--listen", "127.0.0.1:0", "--db", db] + arguments,
+            let result = try await BackupctlBinary.run(
+                ["serve", "--listen", "127.0.0.1:0", "--db", db] + arguments,
                 environment: ["PATH": "/usr/bin:/bin", "HOME": keys.path], seconds: 30)
             #expect(result.status == status, "\(arguments): \(result.stderr)")
             #expect(result.stderr.contains(code), "\(arguments): \(result.stderr)")

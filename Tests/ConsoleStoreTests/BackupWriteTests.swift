@@ -144,4 +144,31 @@ struct BackupWriteTests {
             }
         }
     }
+
+    /// `sandbox simulate --tenant` keeps each sub-org's Turnkey state beside its id: a new id
+    /// counts, a known one has its state replaced, the document must be JSON, and it goes with
+    /// the sub-org.
+    @Test func sandboxSubOrgStatesAreKeptReplacedAndRemoved() async throws {
+        try await withStore { store, _ in
+            #expect(try await store.addSandboxSubOrgs(tenant: beta, ["a"], createdAt: 5, audit: nil) == 1)
+            let first = try await store.putSandboxSubOrgStates(
+                tenant: beta, ["a": #"{"v":1}"#, "b": #"{"v":2}"#], createdAt: 6,
+                audit: draft("sandbox.simulate", tenant: beta))
+            #expect(first == 1)
+            #expect(try await store.sandboxSubOrgState(tenant: beta, subOrgId: "a") == #"{"v":1}"#)
+            #expect(
+                try await store.putSandboxSubOrgStates(tenant: beta, ["b": #"{"v":3}"#], createdAt: 7, audit: nil) == 0)
+            #expect(try await store.sandboxSubOrgState(tenant: beta, subOrgId: "b") == #"{"v":3}"#)
+            #expect(try await store.sandboxSubOrgState(tenant: alpha, subOrgId: "b") == nil)
+            #expect(try await store.sandboxSubOrgCount(tenant: beta) == 2)
+            await #expect(throws: ConsoleError.self) {
+                try await store.putSandboxSubOrgStates(tenant: beta, ["c": "not json"], createdAt: 8, audit: nil)
+            }
+            #expect(try await store.sandboxSubOrgExists(tenant: beta, subOrgId: "c") == false)
+            #expect(try await store.removeSandboxSubOrg(tenant: beta, subOrgId: "b", audit: nil))
+            #expect(try await store.sandboxSubOrgState(tenant: beta, subOrgId: "b") == nil)
+            let audit = try await store.auditEntries(tenant: beta, afterSeq: 0, limit: 100)
+            #expect(audit.filter { $0.action == "sandbox.simulate" }.count == 1)
+        }
+    }
 }

@@ -82,6 +82,21 @@ import Testing
         #expect(problems(report) == [check.rawValue: expected], "\(report.health)")
     }
 
+    /// Every OIDC account of a backup opens its one TURNKEY key: two accounts (Google and
+    /// Apple, BF-3) are healthy, as the population simulator's worlds showed.
+    @Test func oidcAccountsShareTheTurnkeyKey() async throws {
+        let t = try await TempStore()
+        let id = try t.backupId()
+        var metadata = try t.healthyMetadata(id: id)
+        metadata.factors += [t.google("79"), t.google("80")]
+        metadata.keys.append(t.turnkeyKey())
+        try await t.write(metadata, blob: Data(repeating: 1, count: 100), rows: nil)
+        #expect(problems(try await show(t, id)).isEmpty)
+        metadata.keys.removeAll { $0.tag == "TURNKEY" }
+        try await t.write(metadata, blob: Data(repeating: 1, count: 100), rows: nil)
+        #expect(problems(try await show(t, id)) == ["factor_keys": .fail])
+    }
+
     @Test func moreSyncFactorProblems() async {
         let good = await HealthChecks.syncKeyProblem(Base64.encode(try! TempStore().p256().uncompressed))
         #expect(good == nil)

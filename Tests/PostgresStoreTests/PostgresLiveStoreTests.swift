@@ -97,6 +97,48 @@ struct PostgresLiveStoreTests {
         }
     }
 
+    /// `sandbox simulate --tenant`'s sub-org states: the same answers on both stores (new ids
+    /// counted, states replaced, a non-JSON document refused, the state gone with its sub-org).
+    @Test func sandboxSubOrgStatesAnswerAsSQLiteDoes() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pgstate-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let sqlite = try SQLiteConsoleStore(path: directory.appendingPathComponent("c.db").path)
+        try await withStore { postgres in
+            var results: [[String]] = []
+            for store in [sqlite as any CleanupJournalStore, postgres as any CleanupJournalStore] {
+                let t = try Self.tenant()
+                try await store.createTenant(TenantRecord(name: t, isSandbox: true, createdAt: 1), audit: Self.audit)
+                var out: [String] = []
+                out.append("\(try await store.addSandboxSubOrgs(tenant: t, ["a"], createdAt: 5, audit: nil))")
+                out.append(
+                    "\(try await store.putSandboxSubOrgStates(tenant: t, ["a": #"{"v":1}"#, "b": #"{"v":2}"#], createdAt: 6, audit: Self.audit))"
+                )
+                out.append(
+                    "\(try await store.putSandboxSubOrgStates(tenant: t, ["b": #"{"v":3}"#], createdAt: 7, audit: nil))"
+                )
+                out.append(String(describing: try await store.sandboxSubOrgState(tenant: t, subOrgId: "a")))
+                out.append(String(describing: try await store.sandboxSubOrgState(tenant: t, subOrgId: "b")))
+                do {
+                    try await store.putSandboxSubOrgStates(tenant: t, ["c": "not json"], createdAt: 8, audit: nil)
+                    out.append("non-JSON state taken")
+                } catch {
+                    out.append("refused \(try await store.sandboxSubOrgExists(tenant: t, subOrgId: "c"))")
+                }
+                out.append("\(try await store.removeSandboxSubOrg(tenant: t, subOrgId: "b", audit: nil))")
+                out.append(String(describing: try await store.sandboxSubOrgState(tenant: t, subOrgId: "b")))
+                out.append("\(try await store.sandboxSubOrgPage(tenant: t, after: "", limit: 10))")
+                results.append(out)
+            }
+            #expect(results[0] == results[1])
+            #expect(
+                results[0] == [
+                    "1", "1", "0", #"Optional("{\"v\":1}")"#, #"Optional("{\"v\":3}")"#, "refused false", "true", "nil",
+                    #"["a"]"#,
+                ])
+        }
+    }
+
     /// Drives one store through the journal and a reset; returns what it answered, as text.
     static func scenario(_ store: any CleanupQueueStore) async throws -> [String] {
         let writes = try await seed(store)

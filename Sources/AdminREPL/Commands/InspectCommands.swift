@@ -83,12 +83,21 @@ struct CheckCommand: ConsoleCommand, ListsRecords {
     @Flag(help: "List only failing findings (warnings are still counted).") var failing = false
     @Option(help: "List only the findings of this check, e.g. factor_shared.") var check: String?
     @Option(help: "List at most N findings (default 100); the rest are counted.") var limit: Int = 100
+    @Flag(
+        help:
+            "Also read each backup's Turnkey sub-org (within the tenant's rate limit): the sub-org gone, OIDC factors without their provider, sync factors without an API key."
+    ) var turnkey = false
 
     func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-        let operation = CheckOperation(
-            backupId: backupId,
-            filter: FindingFilter(minimum: failing ? .fail : .warn, check: try check.map(Self.checkName)),
-            limit: limit)
+        var filter = FindingFilter(minimum: failing ? .fail : .warn)
+        if let check {
+            if turnkey, let live = LiveCheckName(rawValue: check) {
+                filter.liveCheck = live
+            } else {
+                filter.check = try Self.checkName(check)
+            }
+        }
+        let operation = CheckOperation(backupId: backupId, filter: filter, limit: limit, turnkey: turnkey)
         let report = try await ctx.performJob(operation, label: "check")
         var output = CommandOutput(json: report) { style in InspectRender.check(report, style) }
         output.records = ListRecords(
@@ -108,7 +117,8 @@ struct CheckCommand: ConsoleCommand, ListsRecords {
             throw ConsoleError.invalid(
                 "unknown_check",
                 "Unknown check \"\(text.prefix(40))\"; the checks are "
-                    + HealthCheckName.allCases.map(\.rawValue).joined(separator: ", ") + ".")
+                    + HealthCheckName.allCases.map(\.rawValue).joined(separator: ", ") + " (with --turnkey also "
+                    + LiveCheckName.allCases.map(\.rawValue).joined(separator: ", ") + ").")
         }
         return name
     }

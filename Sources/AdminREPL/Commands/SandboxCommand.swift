@@ -10,7 +10,7 @@ import TurnkeySandbox
 struct SandboxCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sandbox", abstract: "Run emulators for drills and tests.",
-        subcommands: [Turnkey.self, BackupService.self])
+        subcommands: [Turnkey.self, BackupService.self, SimulateCommand.self])
 
     struct Turnkey: ConsoleCommand {
         static let configuration = CommandConfiguration(
@@ -62,11 +62,12 @@ struct SandboxCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "backup-service",
             abstract:
-                "Serve the Backup Service sandbox (/health, /v1/backup/status, /v1/reset/challenge/keypair, /v1/reset) over an export directory until Ctrl-C or SIGTERM.",
+                "Serve the Backup Service sandbox (every route of the service) over an export directory until Ctrl-C or SIGTERM.",
             discussion: """
-                A reset deletes DIR/<id>/backup, DIR/<id>/metadata and the backup's rows of
-                DIR/factor_lookup.jsonl, as the service deletes its objects. Tokens live 15 minutes and
-                are single use for as long as the process runs.
+                The directory is the service's storage: every change is written through in the export
+                layout (DIR/<id>/metadata, DIR/<id>/backup, DIR/factor_lookup.jsonl), as the service
+                changes its objects; a reset deletes the backup's files and rows. Tokens live 15 minutes
+                and are single use for as long as the process runs.
                 Example: backupctl sandbox backup-service --listen 127.0.0.1:8788 --export runbooks/fixtures/export
                 """)
 

@@ -51,11 +51,14 @@ public struct CheckOperation: ConsoleOperation {
     public var backupId: String?
     public var filter: FindingFilter
     public var limit: Int
+    /// `--turnkey`: also read each backup's sub-org from Turnkey (the live checks).
+    public var turnkey: Bool?
 
-    public init(backupId: String?, filter: FindingFilter, limit: Int) {
+    public init(backupId: String?, filter: FindingFilter, limit: Int, turnkey: Bool = false) {
         self.backupId = backupId
         self.filter = filter
         self.limit = limit
+        self.turnkey = turnkey
     }
 
     public func run(_ context: OperationContext) async throws(ConsoleError) -> CheckReport {
@@ -67,7 +70,14 @@ public struct CheckOperation: ConsoleOperation {
         scan.filter = filter
         let onProgress: ((Int) throws(ConsoleError) -> Void)? =
             backupId == nil ? { done throws(ConsoleError) in try context.progress(ProgressEvent(done: done)) } : nil
-        return try await scan.check(backupId: backupId, session: try context.session(), progress: onProgress)
+        let session = try await context.session()
+        var crossCheck: TurnkeyCrossCheck?
+        if turnkey == true {
+            try await session.require(.check)
+            let (client, signer) = try await context.cleanupService(session).reader(session)
+            crossCheck = TurnkeyCrossCheck(store: try await context.store(), client: client, signer: signer)
+        }
+        return try await scan.check(backupId: backupId, session: session, progress: onProgress, turnkey: crossCheck)
     }
 }
 

@@ -1,0 +1,58 @@
+import BackupModel
+import BackupServiceSandbox
+import Foundation
+import SandboxIdentity
+import Testing
+
+/// The answers the HTTP framework gives, not the app: plain text, not the envelope.
+@Suite struct FrameworkAnswerTests {
+    @Test func plainAnswersAndTheRootRoutes() async throws {
+        let h = try await FlowHarness()
+        defer { Task { await h.stop() } }
+        var reply = try await h.send("/health", method: "GET", contentType: nil)
+        #expect(reply.status == 200 && reply.text == #"{"rev":null,"semver":"0.9.5","status":"ok"}"#)
+        reply = try await h.send("/ready", method: "GET", contentType: nil)
+        #expect(reply.status == 200 && reply.text == #"{"status":"ok"}"#)
+        reply = try await h.send("/openapi.json", method: "GET", contentType: nil)
+        #expect(reply.status == 404, "no API docs in production")
+        reply = try await h.send("/v1/sync/challenge/keypair", method: "GET", contentType: nil)
+        #expect(reply.status == 405)
+        reply = try await h.send("/v1/sync/challenge/keypair", raw: Array("{}".utf8), contentType: "text/plain")
+        #expect(reply.status == 415 && reply.contentType?.hasPrefix("text/plain") == true)
+        reply = try await h.send("/v1/sync/challenge/keypair", raw: Array("{".utf8))
+        #expect(reply.status == 400 && reply.text.hasPrefix("Failed to parse the request body as JSON"))
+        reply = try await h.send("/v1/delete-factor/challenge/keypair", json: .object([:]))
+        #expect(
+            reply.status == 422
+                && reply.text == "Failed to deserialize the JSON body into the target type: missing field `factorId`")
+        reply = try await h.send(
+            "/v1/reset/challenge/keypair", json: .object(["backupAccountId": .string("backup_account_00")]))
+        #expect(
+            reply.status == 422
+                && reply.text.hasSuffix("Invalid backup account ID. Expected 33 bytes after the prefix."))
+        reply = try await h.send("/v1/backup/status", json: .object(["backupId": .string("backup_account_none")]))
+        #expect(reply.status == 404 && reply.code == "not_found" && reply.message == "Not Found")
+        #expect(reply.json?["allowRetry"] == .bool(false))
+        // The passkey challenges read no body.
+        reply = try await h.send("/v1/retrieve/challenge/passkey", contentType: nil)
+        #expect(reply.status == 200 && reply.json?["challenge"]?["publicKey"]?["rpId"]?.stringValue == "keys.world.app")
+        await h.stop()
+    }
+
+    @Test func theSandboxFaultHeaderFailsBeforeAnyEffect() async throws {
+        let h = try await FlowHarness()
+        defer { Task { await h.stop() } }
+        let user = try FlowUser(h.random)
+        let payload = try await h.keychainCreatePayload(user)
+        let form = Multipart.encode(
+            [("payload", nil, nil, SortedJSON.bytes(payload)), ("backup", nil, nil, [1])], boundary: "b")
+        var reply = try await h.send(
+            "/v1/create", raw: form.body, contentType: form.contentType,
+            headers: [BackupServiceEmulator.faultHeader: "unavailable"])
+        #expect(reply.status == 500 && reply.code == "internal_server_error")
+        #expect(h.metadataFile(user.backupId) == nil && h.indexFile().isEmpty)
+        reply = try await h.send("/v1/create", raw: form.body, contentType: form.contentType)
+        #expect(reply.status == 200, "the tokens were not spent: \(reply.text)")
+        await h.stop()
+    }
+}
