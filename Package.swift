@@ -41,13 +41,21 @@ let package = Package(
             name: "BackupCrypto",
             dependencies: ["BackupModel", "CSecp256k1", "COpenSSL"],
             swiftSettings: strict),
+        // The store protocols, records and the rules every backend shares (over a small SQL driver).
         .target(
             name: "ConsoleStore",
             dependencies: [
                 "BackupModel", "BackupCrypto",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
+        // The SQLite store: GRDB, its migrations, the driver and the raw-cursor hot paths.
+        .target(
+            name: "SQLiteStore",
+            dependencies: [
+                "BackupModel", "ConsoleStore",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
-                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
         // The PostgreSQL store: connection configuration, the client pool and its schema migrations.
@@ -128,7 +136,7 @@ let package = Package(
             name: "ConsoleService",
             dependencies: [
                 "BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Inspect", "Recovery", "Turnkey",
-                "TurnkeySandbox", "Cleanup", "BackupService", "BackupServiceSandbox", "PostgresStore",
+                "TurnkeySandbox", "Cleanup", "BackupService", "BackupServiceSandbox", "PostgresStore", "SQLiteStore",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
@@ -180,7 +188,7 @@ let package = Package(
             dependencies: [
                 "BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Inspect", "Recovery", "Turnkey",
                 "TurnkeySandbox", "Cleanup", "CSecp256k1", "COpenSSL", "BackupService", "BackupServiceSandbox",
-                "ConsoleService", "ConsoleClient", "PostgresStore", "BackupctlTestSupport",
+                "ConsoleService", "ConsoleClient", "PostgresStore", "SQLiteStore", "BackupctlTestSupport",
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -195,7 +203,7 @@ let package = Package(
         // and the walkers over the store's keyset pages (StorePages).
         .target(
             name: "BackupctlTestSupport",
-            dependencies: [
+            dependencies: ["SQLiteStore", 
                 "BackupModel", "ConsoleStore", "PostgresStore", .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             path: "Tests/BackupctlTestSupport", swiftSettings: strict),
@@ -212,13 +220,13 @@ let package = Package(
             resources: [.copy("Vectors")]),
         .testTarget(
             name: "ConsoleStoreTests",
-            dependencies: [
+            dependencies: ["SQLiteStore", 
                 "ConsoleStore", "BackupCrypto", "BackupModel", "BackupctlTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]),
         .testTarget(
             name: "PostgresStoreTests",
-            dependencies: [
+            dependencies: ["SQLiteStore", 
                 "PostgresStore", "BackupModel", "BackupctlTestSupport", "ConsoleStore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -226,7 +234,7 @@ let package = Package(
             ]),
         .testTarget(
             name: "AccessTests",
-            dependencies: [
+            dependencies: ["SQLiteStore", 
                 "Access", "ConsoleStore", "BackupCrypto", "BackupModel", "BackupctlTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]),
@@ -244,22 +252,22 @@ let package = Package(
             ]),
         .testTarget(
             name: "CleanupTests",
-            dependencies: [
+            dependencies: ["SQLiteStore", 
                 "Cleanup", "TurnkeySandbox", "Turnkey", "Access", "ConsoleStore", "BackupCrypto", "BackupModel",
                 "BackupctlTestSupport", "BackupService", "BackupServiceSandbox",
             ]),
         .testTarget(
             name: "InspectTests",
-            dependencies: ["Inspect", "Access", "ConsoleStore", "BackupCrypto", "BackupModel", "BackupctlTestSupport"]),
+            dependencies: ["SQLiteStore", "Inspect", "Access", "ConsoleStore", "BackupCrypto", "BackupModel", "BackupctlTestSupport"]),
         .testTarget(
             name: "RecoveryTests",
-            dependencies: [
+            dependencies: ["PostgresStore", "SQLiteStore", 
                 "Recovery", "Turnkey", "Access", "ConsoleStore", "BackupCrypto", "BackupModel", "BackupctlTestSupport",
                 "BackupService", "BackupServiceSandbox", "Inspect",
             ]),
         .testTarget(
             name: "ConsoleServiceTests",
-            dependencies: [
+            dependencies: ["SQLiteStore", 
                 "ConsoleService", "ConsoleClient", "ConsoleStore", "Access", "Inspect", "Cleanup", "Recovery",
                 "BackupModel", "BackupCrypto", "BackupctlTestSupport",
             ]),
@@ -273,7 +281,7 @@ let package = Package(
             ]),
         .testTarget(
             name: "ConsoleServerTests",
-            dependencies: [
+            dependencies: ["SQLiteStore", 
                 "ConsoleServer", "ConsoleService", "ConsoleClient", "ConsoleStore", "Access", "BackupModel",
                 "BackupCrypto", "PostgresStore",
                 "BackupctlTestSupport", "Inspect",
@@ -281,7 +289,7 @@ let package = Package(
             ]),
         .testTarget(
             name: "AdminREPLTests",
-            dependencies: [
+            dependencies: ["SQLiteStore", 
                 "AdminREPL", "ConsoleService", "ConsoleStore", "BackupctlTestSupport", "PostgresStore",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],

@@ -10,5 +10,6 @@ enum BenchRegistry {
         PostgresBench(),
         PostgresLookupBench(),
         PostgresWorkersBench(),
+        SeedBench(),
     ]
 }

@@ -1,5 +1,6 @@
 import BackupModel
 import GRDBSQLite
+import SQLiteStore
 
 /// The reference: the store's own indexed queries on a separate read-only connection through
 /// the SQLite C API, each prepared once and reused with bind/step/reset. The connection gets

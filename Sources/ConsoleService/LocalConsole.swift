@@ -4,6 +4,7 @@ import BackupModel
 import ConsoleStore
 import Foundation
 import PostgresStore
+import SQLiteStore
 import Synchronization
 
 /// The service layer in this process, on the store it opens on first use: a SQLite file, or a
@@ -206,7 +207,8 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
                     let database = PostgresStoreDatabase(configuration: configuration)
                     try await database.start()
                     do throws(ConsoleError) {
-                        let store = try await PostgresConsoleStore.open(database, clock: clock.millis)
+                        let store = try await PostgresConsoleStore.open(
+                            database, clock: clock.millis, checkpoints: .crash(at: environment["BACKUPCTL_CRASH_AT"]))
                         return .success(store)
                     } catch {
                         await database.shutdown()

@@ -5,8 +5,9 @@ import Foundation
 ///
 /// Every backup-level operation takes the tenant: no call can read or write across tenants.
 /// Every mutation takes an ``AuditDraft`` and appends the chained audit entry in the same
-/// transaction, so the log and the data cannot disagree. The SQLite implementation is
-/// ``SQLiteConsoleStore``; a PostgreSQL one can implement the same protocol.
+/// transaction, so the log and the data cannot disagree. Every requirement is implemented once,
+/// by ``SQLRuleStore`` over a backend's ``SQLDriver`` (SQLite in `SQLiteStore`, PostgreSQL in
+/// `PostgresStore`).
 ///
 /// Every requirement is `async` and takes values only: no caller code runs inside a store
 /// transaction, so a store whose transactions live on a server (PostgreSQL) implements it as
@@ -53,6 +54,8 @@ public protocol ConsoleStore: Sendable {
 
     func backup(tenant: TenantName, id: String) async throws(ConsoleError) -> BackupRecord?
     func backupExists(tenant: TenantName, id: String) async throws(ConsoleError) -> Bool
+    /// Which of `ids` the tenant holds: one read per 500 ids (a batch of a seed or an import).
+    func existingBackupIds(tenant: TenantName, among ids: [String]) async throws(ConsoleError) -> Set<String>
     func backupCount(tenant: TenantName) async throws(ConsoleError) -> Int
     /// Backup ids starting with `prefix`, in id order, at most `limit` (id prefixes, completion).
     func backupIds(tenant: TenantName, prefix: String, limit: Int) async throws(ConsoleError) -> [String]

@@ -3,6 +3,7 @@ import BackupCrypto
 import BackupModel
 import ConsoleStore
 import Foundation
+import SQLiteStore
 
 /// A real SQLite store in a fresh temporary directory, removed when the fixture goes away.
 final class TempStore {

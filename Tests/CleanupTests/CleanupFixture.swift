@@ -5,6 +5,7 @@ import BackupService
 import BackupctlTestSupport
 import ConsoleStore
 import Foundation
+import SQLiteStore
 import Turnkey
 
 @testable import Cleanup

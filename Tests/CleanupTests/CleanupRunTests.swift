@@ -3,6 +3,7 @@ import BackupModel
 import BackupctlTestSupport
 import ConsoleStore
 import Foundation
+import SQLiteStore
 import Testing
 import Turnkey
 

@@ -5,6 +5,7 @@ import BackupService
 import BackupServiceSandbox
 import ConsoleStore
 import Foundation
+import SQLiteStore
 import Testing
 import Turnkey
 

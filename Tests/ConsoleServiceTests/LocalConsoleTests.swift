@@ -5,6 +5,7 @@ import ConsoleService
 import ConsoleStore
 import Foundation
 import Inspect
+import SQLiteStore
 import Testing
 
 /// The in-process service layer: who the caller is, which tenant they act in, and how long a

@@ -6,6 +6,7 @@ import ConsoleService
 import ConsoleStore
 import Foundation
 import Recovery
+import SQLiteStore
 import Synchronization
 import Testing
 

@@ -3,6 +3,7 @@ import BackupModel
 import BackupctlTestSupport
 import Foundation
 import GRDB
+@testable import SQLiteStore
 import Testing
 
 @testable import ConsoleStore

@@ -2,6 +2,7 @@ import BackupModel
 import BackupctlTestSupport
 import Foundation
 import GRDB
+@testable import SQLiteStore
 import Testing
 
 @testable import ConsoleStore

@@ -1,5 +1,6 @@
 import BackupModel
 import Foundation
+@testable import SQLiteStore
 import Testing
 
 @testable import ConsoleStore

@@ -5,6 +5,7 @@ import ConsoleStore
 import Foundation
 
 @testable import Inspect
+import SQLiteStore
 
 /// A real SQLite store in a fresh temporary directory, removed when the fixture goes away,
 /// with `root` bootstrapped as admin of the sandbox tenant.

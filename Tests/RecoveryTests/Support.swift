@@ -6,6 +6,7 @@ import BackupServiceSandbox
 import ConsoleStore
 import Foundation
 import Recovery
+import SQLiteStore
 
 /// The reset vector of `reference/vectors/backup-account-id.json` (copied in the repo under
 /// Tests/BackupCryptoTests/Vectors), read from the source tree.

@@ -2,22 +2,21 @@ import BackupModel
 import BackupctlTestSupport
 import ConsoleStore
 import Foundation
+import SQLiteStore
 import Synchronization
 import Testing
 
-@testable import PostgresStore
-
-/// The PostgreSQL store's tenants, operators, grants and audit queries on a database of each
-/// test's own: the same results, error codes and audit entries as the SQLite store.
-@Suite(.enabled(if: PostgresTestDatabase.enabled, Comment(rawValue: PostgresTestDatabase.skipped)))
-struct PostgresConsoleStoreTests {
+/// The store conformance suite, access part: tenants, operators, grants and the audit chain,
+/// every requirement with its errors and audit entries, run once per backend
+/// (``TestBackend/available``) with the same expectations.
+@Suite struct StoreAccessConformanceTests {
     static let alpha = valid({ () throws(ConsoleError) in try TenantName("alpha") })
     static let beta = valid({ () throws(ConsoleError) in try TenantName("beta") })
     static let bob = valid({ () throws(ConsoleError) in try OperatorName("bob") })
     static let carol = valid({ () throws(ConsoleError) in try OperatorName("carol") })
 
-    @Test func tenantsRoundTripAndADuplicateIsTenantExistsWithNoAudit() async throws {
-        try await withStore { store in
+    @Test(arguments: TestBackend.available) func tenantsRoundTripAndADuplicateIsTenantExistsWithNoAudit(backend: TestBackend) async throws {
+        try await backend.withStore { store in
             var policy = TenantPolicy()
             policy.turnkeyRPS = 3
             let alpha = TenantRecord(
@@ -25,14 +24,14 @@ struct PostgresConsoleStoreTests {
                 turnkeyAPIKeyFile: "/keys/tk.json", cleanupKeyFile: "/keys/cleanup.json",
                 backupServiceURL: "https://backup.example", policy: policy, createdAt: 1_770_000_000)
             let beta = TenantRecord(name: Self.beta, isSandbox: true, createdAt: 2)
-            try await store.createTenant(beta, audit: draft("tenant.create", target: "beta"))
-            try await store.createTenant(alpha, audit: draft("tenant.create", target: "alpha"))
+            try await store.createTenant(beta, audit: alphaDraft("tenant.create", target: "beta"))
+            try await store.createTenant(alpha, audit: alphaDraft("tenant.create", target: "alpha"))
             #expect(try await store.tenant(Self.alpha) == alpha)
             #expect(try await store.tenant(try TenantName("gamma")) == nil)
             #expect(try await store.tenants() == [alpha, beta])
 
             let error = try await #require(throws: ConsoleError.self) {
-                try await store.createTenant(beta, audit: draft("tenant.create", target: "beta"))
+                try await store.createTenant(beta, audit: alphaDraft("tenant.create", target: "beta"))
             }
             #expect(error.code == "tenant_exists" && error.kind == .conflict)
             #expect(error.message == "Tenant beta already exists.")
@@ -41,13 +40,13 @@ struct PostgresConsoleStoreTests {
         }
     }
 
-    @Test func operatorsRoundTripRotateAndRemove() async throws {
-        try await withStore { store in
+    @Test(arguments: TestBackend.available) func operatorsRoundTripRotateAndRemove(backend: TestBackend) async throws {
+        try await backend.withStore { store in
             #expect(try await store.operatorCount() == 0)
             let bob = OperatorRecord(name: Self.bob, canCreateTenants: true, createdAt: 5)
             let carol = OperatorRecord(name: Self.carol, canCreateTenants: false, createdAt: 6)
-            try await store.addOperator(carol, tokenHash: "carol-hash", audit: draft("operator.add", target: "carol"))
-            try await store.addOperator(bob, tokenHash: "bob-hash", audit: draft("operator.add", target: "bob"))
+            try await store.addOperator(carol, tokenHash: "carol-hash", audit: alphaDraft("operator.add", target: "carol"))
+            try await store.addOperator(bob, tokenHash: "bob-hash", audit: alphaDraft("operator.add", target: "bob"))
             #expect(try await store.operatorCount() == 2)
             #expect(try await store.operators() == [bob, carol])
             #expect(try await store.operatorRecord(tokenHash: "bob-hash") == bob)
@@ -55,25 +54,25 @@ struct PostgresConsoleStoreTests {
             #expect(try await store.operatorRecord(tokenHash: "nobody") == nil)
 
             let error = try await #require(throws: ConsoleError.self) {
-                try await store.addOperator(bob, tokenHash: "other", audit: draft("operator.add", target: "bob"))
+                try await store.addOperator(bob, tokenHash: "other", audit: alphaDraft("operator.add", target: "bob"))
             }
             #expect(error.code == "operator_exists" && error.message == "Operator bob already exists.")
 
             #expect(
-                try await store.replaceOperatorToken(Self.bob, tokenHash: "bob-new", audit: draft("operator.rotate")))
+                try await store.replaceOperatorToken(Self.bob, tokenHash: "bob-new", audit: alphaDraft("operator.rotate")))
             #expect(try await store.operatorRecord(tokenHash: "bob-hash") == nil)
             #expect(try await store.operatorRecord(tokenHash: "bob-new") == bob)
             let ghost = try OperatorName("ghost")
-            #expect(try await !store.replaceOperatorToken(ghost, tokenHash: "x", audit: draft("operator.rotate")))
+            #expect(try await !store.replaceOperatorToken(ghost, tokenHash: "x", audit: alphaDraft("operator.rotate")))
 
             try await store.createTenant(
-                TenantRecord(name: Self.alpha, isSandbox: true, createdAt: 1), audit: draft("tenant.create"))
+                TenantRecord(name: Self.alpha, isSandbox: true, createdAt: 1), audit: alphaDraft("tenant.create"))
             try await store.grant(
-                GrantRecord(operatorName: Self.carol, tenant: Self.alpha, role: .viewer), audit: draft("grant"))
-            #expect(try await store.removeOperator(Self.carol, audit: draft("operator.remove", target: "carol")))
+                GrantRecord(operatorName: Self.carol, tenant: Self.alpha, role: .viewer), audit: alphaDraft("grant"))
+            #expect(try await store.removeOperator(Self.carol, audit: alphaDraft("operator.remove", target: "carol")))
             #expect(try await store.operatorRecord(named: Self.carol) == nil)
             #expect(try await store.grants(tenant: Self.alpha).isEmpty)
-            #expect(try await !store.removeOperator(ghost, audit: draft("operator.remove")))
+            #expect(try await !store.removeOperator(ghost, audit: alphaDraft("operator.remove")))
 
             let actions = try await store.auditEntries(tenant: nil, afterSeq: 0, limit: 100).map(\.action)
             #expect(
@@ -83,12 +82,12 @@ struct PostgresConsoleStoreTests {
         }
     }
 
-    @Test func bootstrapRunsOnceAndKeepsAnExistingTenant() async throws {
-        try await withStore { store in
+    @Test(arguments: TestBackend.available) func bootstrapRunsOnceAndKeepsAnExistingTenant(backend: TestBackend) async throws {
+        try await backend.withStore { store in
             let tenant = TenantRecord(name: Self.alpha, isSandbox: true, createdAt: 1)
-            try await store.createTenant(tenant, audit: draft("tenant.create"))
+            try await store.createTenant(tenant, audit: alphaDraft("tenant.create"))
             let admin = OperatorRecord(name: Self.bob, canCreateTenants: true, createdAt: 2)
-            try await store.bootstrap(admin: admin, tokenHash: "h1", tenant: tenant, audit: draft("init"))
+            try await store.bootstrap(admin: admin, tokenHash: "h1", tenant: tenant, audit: alphaDraft("init"))
             #expect(try await store.operators() == [admin])
             #expect(
                 try await store.grants(operator: Self.bob) == [
@@ -98,7 +97,7 @@ struct PostgresConsoleStoreTests {
             let again = OperatorRecord(name: Self.carol, canCreateTenants: true, createdAt: 3)
             let other = TenantRecord(name: Self.beta, isSandbox: true, createdAt: 3)
             let error = try await #require(throws: ConsoleError.self) {
-                try await store.bootstrap(admin: again, tokenHash: "h2", tenant: other, audit: draft("init"))
+                try await store.bootstrap(admin: again, tokenHash: "h2", tenant: other, audit: alphaDraft("init"))
             }
             #expect(error.code == "already_initialized" && error.kind == .conflict)
             #expect(try await store.operators() == [admin])
@@ -108,27 +107,27 @@ struct PostgresConsoleStoreTests {
         }
     }
 
-    @Test func bootstrapOnAnEmptyStoreCreatesTheTenant() async throws {
-        try await withStore { store in
+    @Test(arguments: TestBackend.available) func bootstrapOnAnEmptyStoreCreatesTheTenant(backend: TestBackend) async throws {
+        try await backend.withStore { store in
             let tenant = TenantRecord(name: Self.alpha, isSandbox: true, createdAt: 1)
             let admin = OperatorRecord(name: Self.bob, canCreateTenants: true, createdAt: 2)
-            try await store.bootstrap(admin: admin, tokenHash: "h1", tenant: tenant, audit: draft("init"))
+            try await store.bootstrap(admin: admin, tokenHash: "h1", tenant: tenant, audit: alphaDraft("init"))
             #expect(try await store.tenants() == [tenant])
             #expect(try await store.operatorCount() == 1)
         }
     }
 
-    @Test func grantsReplaceListAndRevokeAuditingOnlyWhatWasThere() async throws {
-        try await withStore { store in
+    @Test(arguments: TestBackend.available) func grantsReplaceListAndRevokeAuditingOnlyWhatWasThere(backend: TestBackend) async throws {
+        try await backend.withStore { store in
             try await seedAccess(store)
             try await store.grant(
-                GrantRecord(operatorName: Self.bob, tenant: Self.alpha, role: .viewer), audit: draft("grant"))
+                GrantRecord(operatorName: Self.bob, tenant: Self.alpha, role: .viewer), audit: alphaDraft("grant"))
             try await store.grant(
-                GrantRecord(operatorName: Self.bob, tenant: Self.alpha, role: .cleaner), audit: draft("grant"))
+                GrantRecord(operatorName: Self.bob, tenant: Self.alpha, role: .cleaner), audit: alphaDraft("grant"))
             try await store.grant(
-                GrantRecord(operatorName: Self.bob, tenant: Self.beta, role: .support), audit: draft("grant"))
+                GrantRecord(operatorName: Self.bob, tenant: Self.beta, role: .support), audit: alphaDraft("grant"))
             try await store.grant(
-                GrantRecord(operatorName: Self.carol, tenant: Self.alpha, role: .admin), audit: draft("grant"))
+                GrantRecord(operatorName: Self.carol, tenant: Self.alpha, role: .admin), audit: alphaDraft("grant"))
             #expect(
                 try await store.grants(operator: Self.bob) == [
                     GrantRecord(operatorName: Self.bob, tenant: Self.alpha, role: .cleaner),
@@ -137,23 +136,23 @@ struct PostgresConsoleStoreTests {
             #expect(try await store.grants(tenant: Self.alpha).map(\.operatorName) == [Self.bob, Self.carol])
 
             let before = try await store.auditEntries(tenant: nil, afterSeq: 0, limit: 100).count
-            #expect(try await store.revoke(operator: Self.bob, tenant: Self.beta, audit: draft("revoke")))
-            #expect(try await !store.revoke(operator: Self.bob, tenant: Self.beta, audit: draft("revoke")))
+            #expect(try await store.revoke(operator: Self.bob, tenant: Self.beta, audit: alphaDraft("revoke")))
+            #expect(try await !store.revoke(operator: Self.bob, tenant: Self.beta, audit: alphaDraft("revoke")))
             let after = try await store.auditEntries(tenant: nil, afterSeq: 0, limit: 100)
             #expect(after.count == before + 1 && after.last?.action == "revoke")
 
             let error = try await #require(throws: ConsoleError.self) {
                 try await store.grant(
                     GrantRecord(operatorName: try OperatorName("ghost"), tenant: Self.alpha, role: .viewer),
-                    audit: draft("grant"))
+                    audit: alphaDraft("grant"))
             }
             #expect(error.code == "not_found")
             #expect(try await store.auditEntries(tenant: nil, afterSeq: 0, limit: 100).count == before + 1)
         }
     }
 
-    @Test func theAccessVersionMovesOnTenantOperatorAndGrantChangesOnly() async throws {
-        try await withStore { store in
+    @Test(arguments: TestBackend.available) func theAccessVersionMovesOnTenantOperatorAndGrantChangesOnly(backend: TestBackend) async throws {
+        try await backend.withStore { store in
             var seen = try await store.accessVersion()
             func moved() async throws -> Bool {
                 let now = try await store.accessVersion()
@@ -161,46 +160,46 @@ struct PostgresConsoleStoreTests {
                 return now != seen
             }
             try await store.createTenant(
-                TenantRecord(name: Self.alpha, isSandbox: true, createdAt: 1), audit: draft("t"))
+                TenantRecord(name: Self.alpha, isSandbox: true, createdAt: 1), audit: alphaDraft("t"))
             #expect(try await moved())
             try await store.addOperator(
                 OperatorRecord(name: Self.bob, canCreateTenants: false, createdAt: 1), tokenHash: "h",
-                audit: draft("o"))
+                audit: alphaDraft("o"))
             #expect(try await moved())
             try await store.grant(
-                GrantRecord(operatorName: Self.bob, tenant: Self.alpha, role: .viewer), audit: draft("g"))
+                GrantRecord(operatorName: Self.bob, tenant: Self.alpha, role: .viewer), audit: alphaDraft("g"))
             #expect(try await moved())
-            try await store.appendAudit(draft("backup.show"))
-            try await store.appendAudit(draft("backup.lookup"))
+            try await store.appendAudit(alphaDraft("backup.show"))
+            try await store.appendAudit(alphaDraft("backup.lookup"))
             #expect(try await !moved())
-            #expect(try await !store.revoke(operator: Self.bob, tenant: Self.beta, audit: draft("r")))
+            #expect(try await !store.revoke(operator: Self.bob, tenant: Self.beta, audit: alphaDraft("r")))
             #expect(try await !moved())
-            #expect(try await store.replaceOperatorToken(Self.bob, tokenHash: "h2", audit: draft("rotate")))
+            #expect(try await store.replaceOperatorToken(Self.bob, tokenHash: "h2", audit: alphaDraft("rotate")))
             #expect(try await moved())
-            #expect(try await store.revoke(operator: Self.bob, tenant: Self.alpha, audit: draft("r")))
+            #expect(try await store.revoke(operator: Self.bob, tenant: Self.alpha, audit: alphaDraft("r")))
             #expect(try await moved())
             #expect(
                 try await store.deleteTenant(
-                    Self.alpha, audit: CountedAuditDraft(draft("tenant.delete"), countKey: "backups")) == 0)
+                    Self.alpha, audit: CountedAuditDraft(alphaDraft("tenant.delete"), countKey: "backups")) == 0)
             #expect(try await moved())
         }
     }
 
-    @Test func deleteTenantRemovesEverythingInItAndAuditsTheBackupCount() async throws {
-        try await withStore { store in
+    @Test(arguments: TestBackend.available) func deleteTenantRemovesEverythingInItAndAuditsTheBackupCount(backend: TestBackend) async throws {
+        try await backend.withStore { store in
             try await seedAccess(store)
             try await store.grant(
-                GrantRecord(operatorName: Self.bob, tenant: Self.alpha, role: .admin), audit: draft("grant"))
+                GrantRecord(operatorName: Self.bob, tenant: Self.alpha, role: .admin), audit: alphaDraft("grant"))
             for (tenant, id) in [("alpha", "b1"), ("alpha", "b2"), ("beta", "b3")] {
-                try await execute(
-                    store.database,
+                _ = try await storeSQL(
+                    store,
                     """
                     INSERT INTO backups (tenant, backup_id, metadata, manifest_hash, imported_at, updated_at)
-                    VALUES ('\(tenant)', '\(id)', '{}', 'h', 1, 1)
+                    VALUES (\(tenant), \(id), '{}', 'h', 1, 1)
                     """)
-                try await execute(
-                    store.database,
-                    "INSERT INTO factor_lookup (tenant, pk, backup_id) VALUES ('\(tenant)', 'MAIN#\(id)', '\(id)')")
+                _ = try await storeSQL(
+                    store,
+                    "INSERT INTO factor_lookup (tenant, pk, backup_id) VALUES (\(tenant), \("MAIN#" + id), \(id))")
             }
             let audit = CountedAuditDraft(
                 AuditDraft(
@@ -210,10 +209,13 @@ struct PostgresConsoleStoreTests {
             #expect(try await store.deleteTenant(Self.alpha, audit: audit) == 2)
             #expect(try await store.tenant(Self.alpha) == nil)
             #expect(try await store.grants(operator: Self.bob).isEmpty)
-            let left = try await rows(
-                store.database, "SELECT backup_id FROM backups ORDER BY backup_id", as: String.self)
+            let left = try await storeSQL(store, "SELECT backup_id FROM backups ORDER BY backup_id").map {
+                try $0.get(0, as: String.self)
+            }
             #expect(left == ["b3"])
-            let index = try await rows(store.database, "SELECT backup_id FROM factor_lookup", as: String.self)
+            let index = try await storeSQL(store, "SELECT backup_id FROM factor_lookup").map {
+                try $0.get(0, as: String.self)
+            }
             #expect(index == ["b3"])
             let last = try #require(try await store.latestAuditEntries(tenant: Self.alpha, limit: 1).first)
             #expect(last.action == "tenant.delete" && last.details == ["backups": "2", "note": "kept"])
@@ -224,9 +226,9 @@ struct PostgresConsoleStoreTests {
         }
     }
 
-    @Test func auditReadsFilterByTenantSequenceOperatorActionAndTime() async throws {
+    @Test(arguments: TestBackend.available) func auditReadsFilterByTenantSequenceOperatorActionAndTime(backend: TestBackend) async throws {
         let clock = TestClock(start: 1_000)
-        try await withStore(clock: clock.now) { store in
+        try await backend.withStore(clock: clock.now) { store in
             try await store.appendAudit(AuditDraft(operatorName: "bob", tenant: "alpha", action: "backup.show"))
             try await store.appendAudit(AuditDraft(operatorName: "carol", tenant: "alpha", action: "reset.begin"))
             try await store.appendAudit(AuditDraft(operatorName: "bob", tenant: "beta", action: "reset.complete"))
@@ -261,13 +263,13 @@ struct PostgresConsoleStoreTests {
     }
 
     /// The same drafts at the same times give the same chain in both stores, byte for byte.
-    @Test func theAuditChainIsTheSameAsSQLites() async throws {
+    @Test(arguments: TestBackend.available) func theAuditChainIsTheSameAsSQLites(backend: TestBackend) async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pgchain-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: dir) }
         // One clock both stores read, set before each pair of calls: SQLite's read audit reads it twice.
         let clock = TestClock(start: 0, step: 0)
         let sqlite = try SQLiteConsoleStore(path: dir.appendingPathComponent("console.db").path, clock: clock.now)
-        try await withStore(clock: clock.now) { store in
+        try await backend.withStore(clock: clock.now) { store in
             let tenant = TenantRecord(name: Self.alpha, isSandbox: true, createdAt: 1)
             let admin = OperatorRecord(name: Self.bob, canCreateTenants: true, createdAt: 2)
             let carol = OperatorRecord(name: Self.carol, canCreateTenants: false, createdAt: 3)
@@ -312,25 +314,27 @@ struct PostgresConsoleStoreTests {
             #expect(actual == expected)
             #expect(actual.map(\.hash) == expected.map(\.hash))
             // The stored details text, too, is the canonical one SQLite keeps.
-            let details = try await rows(store.database, "SELECT details FROM audit ORDER BY seq", as: String.self)
+            let details = try await storeSQL(store, "SELECT details FROM audit ORDER BY seq").map {
+                try $0.get(0, as: String.self)
+            }
             #expect(details == expected.map { CanonicalJSON.objectText($0.details) })
         }
     }
 
-    @Test func checkpointsAppendListAndMeasureTheLag() async throws {
-        try await withStore { store in
+    @Test(arguments: TestBackend.available) func checkpointsAppendListAndMeasureTheLag(backend: TestBackend) async throws {
+        try await backend.withStore { store in
             #expect(try await store.auditCheckpointLag() == (0, nil))
             #expect(try await store.auditHead() == (nil, nil))
 
-            try await store.appendAudit(draft("a"))
-            let head = try await store.appendAudit(draft("b"))
+            try await store.appendAudit(alphaDraft("a"))
+            let head = try await store.appendAudit(alphaDraft("b"))
             #expect(try await store.auditHead() == (head, nil))
             let first = checkpoint(head: head, after: nil)
             #expect(try await store.appendAuditCheckpoint(first, ifLatestIs: nil))
             #expect(first.seq == head.seq && first.headHash == head.hash)
             // A signer that read the head before `first` landed appends nothing.
             #expect(try await !store.appendAuditCheckpoint(checkpoint(head: head, after: nil), ifLatestIs: nil))
-            try await store.appendAudit(draft("c"))
+            try await store.appendAudit(alphaDraft("c"))
             #expect(try await store.auditCheckpointLag() == (3, first))
             #expect(try await store.auditHead().latest == first)
 
@@ -372,30 +376,20 @@ func valid<Name>(_ make: () throws(ConsoleError) -> Name) -> Name {
     do { return try make() } catch { preconditionFailure("a test's fixed name is valid: \(error.message)") }
 }
 
-/// Runs `body` with a store opened (migrated) on a database of its own.
-func withStore<T: Sendable>(
-    clock: @escaping @Sendable () -> Int64 = { 1_780_000_000_000 }, _ body: (PostgresConsoleStore) async throws -> T
-) async throws -> T {
-    try await PostgresTestDatabase.make { testDatabase in
-        try await withDatabase(testDatabase) { database in
-            try await body(try await PostgresConsoleStore.open(database, clock: clock))
-        }
-    }
-}
-
 /// Tenants `alpha` and `beta`, operators `bob` and `carol`.
-func seedAccess(_ store: PostgresConsoleStore) async throws {
-    for name in [PostgresConsoleStoreTests.alpha, PostgresConsoleStoreTests.beta] {
-        try await store.createTenant(TenantRecord(name: name, isSandbox: true, createdAt: 1), audit: draft("tenant"))
+func seedAccess(_ store: any ConsoleStore) async throws {
+    for name in [StoreAccessConformanceTests.alpha, StoreAccessConformanceTests.beta] {
+        try await store.createTenant(TenantRecord(name: name, isSandbox: true, createdAt: 1), audit: alphaDraft("tenant"))
     }
-    for name in [PostgresConsoleStoreTests.bob, PostgresConsoleStoreTests.carol] {
+    for name in [StoreAccessConformanceTests.bob, StoreAccessConformanceTests.carol] {
         try await store.addOperator(
             OperatorRecord(name: name, canCreateTenants: false, createdAt: 1), tokenHash: "\(name)-hash",
-            audit: draft("operator"))
+            audit: alphaDraft("operator"))
     }
 }
 
-func draft(_ action: String, target: String? = nil) -> AuditDraft {
+/// A draft of tenant `alpha`'s.
+func alphaDraft(_ action: String, target: String? = nil) -> AuditDraft {
     AuditDraft(operatorName: "tester", tenant: "alpha", action: action, target: target)
 }
 
@@ -410,7 +404,7 @@ func checkpoint(head: AuditEntry, after latest: AuditCheckpoint?, signer: String
 /// What a signer does: reads the head, signs outside the store, appends if nothing came
 /// between (``AuditCheckpointStore/appendAuditCheckpoint(_:ifLatestIs:)``); tries again, at most
 /// `attempts` times, when another signer won. Returns the checkpoint, `nil` for an empty log.
-func signCheckpoint(_ store: PostgresConsoleStore, signer: String, attempts: Int = 200) async throws
+func signCheckpoint(_ store: any AuditCheckpointStore, signer: String, attempts: Int = 200) async throws
     -> AuditCheckpoint?
 {
     for _ in 0..<attempts {

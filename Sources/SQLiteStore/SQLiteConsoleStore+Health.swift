@@ -1,9 +1,11 @@
 import BackupModel
+import ConsoleStore
 import Foundation
 import GRDB
 
-/// Reads over the derived index: lookups that refuse unauthorized factors and the tenant-wide
-/// health scan, neither decoding metadata JSON.
+/// Reads over the derived index that override the shared rules for speed: the lookup that
+/// refuses unauthorized factors, and the tenant-wide health scan (two merged range scans on raw
+/// bytes), neither decoding metadata JSON.
 extension SQLiteConsoleStore {
     static let summaryColumns = """
         backup_id, main_factors, sync_factors, passkeys, oidc_factors, keychain_factors, prf_keys, icloud_keys, \
@@ -82,18 +84,10 @@ extension SQLiteConsoleStore {
         }
     }
 
-    public func backupSummaries(tenant: TenantName, after: String?, limit: Int) async throws(ConsoleError)
-        -> [BackupSummary]
-    {
-        try await read("listing backup summaries") { db in
-            try Self.summaries(db, tenant: tenant.rawValue, after: after ?? "", limit: Self.clampBatch(limit))
-        }
-    }
-
     public func backupHealth(tenant: TenantName, after: String?, limit: Int) async throws(ConsoleError)
         -> [BackupHealthRow]
     {
-        try await read("checking backups") { db in
+        try await readSnapshot("checking backups") { db in
             try Self.healthPage(db, tenant: tenant.rawValue, after: after ?? "", limit: Self.clampBatch(limit))
         }
     }
