@@ -123,11 +123,19 @@ struct ResetCrashTests {
         }
     }
 
+    /// The command's arguments: a file store by `--db`; a database's URL (it holds the test
+    /// cluster's password) goes in `BACKUPCTL_DB` (``environment(_:db:_:)``), never in arguments.
     static func args(_ p: Prepared, db: String) -> [String] {
-        [
-            "--db", db, "--tenant", "sandbox", "--format", "json", "--yes",
+        (p.backend == .sqlite ? ["--db", db] : []) + [
+            "--tenant", "sandbox", "--format", "json", "--yes",
             "-c", "reset complete --token-file \(p.tokenFile) --signature-file \(p.signatureFile)",
         ]
+    }
+
+    static func environment(_ p: Prepared, db: String, _ extra: [String: String] = [:]) -> [String: String] {
+        var variables = extra.merging(["BACKUPCTL_TOKEN": p.adminToken]) { $1 }
+        if p.backend == .postgres { variables["BACKUPCTL_DB"] = db }
+        return Binary.cleanEnvironment(variables)
     }
 
     /// Intact: nothing sent, or sent and refused. Service done: the sandbox service reset the
@@ -191,15 +199,14 @@ struct ResetCrashTests {
         ]
         for (n, point) in ResetCheckpoint.allCases.enumerated() {
             let db = try await Self.copy(p, n)
-            let env = Binary.cleanEnvironment(["BACKUPCTL_TOKEN": p.adminToken, "BACKUPCTL_CRASH_AT": point.rawValue])
+            let env = Self.environment(p, db: db, ["BACKUPCTL_CRASH_AT": point.rawValue])
             let run = try await Binary.run(Self.args(p, db: db), environment: env)
             #expect(run.status == 137, "\(p.backend) \(point): \(run.stderr)")
             await #expect(try Self.outcome(p, db) == expected[point], "\(p.backend) \(point)")
             try await Self.rerunConverges(p, db, after: "\(p.backend) \(point)")
         }
         let db = try await Self.copy(p, 99)
-        let run = try await Binary.run(
-            Self.args(p, db: db), environment: Binary.cleanEnvironment(["BACKUPCTL_TOKEN": p.adminToken]))
+        let run = try await Binary.run(Self.args(p, db: db), environment: Self.environment(p, db: db))
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout.contains(#""wiped":true"#))
         await #expect(try Self.outcome(p, db) == .wiped)
@@ -209,8 +216,7 @@ struct ResetCrashTests {
     /// when the service answers not_found and nothing changes).
     static func rerunConverges(_ p: Prepared, _ db: String, after: String) async throws {
         let before = try await outcome(p, db)
-        let run = try await Binary.run(
-            args(p, db: db), environment: Binary.cleanEnvironment(["BACKUPCTL_TOKEN": p.adminToken]))
+        let run = try await Binary.run(args(p, db: db), environment: environment(p, db: db))
         if before == .wiped {
             #expect(run.status == 1 && run.stderr.contains("not_found"), "rerun after \(after): \(run.stderr)")
         } else {
