@@ -37,6 +37,9 @@ enum Migrations {
         migrator.registerMigration("v9-cleanup-queue") { db in
             for sql in v9 { try db.execute(sql: sql) }
         }
+        // Foreign keys are off while it runs (GRDB's deferred checks): the rebuilt tables'
+        // dependants keep their rows.
+        migrator.registerMigration("v10-catalog-parity") { db in try CatalogParity.migrate(db) }
         return migrator
     }
 
