@@ -1,4 +1,5 @@
 import BackupModel
+import BackupctlTestSupport
 import ConsoleStore
 import Foundation
 import PostgresStore
@@ -61,4 +62,67 @@ public func storeSQL(_ store: any ConsoleStore, _ statement: SQLStatement) async
 
 private func run<Store: SQLRuleStore>(_ statement: SQLStatement, on store: Store) async throws -> [SQLRow] {
     try await store.driver.transaction("running a test's statement") { session in try await session.query(statement) }
+}
+
+extension TestBackend {
+    /// Opens a new, migrated store of this backend for a fixture that outlives one closure; the
+    /// store goes (its file, or its database) when the returned value does.
+    public func open(clock: @escaping @Sendable () -> Int64, checkpoints: StoreCheckpoints = .none) async throws
+        -> OpenedStore
+    {
+        switch self {
+        case .sqlite: return try Self.openSQLite(clock: clock, checkpoints: checkpoints)
+        case .postgres:
+            guard let server = PostgresTestDatabase.serverURL else { throw PostgresTestDatabase.Failure.noCluster }
+            let name = "t_" + String(format: "%016llx", UInt64.random(in: .min ... .max))
+            try await PostgresAdmin.execute("CREATE DATABASE \(name)", on: server)
+            let url = try PostgresAdmin.url(server, database: name)
+            let database = PostgresStoreDatabase(
+                configuration: try PostgresStoreConfiguration(url: url + "?pool_size=2", environment: [:]))
+            let drop: @Sendable () async -> Void = {
+                await database.shutdown()
+                try? await PostgresAdmin.execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)", on: server)
+            }
+            do {
+                try await database.start()
+                let store = try await PostgresConsoleStore.open(database, clock: clock, checkpoints: checkpoints)
+                return OpenedStore(store: store, location: url, close: drop)
+            } catch {
+                await drop()
+                throw error
+            }
+        }
+    }
+}
+
+extension TestBackend {
+    /// A new SQLite store in a temporary directory of its own, removed with the returned value.
+    public static func openSQLite(clock: @escaping @Sendable () -> Int64, checkpoints: StoreCheckpoints = .none)
+        throws -> OpenedStore
+    {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("store-\(UUID().uuidString)")
+        let path = directory.appendingPathComponent("console.db").path
+        let store = try SQLiteConsoleStore(path: path, clock: clock, checkpoints: checkpoints)
+        return OpenedStore(store: store, location: path) { try? FileManager.default.removeItem(at: directory) }
+    }
+}
+
+/// A store a fixture holds (``TestBackend/open(clock:checkpoints:)``): removed, or its database
+/// dropped, when the last reference goes.
+public final class OpenedStore: Sendable {
+    public let store: any CleanupQueueStore
+    /// The SQLite file's path, or the database's URL.
+    public let location: String
+    private let close: @Sendable () async -> Void
+
+    init(store: any CleanupQueueStore, location: String, close: @escaping @Sendable () async -> Void) {
+        self.store = store
+        self.location = location
+        self.close = close
+    }
+
+    deinit {
+        let close = self.close
+        Task { await close() }
+    }
 }
