@@ -133,6 +133,44 @@ public struct AccessService: Sendable {
                 "tenant.update", target: session.tenantName.rawValue, details: ["backupServiceURL": url ?? "none"]))
     }
 
+    /// The most backups an operator may let a snapshot retire without `--retire-at-most`.
+    public static let maxRetireCount = 1_000_000_000
+
+    /// `tenant update NAME --retire-max-percent P --retire-max-count N`: how much of the tenant a
+    /// complete snapshot may retire without confirmation (``TenantPolicy/retireAllowance(of:)``);
+    /// admin of that tenant, audited as `tenant.update`. A knob not given keeps its value.
+    /// - Returns: the policy as written.
+    /// - Throws: `permission_denied`; `invalid_retire_threshold` (nothing given, a percentage
+    ///   outside 0…100 or a count outside 0…1,000,000,000) before anything changes.
+    public func setRetireThreshold(maxPercent: Int?, maxCount: Int?, session: Session) async throws(ConsoleError)
+        -> TenantPolicy
+    {
+        try await session.require(.updateTenant)
+        guard maxPercent != nil || maxCount != nil else {
+            throw .invalid("invalid_retire_threshold", "Give --retire-max-percent P, --retire-max-count N or both.")
+        }
+        if let maxPercent, !(0...100).contains(maxPercent) {
+            throw .invalid("invalid_retire_threshold", "--retire-max-percent must be 0…100, got \(maxPercent).")
+        }
+        if let maxCount, !(0...Self.maxRetireCount).contains(maxCount) {
+            throw .invalid(
+                "invalid_retire_threshold", "--retire-max-count must be 0…\(Self.maxRetireCount), got \(maxCount).")
+        }
+        guard let store = store as? any LiveTenantStore else {
+            throw .internalError("This store does not support tenant policies.")
+        }
+        var details: [String: String] = [:]
+        if let maxPercent { details["retireMaxPercent"] = "\(maxPercent)" }
+        if let maxCount { details["retireMaxCount"] = "\(maxCount)" }
+        return try await store.updateTenantPolicy(
+            tenant: session.tenantName,
+            audit: session.audit("tenant.update", target: session.tenantName.rawValue, details: details)
+        ) { policy in
+            if let maxPercent { policy.retireMaxPercent = maxPercent }
+            if let maxCount { policy.retireMaxCount = maxCount }
+        }
+    }
+
     private func checkCreate(_ tenant: TenantRecord, by op: OperatorRecord) async throws(ConsoleError) {
         guard op.canCreateTenants else {
             let error = ConsoleError(

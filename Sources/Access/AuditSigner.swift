@@ -94,16 +94,21 @@ public final class AuditSigner: Sendable {
             throw diverged(mark, source: source, found: "its chain ends at entry \(head) (entries were removed)")
         }
         guard entry.hash == mark.headHash else {
-            throw diverged(mark, source: source, found: "head \(entry.hash) at entry \(mark.seq)")
+            throw diverged(mark, source: source, found: "the store has head \(short(entry.hash)) there")
         }
     }
 
     static func diverged(_ mark: AuditCheckpoint, source: String, found: String) -> ConsoleError {
         ConsoleError(
             .verificationFailed, code: "audit_chain_diverged",
-            "The audit chain in the store does not extend the checkpoint anchored in \(source): entry \(mark.seq) was signed with head \(mark.headHash), but \(found). Refusing to sign over it; run `audit verify --anchor \(source)` and restore the store from a backup."
+            "The audit chain in the store does not extend the checkpoint anchored in \(source): entry \(mark.seq) was signed with head \(short(mark.headHash)), but \(found). Refusing to sign over it; run `audit verify --anchor \(source)` and restore the store from a backup."
         )
     }
+
+    /// A head hash as an error names it: its first 16 hex digits and `…`, as git abbreviates
+    /// commits. A whole 64-digit hash has a key's shape, and the console withholds those from
+    /// every message it prints.
+    public static func short(_ hash: String) -> String { hash.count > 16 ? String(hash.prefix(16)) + "…" : hash }
 
     /// Before signing: the store extends the high-water mark and still holds checkpoints up to it.
     private func checkBeforeSigning(store: any AuditCheckpointStore) async throws(ConsoleError) {

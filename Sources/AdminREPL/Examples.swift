@@ -18,6 +18,7 @@ enum Examples {
         "tenant update": [
             "tenant update prod --backup-service-url https://backup.example.com",
             "tenant update prod --clear-backup-service-url",
+            "tenant update prod --retire-max-percent 5 --retire-max-count 500",
         ],
         "context add": [
             "context add prod --server https://backupctl.internal:8443 --token-file ~/.config/backupctl/prod.token --ca-file /etc/backupctl/ca.pem --tenant prod"

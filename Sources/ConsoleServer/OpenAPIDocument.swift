@@ -2177,6 +2177,69 @@ enum OpenAPIDocument {
                 ]
               }
             },
+            "/v1/ops/tenant.retireThreshold" : {
+              "post" : {
+                "operationId" : "tenant.retireThreshold",
+                "parameters" : [
+                  {
+                    "$ref" : "#/components/parameters/Tenant"
+                  }
+                ],
+                "requestBody" : {
+                  "content" : {
+                    "application/json" : {
+                      "schema" : {
+                        "$ref" : "#/components/schemas/Operation"
+                      }
+                    }
+                  },
+                  "required" : true
+                },
+                "responses" : {
+                  "200" : {
+                    "content" : {
+                      "application/json" : {
+                        "schema" : {
+                          "$ref" : "#/components/schemas/Output"
+                        }
+                      }
+                    },
+                    "description" : "The operation's output."
+                  },
+                  "400" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "401" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "403" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "404" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "409" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "422" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "429" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "500" : {
+                    "$ref" : "#/components/responses/Error"
+                  },
+                  "502" : {
+                    "$ref" : "#/components/responses/Error"
+                  }
+                },
+                "summary" : "Run tenant.retireThreshold.",
+                "tags" : [
+                  "operations"
+                ]
+              }
+            },
             "/v1/ops/tenant.update" : {
               "post" : {
                 "operationId" : "tenant.update",

@@ -10,6 +10,11 @@ extension LocalConsole {
     /// task is cancelled, each holding its claims for `leaseMillis` between heartbeats: each drains the queued items of every tenant (or of `only`), then waits
     /// `idleMillis`, doubling up to 30 s while there is nothing to do. Workers in other processes
     /// on the same store share the queue and each tenant's Turnkey rate.
+    ///
+    /// Their audit entries follow the console's rule for writes: with an audit signer they are
+    /// signed (a checkpoint once one is due after a pass, and one over whatever is left when the
+    /// workers stop); without one, a pass on a store a server signs does nothing and fails with
+    /// `audit_signed_store` (logged), since its entries would bypass the signer.
     /// - Parameter sleep: waits the given milliseconds (tests inject their own).
     public func runCleanupWorkers(
         count: Int, only: TenantName? = nil, idleMillis: Int64 = 1000, leaseMillis: Int64 = 60_000, logger: Logger,
@@ -23,6 +28,11 @@ extension LocalConsole {
                         leaseMillis: leaseMillis, logger: logger, sleep: sleep)
                 }
             }
+        }
+        // In a task of its own: the caller's is cancelled by now, and a cancelled task's
+        // PostgreSQL queries would not run.
+        if let auditSigner, let store = try? await store() {
+            await Task { _ = await auditSigner.checkpointIfBehind(store: store) }.value
         }
     }
 
@@ -48,6 +58,7 @@ extension LocalConsole {
     func drainOnce(worker name: String, only: TenantName?, leaseMillis: Int64, logger: Logger)
         async throws(ConsoleError) -> Int
     {
+        try await refuseUnsignedWrites(recheck: true)
         let store = try await store()
         var done = 0
         for tenant in try await store.tenants() where only == nil || tenant.name == only {
@@ -71,6 +82,7 @@ extension LocalConsole {
             }
             done += items.count
         }
+        if done > 0 { await checkpointAfterAppends() }
         return done
     }
 }

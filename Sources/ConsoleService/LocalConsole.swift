@@ -113,8 +113,10 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
     /// Without a signer, on a store a signing server keeps (it holds signed checkpoints): every
     /// entry written here would bypass the signer and stay unsigned, so the call is refused.
     /// `BACKUPCTL_AUDIT_KEY` (the key file) lets this process sign instead.
-    private func refuseUnsignedWrites() async throws(ConsoleError) {
-        guard auditSigner == nil, !lock.withLock({ unsignedChecked }) else { return }
+    /// - Parameter recheck: look again even when the store held no checkpoint before (a
+    ///   long-running worker: a signing server may have started on the store since).
+    func refuseUnsignedWrites(recheck: Bool = false) async throws(ConsoleError) {
+        guard auditSigner == nil, recheck || !lock.withLock({ unsignedChecked }) else { return }
         // A store that cannot be opened yet reports that itself, from the operation.
         guard let store = try? await store() else { return }
         if try await store.latestAuditCheckpoint() != nil {
@@ -124,6 +126,18 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
             )
         }
         lock.withLock { unsignedChecked = true }
+    }
+
+    /// Before a process writes audit entries outside ``perform(_:as:progress:)`` (`backupctl
+    /// worker`): with a signer, the store must extend its high-water mark
+    /// (``checkAuditAnchors()``); without one, a store a server signs is refused
+    /// (`audit_signed_store`), as every write of a `--db` console is.
+    public func checkAuditWrites() async throws(ConsoleError) {
+        if auditSigner != nil {
+            try await checkAuditAnchors()
+        } else {
+            try await refuseUnsignedWrites(recheck: true)
+        }
     }
 
     /// With a signer: refuses a store whose chain does not extend the signer's high-water mark
@@ -136,7 +150,7 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
 
     /// With a signer, signs a checkpoint once ``AuditSigner/everyEntries`` entries follow the
     /// newest one (a cheap read when none is due).
-    private func checkpointAfterAppends() async {
+    func checkpointAfterAppends() async {
         guard let auditSigner, let store = lock.withLock({ opened }) else { return }
         await auditSigner.checkpointAfterAppends(store: store)
     }

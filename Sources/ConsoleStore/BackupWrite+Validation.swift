@@ -5,7 +5,8 @@ extension BackupWrite {
     /// the backup, a blob fits and matches its record, and each lookup row names this backup
     /// with a MAIN or SYNC key.
     /// - Throws: ``ConsoleError`` `backup_id_mismatch`, `blob_too_large`, `blob_mismatch`,
-    ///   `lookup_row_mismatch` or `invalid_lookup_key`.
+    ///   `lookup_row_mismatch`, `invalid_lookup_key` or `invalid_handover` (a row taken over that
+    ///   the write does not own afterwards, or from the backup itself).
     public func validate() throws(ConsoleError) {
         let id = record.backupId
         guard record.metadata.id == id else {
@@ -28,6 +29,14 @@ extension BackupWrite {
                     "lookup_row_mismatch", "A lookup row written with backup \(id) names backup \(row.backupId).")
             }
             try Self.checkKey(row.pk)
+        }
+        guard !takesOver.isEmpty else { return }
+        let owned = Set(lookupRows.map(\.pk))
+        for row in takesOver where row.backupId == id || !owned.contains(row.pk) {
+            throw ConsoleError.invalid(
+                "invalid_handover",
+                "Backup \(id) may take over factor \(row.pk) from backup \(row.backupId) only as one of its own rows, from another backup."
+            )
         }
     }
 

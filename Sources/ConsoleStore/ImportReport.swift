@@ -22,7 +22,9 @@ public struct ImportReport: Codable, Sendable, Equatable {
     /// run, that would be).
     public var retired: [String] = []
     /// Factor index rows a backup of a complete snapshot took over from a backup the snapshot
-    /// no longer holds (a passkey or key that moved to a new backup); not conflicts.
+    /// no longer holds (a passkey or key that moved to a new backup); not conflicts. Each
+    /// changes hands in the transaction that writes the backup claiming it (its `backup.import`
+    /// entry counts them as `factorsMoved`).
     public var factorsMoved = 0
 
     public init(dryRun: Bool) {

@@ -15,8 +15,6 @@ struct ImportRun {
     /// backup of the snapshot to claim (the key moved, e.g. an account deleted and made again
     /// with the same passkey) and is handed over, not a conflict. Empty for a partial snapshot.
     var setAside: Set<String> = []
-    /// Rows handed over from set-aside backups, written just before the batch that claims them.
-    private var handovers: [LookupRow] = []
     /// pk → backup, for every backup accepted in this run (its rows replace its stored ones).
     private var claims: [String: String] = [:]
     private var accepted: Set<String> = []
@@ -56,21 +54,20 @@ struct ImportRun {
         } else {
             rows = metadataKeys
         }
-        var handover: [LookupRow] = []
+        // Rows a set-aside backup owns, each naming it: the write takes them over.
+        var takesOver: [LookupRow] = []
         for pk in rows {
             guard let other = try await owner(of: pk), other != id else { continue }
             // Conflicts are judged after the backups the snapshot no longer holds are set aside;
             // a factor claimed twice inside the snapshot (`claims`) is still a conflict.
             if setAside.contains(other) && claims[pk] == nil {
-                handover.append(LookupRow(pk: pk, backupId: id))
+                takesOver.append(LookupRow(pk: pk, backupId: other))
                 continue
             }
             report.conflicts.append(ImportConflict(pk: pk, backupIds: [other, id]))
             report.failed += 1
             return
         }
-        handovers += handover
-        report.factorsMoved += handover.count
         for pk in rows { claims[pk] = id }
         accepted.insert(id)
         let lookupRows = rows.map { LookupRow(pk: $0, backupId: id) }
@@ -85,7 +82,8 @@ struct ImportRun {
             importedAt: existing?.importedAt ?? now, updatedAt: now)
         report.imported += 1
         report.lookupRowsImported += lookupRows.count
-        batch.append(BackupWrite(record: record, blob: entry.blob, lookupRows: lookupRows))
+        report.factorsMoved += takesOver.count
+        batch.append(BackupWrite(record: record, blob: entry.blob, lookupRows: lookupRows, takesOver: takesOver))
         batchBytes += entry.blob?.count ?? 0
         if batch.count >= importer.batchSize || batchBytes >= importer.batchBytes { try await flush() }
     }
@@ -114,37 +112,29 @@ struct ImportRun {
             batchBytes = 0
         }
         guard !dryRun, !batch.isEmpty else { return }
-        if !handovers.isEmpty {
-            // Before the batch: its writes would otherwise find the rows owned by another backup.
-            try await store.writeLookupRows(
-                tenant: tenant, handovers,
-                audit: AuditDraft(
-                    operatorName: operatorName, tenant: tenant.rawValue, action: "lookup.handover",
-                    details: [
-                        "count": "\(handovers.count)",
-                        "reason": "factors moved from backups the snapshot no longer holds",
-                    ]))
-            handovers = []
-        }
         let ids = batch.map(\.record.backupId)
-        let draft = AuditDraft(
+        var draft = AuditDraft(
             operatorName: operatorName, tenant: tenant.rawValue, action: "backup.import",
             target: ids.count == 1 ? ids[0] : nil,
             details: ["count": "\(ids.count)", "first": ids.first ?? "", "last": ids.last ?? ""])
+        let moved = batch.reduce(0) { $0 + $1.takesOver.count }
+        // Factors handed over from backups the snapshot no longer holds go in the same transaction.
+        if moved > 0 { draft.details["factorsMoved"] = "\(moved)" }
         do {
             try await store.writeBackups(tenant: tenant, batch, audit: draft)
         } catch  where error.kind == .conflict || error.kind == .invalidInput || error.kind == .notFound {
             for write in batch {
                 let id = write.record.backupId
+                var single = AuditDraft(
+                    operatorName: operatorName, tenant: tenant.rawValue, action: "backup.import", target: id)
+                if !write.takesOver.isEmpty { single.details["factorsMoved"] = "\(write.takesOver.count)" }
                 do {
-                    try await store.writeBackup(
-                        tenant: tenant, write,
-                        audit: AuditDraft(
-                            operatorName: operatorName, tenant: tenant.rawValue, action: "backup.import", target: id))
+                    try await store.writeBackup(tenant: tenant, write, audit: single)
                 } catch  where error.kind != .internalError {
                     report.imported -= 1
                     report.failed += 1
                     report.lookupRowsImported -= write.lookupRows.count
+                    report.factorsMoved -= write.takesOver.count
                     report.problems.append(ImportProblem(path: id, code: error.code, reason: error.message))
                 }
             }

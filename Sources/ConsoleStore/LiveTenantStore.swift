@@ -7,6 +7,13 @@ import Foundation
 public protocol LiveTenantStore: CleanupJournalStore, AuditCheckpointStore {
     /// Sets (or clears, with `nil`) the tenant's Backup Service URL.
     func setBackupServiceURL(tenant: TenantName, url: String?, audit: AuditDraft) async throws(ConsoleError)
+    /// Applies `change` to the tenant's policy, read and written in one transaction with `audit`
+    /// (so a concurrent change of another knob is kept); returns the policy as written.
+    /// - Throws: `not_found` for an unknown tenant.
+    @discardableResult
+    func updateTenantPolicy(
+        tenant: TenantName, audit: AuditDraft, _ change: @escaping @Sendable (inout TenantPolicy) -> Void
+    ) async throws(ConsoleError) -> TenantPolicy
 
     // MARK: Snapshots
 

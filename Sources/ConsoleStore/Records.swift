@@ -58,6 +58,33 @@ public struct TenantPolicy: Sendable, Equatable, Codable {
         retireMaxCount = try c.decodeIfPresent(Int.self, forKey: .retireMaxCount) ?? d.retireMaxCount
     }
 
+    /// The policy as the `policy` column holds it (JSON).
+    public var storedText: String {
+        // Integers only: encoding cannot fail.
+        String(decoding: (try? JSONEncoder().encode(self)) ?? Data("{}".utf8), as: UTF8.self)
+    }
+
+    /// The policy of a `policy` column; `internal_error` naming the tenant when it is not one.
+    public static func stored(_ text: String, tenant: String) throws(ConsoleError) -> TenantPolicy {
+        do {
+            return try JSONDecoder().decode(TenantPolicy.self, from: Data(text.utf8))
+        } catch {
+            throw ConsoleError.internalError("Tenant \(tenant) has an unreadable policy in the store.")
+        }
+    }
+
+    /// The policy a store writes back in ``LiveTenantStore/updateTenantPolicy(tenant:audit:_:)``:
+    /// the stored `text` (`nil`: the tenant has no row) with `change` applied.
+    /// - Throws: `not_found` for a missing tenant, `internal_error` for an unreadable policy.
+    public static func changing(
+        _ text: String?, tenant: TenantName, _ change: (inout TenantPolicy) -> Void
+    ) throws(ConsoleError) -> TenantPolicy {
+        guard let text else { throw ConsoleError.notFound("Tenant \(tenant) does not exist.") }
+        var policy = try stored(text, tenant: tenant.rawValue)
+        change(&policy)
+        return policy
+    }
+
     /// How many of `backups` a complete snapshot may retire without confirmation:
     /// `min(retireMaxCount, max(1, backups × retireMaxPercent / 100))`.
     public func retireAllowance(of backups: Int) -> Int {
@@ -165,11 +192,17 @@ public struct BackupWrite: Sendable {
     public var blob: Data?
     /// The rows to own after the write; the backup's previous rows not listed are removed.
     public var lookupRows: [LookupRow]
+    /// Rows of ``lookupRows`` that another backup owns now and this write takes over, each
+    /// naming that backup (a factor that moved from a backup a complete snapshot no longer
+    /// holds). In the write's own transaction, and only while that backup still owns the row:
+    /// one that changed hands meanwhile is a `factor_conflict` and nothing is written.
+    public var takesOver: [LookupRow]
 
-    public init(record: BackupRecord, blob: Data?, lookupRows: [LookupRow]) {
+    public init(record: BackupRecord, blob: Data?, lookupRows: [LookupRow], takesOver: [LookupRow] = []) {
         self.record = record
         self.blob = blob
         self.lookupRows = lookupRows
+        self.takesOver = takesOver
     }
 }
 

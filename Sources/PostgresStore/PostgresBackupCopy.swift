@@ -26,6 +26,9 @@ public enum PostgresBackupCopy {
     /// The rows of one batch in COPY's text format, one stream per staged table.
     public struct Prepared: Sendable {
         var tables: [CopyText]
+        var tenant: String
+        /// The rows the batch takes over (``BackupWrite/takesOver``): pk and its owner until now.
+        var takeovers: [LookupRow]
         public var isEmpty: Bool { tables.allSatisfy(\.isEmpty) }
     }
 
@@ -50,7 +53,7 @@ public enum PostgresBackupCopy {
                 var joined = CopyText()
                 for part in rendered where table < part.count { joined.append(part[table]) }
                 return joined
-            })
+            }, tenant: tenant.rawValue, takeovers: last.flatMap(\.takesOver))
     }
 
     private static func render(tenant t: String, _ writes: ArraySlice<BackupWrite>) -> [CopyText] {
@@ -92,7 +95,8 @@ public enum PostgresBackupCopy {
         return [backups, blobs, lookups, refs, factors, summaries]
     }
 
-    /// Stages and merges a prepared batch on `connection`, which must be in a transaction.
+    /// Stages and merges a prepared batch on `connection`, which must be in a transaction; the
+    /// rows it takes over change hands in the same transaction.
     /// - Throws: ``ConsoleError`` `factor_conflict` before anything is merged.
     public static func write(_ prepared: Prepared, on connection: PostgresConnection, logger: Logger) async throws {
         guard !prepared.isEmpty else { return }
@@ -110,6 +114,17 @@ public enum PostgresBackupCopy {
         // whole target tables for every batch.
         for table in stagingTables {
             _ = try await connection.query("ANALYZE \(unescaped: table.name)_in", logger: logger)
+        }
+        // Rows handed over are released only from the backup the writer saw owning them; one
+        // that changed hands meanwhile stays, and the conflict check refuses the batch.
+        if !prepared.takeovers.isEmpty {
+            _ = try await connection.query(
+                """
+                DELETE FROM factor_lookup f
+                USING unnest(\(prepared.takeovers.map(\.pk))::text[], \(prepared.takeovers.map(\.backupId))::text[])
+                    AS t(pk, backup_id)
+                WHERE f.tenant = \(prepared.tenant) AND f.pk = t.pk AND f.backup_id = t.backup_id
+                """, logger: logger)
         }
         try await checkConflicts(on: connection, logger: logger)
         try await merge(on: connection, logger: logger)

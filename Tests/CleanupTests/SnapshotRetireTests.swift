@@ -118,6 +118,10 @@ import Turnkey
         #expect(report.conflicts.isEmpty && report.failed == 0)
         #expect(report.complete && report.retired == [gone] && report.factorsMoved == 1)
         #expect(try await f.store.lookup(tenant: tenant, pk: pk)?.backupId == all[0].id)
+        // Handed over by the write of the backup that claims it: one entry, no separate one.
+        let entries = try await f.store.latestAuditEntries(tenant: tenant, limit: 20)
+        #expect(entries.filter { $0.details["factorsMoved"] == "1" }.map(\.action) == ["backup.import"])
+        #expect(!entries.contains { $0.action == "lookup.handover" })
         #expect(try await f.store.newestCompleteSnapshot(tenant: tenant)?.snapshotAt == now)
         // The next run deletes the retired backup's sub-orgs (no Backup Service: the snapshot proves it).
         let run = try await f.service().run(

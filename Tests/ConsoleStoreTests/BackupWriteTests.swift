@@ -38,6 +38,13 @@ struct BackupWriteTests {
         }
     }
 
+    @Test func aHandedOverFactorChangesHandsInTheTransactionThatClaimsIt() async throws {
+        try await withStore { store, _ in
+            let outcome = try await FactorHandoverScenario.run(on: store)
+            #expect(outcome == FactorHandoverScenario.expected)
+        }
+    }
+
     @Test func rewriteReplacesLookupRowsBlobAndRefs() async throws {
         try await withStore { store, _ in
             let f = Fixtures()

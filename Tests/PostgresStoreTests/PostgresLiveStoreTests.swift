@@ -45,6 +45,13 @@ struct PostgresLiveStoreTests {
         }
     }
 
+    @Test func aHandedOverFactorChangesHandsInTheTransactionThatClaimsIt() async throws {
+        try await withTwoServers { first, _ in
+            let outcome = try await FactorHandoverScenario.run(on: first)
+            #expect(outcome == FactorHandoverScenario.expected)
+        }
+    }
+
     @Test func theRunLeaseIsOneHolderAcrossServers() async throws {
         try await withTwoServers { first, second in
             _ = try await Self.seed(first)

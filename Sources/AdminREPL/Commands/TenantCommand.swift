@@ -36,17 +36,43 @@ struct TenantCommand: ParsableCommand {
 
     struct Update: ConsoleCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Point a live tenant at its Backup Service (checked with /health first).",
-            discussion: "Example: tenant update prod --backup-service-url https://backup.example.com")
+            abstract:
+                "Point a live tenant at its Backup Service (checked with /health first), or set its snapshot retire threshold.",
+            discussion: """
+                A complete snapshot that would retire more than the threshold — --retire-max-percent of the \
+                tenant's backups (at least one) and at most --retire-max-count (defaults 1 and 100) — changes \
+                nothing unless imported with --retire-at-most N. The URL and the threshold are changed by \
+                separate commands.
+                Example: tenant update prod --backup-service-url https://backup.example.com
+                """)
 
         @Argument(help: "The tenant.") var name: String
         @Option(help: "The live Backup Service (https://…, http only on loopback).") var backupServiceUrl: String?
         @Flag(help: "Forget the Backup Service URL (resets are refused until one is set).")
         var clearBackupServiceUrl = false
+        @Option(
+            help: ArgumentHelp("A snapshot may retire at most this percentage of the backups (0…100).", valueName: "p"))
+        var retireMaxPercent: Int?
+        @Option(help: ArgumentHelp("… and at most this many backups (0…1000000000).", valueName: "n"))
+        var retireMaxCount: Int?
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
+            let threshold = retireMaxPercent != nil || retireMaxCount != nil
+            if threshold {
+                guard backupServiceUrl == nil, !clearBackupServiceUrl else {
+                    throw ConsoleError.usage("Change the Backup Service URL and the retire threshold in two commands.")
+                }
+                let updated = try await ctx.perform(
+                    TenantRetireThresholdOperation(
+                        tenant: name, retireMaxPercent: retireMaxPercent, retireMaxCount: retireMaxCount))
+                return .message(
+                    "A complete snapshot may now retire at most \(updated.retireMaxPercent)% of tenant \(name)'s backups (at least one), and at most \(updated.retireMaxCount), without --retire-at-most.",
+                    json: updated)
+            }
             guard (backupServiceUrl != nil) != clearBackupServiceUrl else {
-                throw ConsoleError.usage("Give --backup-service-url URL or --clear-backup-service-url.")
+                throw ConsoleError.usage(
+                    "Give --backup-service-url URL or --clear-backup-service-url (or --retire-max-percent / --retire-max-count)."
+                )
             }
             let updated = try await ctx.perform(TenantUpdateOperation(tenant: name, backupServiceURL: backupServiceUrl))
             let url = updated.backupServiceUrl
@@ -67,25 +93,35 @@ struct TenantCommand: ParsableCommand {
             let current = ctx.tenantName
             var output = CommandOutput(json: listing) { style in
                 TextTable(
-                    ["", "TENANT", "KIND", "ROLE", "TURNKEY ORG", "BACKUP SERVICE", "KEYS"],
+                    ["", "TENANT", "KIND", "ROLE", "TURNKEY ORG", "BACKUP SERVICE", "RETIRE AT MOST", "KEYS"],
                     rows.map {
                         [
                             $0.name == current ? "*" : "", $0.name, $0.sandbox ? "sandbox" : "live", $0.role,
                             $0.turnkeyOrg ?? "-", $0.sandbox ? "(sandbox)" : ($0.backupServiceUrl ?? "-"),
-                            Self.keys($0),
+                            Self.retire($0), Self.keys($0),
                         ]
                     }
                 ).render(style)
             }
             output.records = ListRecords(
-                ["name", "sandbox", "role", "turnkeyOrg", "backupServiceUrl", "turnkeyApiKey", "cleanupKey"],
+                [
+                    "name", "sandbox", "role", "turnkeyOrg", "backupServiceUrl", "turnkeyApiKey", "cleanupKey",
+                    "retireMaxPercent", "retireMaxCount",
+                ],
                 rows.map {
                     [
                         $0.name, "\($0.sandbox)", $0.role, $0.turnkeyOrg ?? "", $0.backupServiceUrl ?? "",
-                        "\($0.turnkeyApiKey)", "\($0.cleanupKey)",
+                        "\($0.turnkeyApiKey)", "\($0.cleanupKey)", $0.retireMaxPercent.map(String.init) ?? "",
+                        $0.retireMaxCount.map(String.init) ?? "",
                     ]
                 })
             return output
+        }
+
+        /// The retire threshold: `1% ≤ 100` (`-` from a server that does not say).
+        static func retire(_ row: TenantListOperation.Row) -> String {
+            guard let percent = row.retireMaxPercent, let count = row.retireMaxCount else { return "-" }
+            return "\(percent)% ≤ \(count)"
         }
 
         /// Which key files the tenant has (their paths stay with the console that reads them).

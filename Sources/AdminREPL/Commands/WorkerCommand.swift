@@ -18,7 +18,9 @@ struct WorkerCommand: ConsoleCommand {
         discussion: """
             Workers in any number of processes share the queue (no item is taken twice) and each \
             tenant's Turnkey rate. A worker killed mid-item loses its lease; another finishes the \
-            item with the body journaled before the first send. SIGTERM lets items in hand finish.
+            item with the body journaled before the first send. SIGTERM lets items in hand finish. \
+            On a store whose audit a server signs, set BACKUPCTL_AUDIT_KEY to the key file: the \
+            worker signs its entries then; without it, it refuses to start (audit_signed_store).
             """)
 
     @Option(help: "Worker tasks in this process (1…64).") var workers: Int = 2
@@ -34,6 +36,8 @@ struct WorkerCommand: ConsoleCommand {
         let console = try ctx.local
         let only = try ctx.settings.tenant.map { (text) throws(ConsoleError) in try TenantName(text) }
         _ = try await console.store()
+        // Its deletions are audited: signed with BACKUPCTL_AUDIT_KEY, else never on a signed store.
+        try await console.checkAuditWrites()
         var logger = Logger(label: "backupctl.worker", factory: { StreamLogHandler.standardError(label: $0) })
         logger.logLevel = ctx.environment["BACKUPCTL_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .notice
         FileHandle.standardOutput.write(Data((#"{"workers":\#(workers)}"# + "\n").utf8))

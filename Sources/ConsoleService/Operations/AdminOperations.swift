@@ -66,6 +66,37 @@ public struct TenantUpdateOperation: ConsoleOperation {
     }
 }
 
+/// `tenant update NAME --retire-max-percent P --retire-max-count N`: how much of the tenant a
+/// complete snapshot may retire without `import --retire-at-most` (a separate operation from
+/// ``TenantUpdateOperation``, whose absent URL means "clear": a server that predates this one
+/// answers an unknown operation rather than clearing the URL).
+public struct TenantRetireThresholdOperation: ConsoleOperation {
+    public static let name = "tenant.retireThreshold"
+    public var tenant: String
+    /// `nil`: unchanged.
+    public var retireMaxPercent: Int?
+    public var retireMaxCount: Int?
+
+    public struct Output: Codable, Sendable, Equatable {
+        public var tenant: String
+        public var retireMaxPercent: Int
+        public var retireMaxCount: Int
+    }
+
+    public init(tenant: String, retireMaxPercent: Int?, retireMaxCount: Int?) {
+        self.tenant = tenant
+        self.retireMaxPercent = retireMaxPercent
+        self.retireMaxCount = retireMaxCount
+    }
+
+    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
+        let session = try await context.session(in: tenant)
+        let policy = try await context.access.setRetireThreshold(
+            maxPercent: retireMaxPercent, maxCount: retireMaxCount, session: session)
+        return Output(tenant: tenant, retireMaxPercent: policy.retireMaxPercent, retireMaxCount: policy.retireMaxCount)
+    }
+}
+
 /// `tenant list`: the caller's tenants. Key files are never named: they are the server's.
 public struct TenantListOperation: ConsoleOperation {
     public static let name = "tenant.list"
@@ -79,6 +110,10 @@ public struct TenantListOperation: ConsoleOperation {
         /// Whether the tenant has a Turnkey API key / a cleanup key file; never where it is.
         public var turnkeyApiKey: Bool
         public var cleanupKey: Bool
+        /// The retire threshold (``TenantPolicy/retireMaxPercent``, ``TenantPolicy/retireMaxCount``);
+        /// absent from a server that predates it.
+        public var retireMaxPercent: Int?
+        public var retireMaxCount: Int?
     }
 
     public struct Output: Codable, Sendable, Equatable {
@@ -93,7 +128,8 @@ public struct TenantListOperation: ConsoleOperation {
                 Row(
                     name: $0.0.name.rawValue, sandbox: $0.0.isSandbox, role: $0.1.name, turnkeyOrg: $0.0.turnkeyOrgId,
                     backupServiceUrl: $0.0.backupServiceURL, turnkeyApiKey: $0.0.turnkeyAPIKeyFile != nil,
-                    cleanupKey: $0.0.cleanupKeyFile != nil)
+                    cleanupKey: $0.0.cleanupKeyFile != nil, retireMaxPercent: $0.0.policy.retireMaxPercent,
+                    retireMaxCount: $0.0.policy.retireMaxCount)
             })
     }
 }

@@ -9,21 +9,12 @@ public enum RowMapping {
 
     public static func tenant(_ row: SQLRow) throws -> TenantRecord {
         let name: String = try row.get("name")
-        let policy: TenantPolicy
-        do {
-            policy = try JSONDecoder().decode(TenantPolicy.self, from: Data(row.get("policy", as: String.self).utf8))
-        } catch {
-            throw ConsoleError.internalError("Tenant \(name) has an unreadable policy in the store.")
-        }
+        let policy = try TenantPolicy.stored(try row.get("policy"), tenant: name)
         return TenantRecord(
             name: try TenantName(name), isSandbox: try row.get("is_sandbox"), turnkeyURL: try row.get("turnkey_url"),
             turnkeyOrgId: try row.get("turnkey_org_id"), turnkeyAPIKeyFile: try row.get("turnkey_api_key_file"),
             cleanupKeyFile: try row.get("cleanup_key_file"), backupServiceURL: try row.get("backup_service_url"),
             policy: policy, createdAt: try row.get("created_at"))
-    }
-
-    public static func policyText(_ policy: TenantPolicy) -> String {
-        String(decoding: (try? JSONEncoder().encode(policy)) ?? Data("{}".utf8), as: UTF8.self)
     }
 
     public static let operatorColumns = "name, can_create_tenants, created_at"

@@ -20,7 +20,7 @@ extension SQLRuleStore {
             """
             INSERT INTO tenants (\(raw: RowMapping.tenantColumns))
             VALUES (\(tenant.name.rawValue), \(tenant.isSandbox), \(tenant.turnkeyURL), \(tenant.turnkeyOrgId),
-                \(tenant.turnkeyAPIKeyFile), \(tenant.cleanupKeyFile), \(RowMapping.policyText(tenant.policy)),
+                \(tenant.turnkeyAPIKeyFile), \(tenant.cleanupKeyFile), \(tenant.policy.storedText),
                 \(tenant.createdAt), \(tenant.backupServiceURL))
             ON CONFLICT (name) DO NOTHING
             """) == 1
@@ -47,6 +47,22 @@ extension SQLRuleStore {
                 try await session.changes(
                     "UPDATE tenants SET backup_service_url = \(url) WHERE name = \(tenant.rawValue)") == 1
             else { throw ConsoleError.notFound("Tenant \(tenant) does not exist.") }
+        }
+    }
+
+    /// The policy is read under the row's lock (where the backend locks rows) and written back in
+    /// the same transaction, so a concurrent change of another knob waits and is kept.
+    @discardableResult
+    public func updateTenantPolicy(
+        tenant: TenantName, audit: AuditDraft, _ change: @escaping @Sendable (inout TenantPolicy) -> Void
+    ) async throws(ConsoleError) -> TenantPolicy {
+        try await audited("updating the policy of \(tenant)", audit) { session in
+            let text = try await session.value(
+                "SELECT policy FROM tenants WHERE name = \(tenant.rawValue)\(raw: dialect.lockClause)", as: String.self)
+            let policy = try TenantPolicy.changing(text, tenant: tenant, change)
+            try await session.execute(
+                "UPDATE tenants SET policy = \(policy.storedText) WHERE name = \(tenant.rawValue)")
+            return policy
         }
     }
 

@@ -20,13 +20,20 @@ extension SQLRuleStore {
         }
     }
 
-    /// Writes one backup inside the caller's transaction: conflict check first, so a conflict
-    /// throws before anything of this backup is written (and the transaction rolls back).
+    /// Writes one backup inside the caller's transaction: the rows it takes over released, then
+    /// the conflict check, so a conflict throws before anything of this backup is written (and
+    /// the transaction rolls back, the released rows with it).
     func apply(_ prepared: PreparedWrite, tenant t: String, _ session: Driver.Session) async throws {
         let write = prepared.write
         let record = write.record
         let id = record.backupId
         try write.validate()
+        // Handed over only from the backup the writer saw owning it; otherwise the check below
+        // finds the row's new owner and the transaction rolls back.
+        for row in write.takesOver {
+            try await session.execute(
+                "DELETE FROM factor_lookup WHERE tenant = \(t) AND pk = \(row.pk) AND backup_id = \(row.backupId)")
+        }
         for row in write.lookupRows {
             if let other = try await session.value(
                 "SELECT backup_id FROM factor_lookup WHERE tenant = \(t) AND pk = \(row.pk)", as: String.self),
