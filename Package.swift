@@ -203,7 +203,8 @@ let package = Package(
         // and the walkers over the store's keyset pages (StorePages).
         .target(
             name: "BackupctlTestSupport",
-            dependencies: ["SQLiteStore", 
+            dependencies: [
+                "SQLiteStore",
                 "BackupModel", "ConsoleStore", "PostgresStore", .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             path: "Tests/BackupctlTestSupport", swiftSettings: strict),
@@ -220,13 +221,15 @@ let package = Package(
             resources: [.copy("Vectors")]),
         .testTarget(
             name: "ConsoleStoreTests",
-            dependencies: ["SQLiteStore", 
+            dependencies: [
+                "SQLiteStore",
                 "ConsoleStore", "BackupCrypto", "BackupModel", "BackupctlTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]),
         .testTarget(
             name: "PostgresStoreTests",
-            dependencies: ["SQLiteStore", 
+            dependencies: [
+                "SQLiteStore",
                 "PostgresStore", "BackupModel", "BackupctlTestSupport", "ConsoleStore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -234,7 +237,8 @@ let package = Package(
             ]),
         .testTarget(
             name: "AccessTests",
-            dependencies: ["SQLiteStore", 
+            dependencies: [
+                "SQLiteStore",
                 "Access", "ConsoleStore", "BackupCrypto", "BackupModel", "BackupctlTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]),
@@ -252,22 +256,28 @@ let package = Package(
             ]),
         .testTarget(
             name: "CleanupTests",
-            dependencies: ["SQLiteStore", 
+            dependencies: [
+                "SQLiteStore",
                 "Cleanup", "TurnkeySandbox", "Turnkey", "Access", "ConsoleStore", "BackupCrypto", "BackupModel",
                 "BackupctlTestSupport", "BackupService", "BackupServiceSandbox",
             ]),
         .testTarget(
             name: "InspectTests",
-            dependencies: ["SQLiteStore", "Inspect", "Access", "ConsoleStore", "BackupCrypto", "BackupModel", "BackupctlTestSupport"]),
+            dependencies: [
+                "SQLiteStore", "Inspect", "Access", "ConsoleStore", "BackupCrypto", "BackupModel",
+                "BackupctlTestSupport",
+            ]),
         .testTarget(
             name: "RecoveryTests",
-            dependencies: ["PostgresStore", "SQLiteStore", 
+            dependencies: [
+                "PostgresStore", "SQLiteStore",
                 "Recovery", "Turnkey", "Access", "ConsoleStore", "BackupCrypto", "BackupModel", "BackupctlTestSupport",
                 "BackupService", "BackupServiceSandbox", "Inspect",
             ]),
         .testTarget(
             name: "ConsoleServiceTests",
-            dependencies: ["SQLiteStore", 
+            dependencies: [
+                "SQLiteStore",
                 "ConsoleService", "ConsoleClient", "ConsoleStore", "Access", "Inspect", "Cleanup", "Recovery",
                 "BackupModel", "BackupCrypto", "BackupctlTestSupport",
             ]),
@@ -281,7 +291,8 @@ let package = Package(
             ]),
         .testTarget(
             name: "ConsoleServerTests",
-            dependencies: ["SQLiteStore", 
+            dependencies: [
+                "SQLiteStore",
                 "ConsoleServer", "ConsoleService", "ConsoleClient", "ConsoleStore", "Access", "BackupModel",
                 "BackupCrypto", "PostgresStore",
                 "BackupctlTestSupport", "Inspect",
@@ -289,7 +300,8 @@ let package = Package(
             ]),
         .testTarget(
             name: "AdminREPLTests",
-            dependencies: ["SQLiteStore", 
+            dependencies: [
+                "SQLiteStore",
                 "AdminREPL", "ConsoleService", "ConsoleStore", "BackupctlTestSupport", "PostgresStore",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],

@@ -19,7 +19,8 @@ enum PlainSQLiteInserts {
         let start = nowNanos()
         try writer.exec("BEGIN IMMEDIATE")
         for from in stride(from: 0, to: count, by: 1000) {
-            let batch = try SyntheticBackups.writes(seed: 7, indices: from..<min(count, from + 1000), now: 1_760_000_000)
+            let batch = try SyntheticBackups.writes(
+                seed: 7, indices: from..<min(count, from + 1000), now: 1_760_000_000)
             for write in batch { try writer.insert(write) }
         }
         try writer.exec("COMMIT")
@@ -62,7 +63,9 @@ enum PlainSQLiteInserts {
                 case let number as Int: sqlite3_bind_int64(statement, index, Int64(number))
                 case let number as Int64: sqlite3_bind_int64(statement, index, number)
                 case let data as Data:
-                    _ = data.withUnsafeBytes { sqlite3_bind_blob(statement, index, $0.baseAddress, Int32(data.count), transient) }
+                    _ = data.withUnsafeBytes {
+                        sqlite3_bind_blob(statement, index, $0.baseAddress, Int32(data.count), transient)
+                    }
                 default: sqlite3_bind_null(statement, index)
                 }
             }
@@ -90,11 +93,14 @@ enum PlainSQLiteInserts {
                 try run("INSERT INTO sealed_blobs (tenant, backup_id, bytes) VALUES (?, ?, ?)", [t, id, blob])
             }
             for row in write.lookupRows {
-                try run("INSERT OR IGNORE INTO factor_lookup (tenant, pk, backup_id) VALUES (?, ?, ?)", [t, row.pk, id])
+                try run(
+                    "INSERT OR IGNORE INTO factor_lookup (tenant, pk, backup_id) VALUES (?, ?, ?)", [t, row.pk, id])
             }
             for subOrg in Set(metadata.turnkeySubOrgIds) {
                 try run("INSERT INTO suborg_refs (tenant, suborg_id, backup_id) VALUES (?, ?, ?)", [t, subOrg, id])
-                try run("INSERT OR IGNORE INTO sandbox_suborgs (tenant, suborg_id, created_at) VALUES (?, ?, 0)", [t, subOrg])
+                try run(
+                    "INSERT OR IGNORE INTO sandbox_suborgs (tenant, suborg_id, created_at) VALUES (?, ?, 0)",
+                    [t, subOrg])
             }
             for key in ImpliedKey.of(metadata) {
                 try run(

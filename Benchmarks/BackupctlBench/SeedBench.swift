@@ -54,7 +54,7 @@ struct SeedBench: BenchSuite {
     }
 
     /// Seeds `count` backups into a new sandbox tenant; backups/s.
-    static func seed(_ store: any ConsoleStore, count: Int) async throws -> Double {
+    static func seed(_ store: any SandboxStore, count: Int) async throws -> Double {
         try await addTenant(store, tenant)
         let start = nowNanos()
         let report = try await store.seedSandbox(
@@ -74,7 +74,8 @@ struct SeedBench: BenchSuite {
         try await addTenant(store)
         let start = nowNanos()
         for from in stride(from: 0, to: count, by: 1000) {
-            let writes = try SyntheticBackups.writes(seed: 7, indices: from..<min(count, from + 1000), now: 1_760_000_000)
+            let writes = try SyntheticBackups.writes(
+                seed: 7, indices: from..<min(count, from + 1000), now: 1_760_000_000)
             let prepared = try PostgresBackupCopy.prepare(tenant: plainTenant.name, writes)
             try await database.withTransaction("copying backups") { connection in
                 try await PostgresBackupCopy.write(prepared, on: connection, logger: database.logger)

@@ -17,10 +17,10 @@ public protocol ServiceBackend: Sendable {
 
 /// A sandbox tenant's backups in the console's own store: the store is the service.
 public struct StoreBackend: ServiceBackend {
-    let store: any LiveTenantStore
+    let store: any SandboxStore
     let tenant: TenantName
 
-    public init(store: any LiveTenantStore, tenant: TenantName) {
+    public init(store: any SandboxStore, tenant: TenantName) {
         self.store = store
         self.tenant = tenant
     }

@@ -1,16 +1,12 @@
 import BackupModel
 
-/// The store operations the Turnkey cleanup and the Turnkey sandbox need beyond ``ConsoleStore``.
+/// The store operations the Turnkey cleanup needs beyond ``ConsoleStore``.
 ///
 /// A separate protocol so the core protocol stays as it is; every ``SQLRuleStore`` conforms.
 /// Everything here is bounded: pages, `IN` lists of one page, per-state counts.
 public protocol CleanupJournalStore: ConsoleStore {
     /// Which of `ids` (one page, ≤ 1000) some backup of the tenant references.
     func referencedSubOrgs(tenant: TenantName, among ids: [String]) async throws(ConsoleError) -> Set<String>
-    /// Up to `limit` sandbox sub-org ids greater than `after`, in id order.
-    func sandboxSubOrgPage(tenant: TenantName, after: String, limit: Int) async throws(ConsoleError) -> [String]
-    func sandboxSubOrgExists(tenant: TenantName, subOrgId: String) async throws(ConsoleError) -> Bool
-    func sandboxSubOrgCount(tenant: TenantName) async throws(ConsoleError) -> Int
     /// Stores (or replaces) the user-stamped break-glass request for a journaled sub-org.
     func saveStampedTeardown(tenant: TenantName, _ teardown: StampedTeardown, audit: AuditDraft?)
         async throws(ConsoleError)

@@ -101,11 +101,6 @@ public protocol ConsoleStore: Sendable {
         directory: URL, tenant: TenantName, dryRun: Bool, operatorName: String, setAside: Set<String>,
         clock: @escaping @Sendable () -> Int64, progress: ((Int) throws(ConsoleError) -> Void)?
     ) async throws(ConsoleError) -> ImportReport
-    /// Writes synthetic backups and orphan sub-orgs into a sandbox tenant by ``SandboxSeeder``'s rules.
-    func seedSandbox(
-        tenant: TenantRecord, backups: Int, orphans: Int, seed: UInt64, operatorName: String,
-        clock: @escaping @Sendable () -> Int64, progress: ((Int) throws(ConsoleError) -> Void)?
-    ) async throws(ConsoleError) -> SeedReport
 
     // MARK: Turnkey sub-organization references
 
@@ -113,17 +108,6 @@ public protocol ConsoleStore: Sendable {
     func subOrgReference(tenant: TenantName, subOrgId: String) async throws(ConsoleError) -> String?
     /// Up to `limit` distinct referenced sub-org ids greater than `after`, in id order.
     func referencedSubOrgs(tenant: TenantName, after: String?, limit: Int) async throws(ConsoleError) -> [String]
-
-    // MARK: Sandbox Turnkey sub-organizations (sandbox tenants only)
-
-    /// Records sub-orgs the Turnkey sandbox lists under the tenant's parent org; existing ids
-    /// keep their first `createdAt`. Returns how many were new.
-    @discardableResult
-    func addSandboxSubOrgs(tenant: TenantName, _ subOrgIds: [String], createdAt: Int64, audit: AuditDraft?)
-        async throws(ConsoleError) -> Int
-    /// Removes one (the sandbox's `delete_sub_organization`); returns whether it was there.
-    func removeSandboxSubOrg(tenant: TenantName, subOrgId: String, audit: AuditDraft?) async throws(ConsoleError)
-        -> Bool
 
     // MARK: Reset
 

@@ -10,13 +10,13 @@ import Foundation
 /// transaction and one audit entry each). Every sub-org a TURNKEY key references, and `M`
 /// orphans nothing references, go to the sandbox sub-org table that the Turnkey sandbox lists.
 public struct SandboxSeeder: Sendable {
-    public let store: any ConsoleStore
+    public let store: any SandboxStore
     /// Unix seconds.
     public let clock: @Sendable () -> Int64
     public var batchSize = 1000
 
     public init(
-        store: any ConsoleStore, clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+        store: any SandboxStore, clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
     ) {
         self.store = store
         self.clock = clock

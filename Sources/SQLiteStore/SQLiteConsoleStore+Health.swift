@@ -61,22 +61,26 @@ extension SQLiteConsoleStore {
             malformedManifestHash: row[c.malformedManifestHash], blobSize: row[c.blobSize])
     }
 
+    /// The statement of ``resolveLookup(tenant:pk:)``: the index row, the factor of the
+    /// backup's metadata implying the key, and (only when none does) whether the backup exists
+    /// — a `backup_factors` row exists only beside its backup (foreign key). `?1` the tenant,
+    /// `?2` the key (the inspect bench runs the same text through the C API).
+    public static let resolveSQL = """
+        SELECT fl.backup_id, bf.factor_id,
+            CASE WHEN bf.factor_id IS NOT NULL THEN 1 ELSE EXISTS (
+                SELECT 1 FROM backup_summary s WHERE s.tenant = fl.tenant AND s.backup_id = fl.backup_id)
+            END
+        FROM factor_lookup fl
+        LEFT JOIN backup_factors bf
+            ON bf.tenant = fl.tenant AND bf.backup_id = fl.backup_id AND bf.pk = fl.pk
+        WHERE fl.tenant = ? AND fl.pk = ?
+        """
+
     public func resolveLookup(tenant: TenantName, pk: String) async throws(ConsoleError) -> LookupResolution? {
         try await readOne("looking up a factor") { db in
             // The backup's existence is probed only when the metadata does not imply the key:
             // a backup_factors row exists only beside its backup (foreign key).
-            let cursor = try RawCursor(
-                db,
-                sql: """
-                    SELECT fl.backup_id, bf.factor_id,
-                        CASE WHEN bf.factor_id IS NOT NULL THEN 1 ELSE EXISTS (
-                            SELECT 1 FROM backup_summary s WHERE s.tenant = fl.tenant AND s.backup_id = fl.backup_id)
-                        END
-                    FROM factor_lookup fl
-                    LEFT JOIN backup_factors bf
-                        ON bf.tenant = fl.tenant AND bf.backup_id = fl.backup_id AND bf.pk = fl.pk
-                    WHERE fl.tenant = ? AND fl.pk = ?
-                    """, texts: [tenant.rawValue, pk])
+            let cursor = try RawCursor(db, sql: Self.resolveSQL, texts: [tenant.rawValue, pk])
             defer { cursor.finish() }
             guard try cursor.step() else { return nil }
             return LookupResolution(

@@ -7,7 +7,9 @@ import Foundation
 import Testing
 
 @Suite struct AccessServiceTests {
-    @Test(arguments: TestBackend.available) func bootstrapCreatesAdminSandboxAndRefusesTwice(backend: TestBackend) async throws {
+    @Test(arguments: TestBackend.available) func bootstrapCreatesAdminSandboxAndRefusesTwice(backend: TestBackend)
+        async throws
+    {
         let fixture = try await TempStore(backend)
         let access = fixture.access()
         let token = try await access.bootstrap(admin: try OperatorName("root"))
@@ -79,7 +81,9 @@ import Testing
         #expect(try await access.tenants(visibleTo: alice).map(\.0.name.rawValue) == ["sandbox"])
     }
 
-    @Test(arguments: TestBackend.available) func nonAdminCannotManageOperatorsAndNothingChanges(backend: TestBackend) async throws {
+    @Test(arguments: TestBackend.available) func nonAdminCannotManageOperatorsAndNothingChanges(backend: TestBackend)
+        async throws
+    {
         let fixture = try await TempStore(backend)
         let (_, rootSandbox) = try await fixture.bootstrap()
         let access = fixture.access(seed: 9)

@@ -40,7 +40,9 @@ import Testing
     let key = P256.generatePrivateKey()
     func publicKey() throws -> [UInt8] { try P256.publicKey(privateKey: key, compressed: true) }
 
-    @Test(arguments: TestBackend.available) func aRotatedKeyVerifiesWithTheRetiredKeyBesideIt(backend: TestBackend) async throws {
+    @Test(arguments: TestBackend.available) func aRotatedKeyVerifiesWithTheRetiredKeyBesideIt(backend: TestBackend)
+        async throws
+    {
         let fixture = try await TempStore(backend)
         let (_, session) = try await fixture.bootstrap()
         let newKey = P256.generatePrivateKey()
@@ -78,7 +80,9 @@ import Testing
         #expect(result.uncoveredEntries == Int(head % 5))
     }
 
-    @Test(arguments: TestBackend.available) func rewrittenEntryWithRecomputedChainIsDetected(backend: TestBackend) async throws {
+    @Test(arguments: TestBackend.available) func rewrittenEntryWithRecomputedChainIsDetected(backend: TestBackend)
+        async throws
+    {
         let (fixture, checkpoints) = try await signed(12, every: 5, key: key, backend)
         // Rewrite entry 3 and recompute every later hash: the chain alone verifies again.
         var entries = try await fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 100)
@@ -123,7 +127,9 @@ import Testing
         #expect(!result.ok && result.code == "checkpoint_missing" && result.badSeq == checkpoints[2].seq)
     }
 
-    @Test(arguments: TestBackend.available) func checkpointSignedByAnotherKeyIsRefused(backend: TestBackend) async throws {
+    @Test(arguments: TestBackend.available) func checkpointSignedByAnotherKeyIsRefused(backend: TestBackend)
+        async throws
+    {
         let other = P256.generatePrivateKey()
         let (fixture, checkpoints) = try await signed(10, every: 5, key: other, backend)
         let result = try await AuditLog.verifyCheckpoints(
@@ -135,7 +141,8 @@ import Testing
             })
     }
 
-    @Test(arguments: TestBackend.available) func alteredSignedFieldBreaksTheSignature(backend: TestBackend) async throws {
+    @Test(arguments: TestBackend.available) func alteredSignedFieldBreaksTheSignature(backend: TestBackend) async throws
+    {
         let (fixture, checkpoints) = try await signed(10, every: 5, key: key, backend)
         var altered = checkpoints
         altered[0].atMillis += 1
@@ -173,7 +180,9 @@ import Testing
 }
 
 @Suite struct AuditCheckpointPolicyTests {
-    @Test(arguments: TestBackend.available) func checkpointsAreWrittenEveryNEntriesAndAfterAQuietPeriod(backend: TestBackend) async throws {
+    @Test(arguments: TestBackend.available) func checkpointsAreWrittenEveryNEntriesAndAfterAQuietPeriod(
+        backend: TestBackend
+    ) async throws {
         let fixture = try await TempStore(backend)
         let (_, session) = try await fixture.bootstrap()
         let key = P256.generatePrivateKey()

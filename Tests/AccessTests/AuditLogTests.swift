@@ -65,7 +65,9 @@ import Testing
         #expect(!result.ok && result.firstBadSeq == 6)
     }
 
-    @Test(arguments: TestBackend.available) func rehashedForgeryStillBreaksTheNextLink(backend: TestBackend) async throws {
+    @Test(arguments: TestBackend.available) func rehashedForgeryStillBreaksTheNextLink(backend: TestBackend)
+        async throws
+    {
         let (fixture, session) = try await populated(10, backend)
         let entries = try await fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 100)
         var forged = try #require(entries.first { $0.seq == 3 })

@@ -41,7 +41,9 @@ import Testing
         #expect(signer.lastError == nil)
     }
 
-    @Test(arguments: TestBackend.available) func readAuditsAreInTheChainAsSoonAsTheyAreAppended(backend: TestBackend) async throws {
+    @Test(arguments: TestBackend.available) func readAuditsAreInTheChainAsSoonAsTheyAreAppended(backend: TestBackend)
+        async throws
+    {
         let fixture = try await TempStore(backend)
         let (_, session) = try await fixture.bootstrap()
         let signer = try AuditSigner(privateKey: key, clock: fixture.clock, everyEntries: 2)
@@ -52,7 +54,9 @@ import Testing
         await #expect(try verify(fixture, signer).ok)
     }
 
-    @Test(arguments: TestBackend.available) func theLoopSignsEachIntervalWhileEntriesArriveAndOnceMoreWhenStopped(backend: TestBackend) async throws {
+    @Test(arguments: TestBackend.available) func theLoopSignsEachIntervalWhileEntriesArriveAndOnceMoreWhenStopped(
+        backend: TestBackend
+    ) async throws {
         let fixture = try await TempStore(backend)
         let (_, session) = try await fixture.bootstrap()
         let signer = try AuditSigner(privateKey: key, clock: fixture.clock, everyEntries: 1000)
@@ -81,7 +85,9 @@ import Testing
         #expect(result.ok && result.checkpoints == 3 && result.uncoveredEntries == 0)
     }
 
-    @Test(arguments: TestBackend.available) func aFailingStoreIsKeptAsTheLastErrorAndTheLoopGoesOn(backend: TestBackend) async throws {
+    @Test(arguments: TestBackend.available) func aFailingStoreIsKeptAsTheLastErrorAndTheLoopGoesOn(backend: TestBackend)
+        async throws
+    {
         let fixture = try await TempStore(backend)
         _ = try await fixture.bootstrap()
         let signer = try AuditSigner(privateKey: key, clock: fixture.clock)
@@ -104,7 +110,9 @@ import Testing
         #expect(try await fixture.store.auditCheckpoints().count == 1)
     }
 
-    @Test(arguments: TestBackend.available) func aForgedCheckpointTimeNeitherCrashesTheSignerNorVerifies(backend: TestBackend) async throws {
+    @Test(arguments: TestBackend.available) func aForgedCheckpointTimeNeitherCrashesTheSignerNorVerifies(
+        backend: TestBackend
+    ) async throws {
         let fixture = try await TempStore(backend)
         let (_, session) = try await fixture.bootstrap()
         try await fixture.store.appendAuditCheckpoint(
@@ -119,7 +127,9 @@ import Testing
         #expect(!result.ok && result.code == "bad_signature" && result.badSeq == 1)
     }
 
-    @Test(arguments: TestBackend.available) func twoSignersNeverChainToTheSamePredecessor(backend: TestBackend) async throws {
+    @Test(arguments: TestBackend.available) func twoSignersNeverChainToTheSamePredecessor(backend: TestBackend)
+        async throws
+    {
         let fixture = try await TempStore(backend)
         let (_, session) = try await fixture.bootstrap()
         let signer = try AuditSigner(privateKey: key, clock: fixture.clock, everyEntries: 1)

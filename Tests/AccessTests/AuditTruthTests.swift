@@ -14,7 +14,9 @@ import Testing
         try await fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 10_000)
     }
 
-    @Test(arguments: TestBackend.available) func revokingAMissingGrantFailsWithoutAnEntry(backend: TestBackend) async throws {
+    @Test(arguments: TestBackend.available) func revokingAMissingGrantFailsWithoutAnEntry(backend: TestBackend)
+        async throws
+    {
         let fixture = try await TempStore(backend)
         let (_, root) = try await fixture.bootstrap()
         let access = fixture.access(seed: 11)
@@ -33,7 +35,9 @@ import Testing
         await #expect(try entries(fixture) == before)
     }
 
-    @Test(arguments: TestBackend.available) func deniedCommandsAreAuditedAsFailuresWithTheirCode(backend: TestBackend) async throws {
+    @Test(arguments: TestBackend.available) func deniedCommandsAreAuditedAsFailuresWithTheirCode(backend: TestBackend)
+        async throws
+    {
         let fixture = try await TempStore(backend)
         let (rootOp, root) = try await fixture.bootstrap()
         let access = fixture.access(seed: 11)

@@ -31,7 +31,9 @@ import Testing
         #expect(actions.filter { $0 == "operator.token_rotate" }.count == 2)
     }
 
-    @Test(arguments: TestBackend.available) func anAdminOfOneTenantCannotRotateOrRemoveAnOperatorOfAnother(backend: TestBackend) async throws {
+    @Test(arguments: TestBackend.available) func anAdminOfOneTenantCannotRotateOrRemoveAnOperatorOfAnother(
+        backend: TestBackend
+    ) async throws {
         let t = try await TempStore(backend)
         let (rootOp, root) = try await t.bootstrap()
         let access = t.access(seed: 12)
@@ -65,7 +67,9 @@ import Testing
         #expect(selfRemoval?.code == "cannot_remove_self")
     }
 
-    @Test(arguments: TestBackend.available) func deletingATenantLeavesOthersAndTheAuditChainIntact(backend: TestBackend) async throws {
+    @Test(arguments: TestBackend.available) func deletingATenantLeavesOthersAndTheAuditChainIntact(backend: TestBackend)
+        async throws
+    {
         let t = try await TempStore(backend)
         let (rootOp, root) = try await t.bootstrap()
         let access = t.access(seed: 13)

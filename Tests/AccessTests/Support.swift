@@ -1,8 +1,8 @@
 import Access
 import BackupCrypto
 import BackupModel
-import ConsoleStore
 import BackupctlTestSupport
+import ConsoleStore
 import Foundation
 
 /// A real store of a fresh backend (a SQLite file in a temporary directory, or a PostgreSQL
@@ -10,7 +10,7 @@ import Foundation
 final class TempStore {
     let time = ManualTime(1_790_000_000_000)
     let opened: OpenedStore
-    var store: any CleanupQueueStore { opened.store }
+    var store: any FullConsoleStore { opened.store }
     /// The SQLite file (SQLite fixtures only: the tests that read or tamper with the file).
     var path: String { opened.location }
     var directory: URL { URL(fileURLWithPath: path).deletingLastPathComponent() }

@@ -1,5 +1,4 @@
 import BackupModel
-import BackupctlTestSupport
 import ConsoleStore
 import Foundation
 import PostgresStore
@@ -24,7 +23,7 @@ public enum TestBackend: String, Sendable, CaseIterable, CustomStringConvertible
     /// - Parameter clock: unix milliseconds of audit entries.
     public func withStore<T: Sendable>(
         clock: @escaping @Sendable () -> Int64 = { 1_780_000_000_000 }, checkpoints: StoreCheckpoints = .none,
-        _ body: (any CleanupQueueStore) async throws -> T
+        _ body: (any FullConsoleStore) async throws -> T
     ) async throws -> T {
         switch self {
         case .sqlite:
@@ -35,7 +34,8 @@ public enum TestBackend: String, Sendable, CaseIterable, CustomStringConvertible
             return try await body(store)
         case .postgres:
             return try await PostgresTestDatabase.make { testDatabase in
-                let database = PostgresStoreDatabase(configuration: try testDatabase.configuration(query: "pool_size=4"))
+                let database = PostgresStoreDatabase(
+                    configuration: try testDatabase.configuration(query: "pool_size=4"))
                 try await database.start()
                 do {
                     let store = try await PostgresConsoleStore.open(database, clock: clock, checkpoints: checkpoints)
@@ -110,12 +110,12 @@ extension TestBackend {
 /// A store a fixture holds (``TestBackend/open(clock:checkpoints:)``): removed, or its database
 /// dropped, when the last reference goes.
 public final class OpenedStore: Sendable {
-    public let store: any CleanupQueueStore
+    public let store: any FullConsoleStore
     /// The SQLite file's path, or the database's URL.
     public let location: String
     private let close: @Sendable () async -> Void
 
-    init(store: any CleanupQueueStore, location: String, close: @escaping @Sendable () async -> Void) {
+    init(store: any FullConsoleStore, location: String, close: @escaping @Sendable () async -> Void) {
         self.store = store
         self.location = location
         self.close = close

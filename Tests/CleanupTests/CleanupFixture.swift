@@ -16,7 +16,7 @@ final class CleanupFixture: @unchecked Sendable {
     /// A scratch directory of the test's own (exports, a service's store), removed by ``stop()``.
     let directory: URL
     let opened: OpenedStore
-    var store: any CleanupQueueStore { opened.store }
+    var store: any FullConsoleStore { opened.store }
     let time = ManualTime(1_790_000_000_000)
     let session: Session
     let server: SandboxServer

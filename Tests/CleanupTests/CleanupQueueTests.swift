@@ -26,7 +26,9 @@ import Turnkey
         return worker
     }
 
-    @Test("three workers drain a queued backlog: each orphan deleted once, with one body, audited as its queuer", arguments: TestBackend.available)
+    @Test(
+        "three workers drain a queued backlog: each orphan deleted once, with one body, audited as its queuer",
+        arguments: TestBackend.available)
     func threeWorkersDrainTheQueue(backend: TestBackend) async throws {
         let fixture = try await CleanupFixture(orphanCount: 24, backend: backend)
         defer { Task { await fixture.stop() } }
@@ -56,7 +58,9 @@ import Turnkey
         #expect(try await worker(fixture, service, "late").drain(tenant: fixture.session.tenantName).isEmpty)
     }
 
-    @Test("a worker that died holding an item loses it when its lease expires; another re-sends its journaled body", arguments: TestBackend.available)
+    @Test(
+        "a worker that died holding an item loses it when its lease expires; another re-sends its journaled body",
+        arguments: TestBackend.available)
     func aDeadWorkersItemIsFinishedWithItsBody(backend: TestBackend) async throws {
         let fixture = try await CleanupFixture(orphanCount: 3, backend: backend)
         defer { Task { await fixture.stop() } }
@@ -87,7 +91,9 @@ import Turnkey
         #expect(try await fixture.store.cleanupItem(tenant: tenant, subOrgId: item.subOrgId)?.state == .deleted)
     }
 
-    @Test("the tenant's Turnkey rate is one for all workers: burst at once, then one per interval", arguments: TestBackend.available)
+    @Test(
+        "the tenant's Turnkey rate is one for all workers: burst at once, then one per interval",
+        arguments: TestBackend.available)
     func oneSharedRate(backend: TestBackend) async throws {
         let fixture = try await CleanupFixture(orphanCount: 1, backend: backend)
         defer { Task { await fixture.stop() } }
@@ -111,7 +117,9 @@ import Turnkey
         #expect(bad?.kind == .usage)
     }
 
-    @Test("--queue needs no Turnkey call until a worker runs, and a refused queuer's items wait", arguments: TestBackend.available)
+    @Test(
+        "--queue needs no Turnkey call until a worker runs, and a refused queuer's items wait",
+        arguments: TestBackend.available)
     func aQueuerWithoutTheRoleLeavesItemsQueued(backend: TestBackend) async throws {
         let fixture = try await CleanupFixture(orphanCount: 2, backend: backend)
         defer { Task { await fixture.stop() } }

@@ -12,10 +12,13 @@ import Turnkey
 
 @Suite("cleanup over loopback HTTP against the sandbox server")
 struct CleanupRunTests {
-    @Test("30% 5xx and 10% rate-limit 429: every eligible orphan deleted, bodies identical, references kept", arguments: TestBackend.available)
+    @Test(
+        "30% 5xx and 10% rate-limit 429: every eligible orphan deleted, bodies identical, references kept",
+        arguments: TestBackend.available)
     func flakyTurnkey(backend: TestBackend) async throws {
         let fixture = try await CleanupFixture(
-            orphanCount: 20, faults: SandboxFaults(serverErrorRate: 0.3, rateLimitErrorRate: 0.1), attempts: 6, backend: backend)
+            orphanCount: 20, faults: SandboxFaults(serverErrorRate: 0.3, rateLimitErrorRate: 0.1), attempts: 6,
+            backend: backend)
         defer { Task { await fixture.stop() } }
         let service = fixture.service(budget: 1000)
         var deleted: Set<String> = []
@@ -43,9 +46,12 @@ struct CleanupRunTests {
         #expect(audit.filter { $0.action == "cleanup.delete" }.count == fixture.orphans.count)
     }
 
-    @Test("a 100% 503 outage longer than the retry budget stops with exit-2 error; the next run finishes", arguments: TestBackend.available)
+    @Test(
+        "a 100% 503 outage longer than the retry budget stops with exit-2 error; the next run finishes",
+        arguments: TestBackend.available)
     func outage(backend: TestBackend) async throws {
-        let fixture = try await CleanupFixture(orphanCount: 30, faults: SandboxFaults(serverErrorRate: 1), backend: backend)
+        let fixture = try await CleanupFixture(
+            orphanCount: 30, faults: SandboxFaults(serverErrorRate: 1), backend: backend)
         defer { Task { await fixture.stop() } }
         // The scan itself must get through: the outage starts after listing.
         let first = fixture.service(

@@ -43,7 +43,9 @@ struct ListingRetryTests {
         print("listing pages resumed across the 20 runs: \(resumedPages)")
     }
 
-    @Test("a page that fails all its attempts is asked for again from the last good cursor", arguments: TestBackend.available)
+    @Test(
+        "a page that fails all its attempts is asked for again from the last good cursor",
+        arguments: TestBackend.available)
     func resumesFromCursor(backend: TestBackend) async throws {
         let fixture = try await CleanupFixture(orphanCount: 150, backend: backend)
         defer { Task { await fixture.stop() } }
@@ -69,7 +71,9 @@ struct ListingRetryTests {
         #expect(fixture.sleeps.all.count >= 5 && fixture.sleeps.all.allSatisfy { (0...2000).contains($0) })
     }
 
-    @Test("a listing that cannot finish says how far it got, exits 2 and deletes nothing", arguments: TestBackend.available)
+    @Test(
+        "a listing that cannot finish says how far it got, exits 2 and deletes nothing",
+        arguments: TestBackend.available)
     func listingGivesUp(backend: TestBackend) async throws {
         let fixture = try await CleanupFixture(orphanCount: 150, backend: backend)
         defer { Task { await fixture.stop() } }

@@ -1,9 +1,9 @@
 import Access
 import BackupCrypto
 import BackupModel
-import BackupctlTestSupport
 import BackupService
 import BackupServiceSandbox
+import BackupctlTestSupport
 import ConsoleStore
 import Foundation
 import SQLiteStore
@@ -24,7 +24,9 @@ import Turnkey
 
     var now: (CleanupFixture) -> Int64 { { $0.time.now / 1000 } }
 
-    @Test("a sub-org first seen after the newest snapshot is never deleted; a fresh complete snapshot lets it go", arguments: TestBackend.available)
+    @Test(
+        "a sub-org first seen after the newest snapshot is never deleted; a fresh complete snapshot lets it go",
+        arguments: TestBackend.available)
     func staleSnapshotNeverDeletes(backend: TestBackend) async throws {
         let f = try await CleanupFixture(orphanCount: 3, live: true, backend: backend)
         let service = f.service()
@@ -51,7 +53,9 @@ import Turnkey
         await f.stop()
     }
 
-    @Test("teardown-request for a sub-org a backup still references is refused; nothing is journaled", arguments: TestBackend.available)
+    @Test(
+        "teardown-request for a sub-org a backup still references is refused; nothing is journaled",
+        arguments: TestBackend.available)
     func teardownOfAReferencedSubOrg(backend: TestBackend) async throws {
         let f = try await CleanupFixture(orphanCount: 1, backend: backend)
         let service = f.service()
@@ -131,7 +135,9 @@ import Turnkey
         await f.stop()
     }
 
-    @Test("two runs at once: one holds the lease, the other refuses; every sub-org is deleted once", arguments: TestBackend.available)
+    @Test(
+        "two runs at once: one holds the lease, the other refuses; every sub-org is deleted once",
+        arguments: TestBackend.available)
     func concurrentRuns(backend: TestBackend) async throws {
         let f = try await CleanupFixture(orphanCount: 6, backend: backend)
         let a = f.service()
@@ -169,7 +175,9 @@ import Turnkey
         await f.stop()
     }
 
-    @Test("20% 5xx and 10% 429 with the default policy: later passes finish every eligible sub-org", arguments: TestBackend.available)
+    @Test(
+        "20% 5xx and 10% 429 with the default policy: later passes finish every eligible sub-org",
+        arguments: TestBackend.available)
     func faultsLeaveNothingFailed(backend: TestBackend) async throws {
         let f = try await CleanupFixture(
             orphanCount: 40, faults: SandboxFaults(serverErrorRate: 0.2, rateLimitErrorRate: 0.1), backend: backend)

@@ -6,7 +6,9 @@ import Testing
 
 @Suite("which sub-orgs of a page the store references")
 struct ReferenceQueryTests {
-    @Test("the range scan and the IN fallback both find exactly the referenced ids of a page", arguments: TestBackend.available)
+    @Test(
+        "the range scan and the IN fallback both find exactly the referenced ids of a page",
+        arguments: TestBackend.available)
     func rangeAndFallback(backend: TestBackend) async throws {
         let fixture = try await CleanupFixture(backups: 300, orphanCount: 30, backend: backend)
         defer { Task { await fixture.stop() } }

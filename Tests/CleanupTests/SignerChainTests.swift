@@ -31,7 +31,9 @@ struct SignerChainTests {
         }
     }
 
-    @Test("cleanup key PUBLIC_KEY_NOT_FOUND → needsUser; the user's stamped teardown request then deletes it", arguments: TestBackend.available)
+    @Test(
+        "cleanup key PUBLIC_KEY_NOT_FOUND → needsUser; the user's stamped teardown request then deletes it",
+        arguments: TestBackend.available)
     func breakGlassAfterPublicKeyNotFound(backend: TestBackend) async throws {
         let fixture = try await CleanupFixture(orphanCount: 3, backend: backend)
         defer { Task { await fixture.stop() } }
@@ -82,7 +84,9 @@ struct SignerChainTests {
         await #expect(try service.status(session: session).needsUser == 0)
     }
 
-    @Test("no signer left: a stamp by another key, or no cleanup key and no stamp, is needsUser", arguments: TestBackend.available)
+    @Test(
+        "no signer left: a stamp by another key, or no cleanup key and no stamp, is needsUser",
+        arguments: TestBackend.available)
     func needsUserWhenNoSignerLeft(backend: TestBackend) async throws {
         let fixture = try await CleanupFixture(orphanCount: 2, backend: backend)
         defer { Task { await fixture.stop() } }
@@ -110,9 +114,12 @@ struct SignerChainTests {
         #expect(await fixture.sandbox.deleteBodies[fixture.orphans[1]] == nil)
     }
 
-    @Test("PENDING is polled a bounded number of times; the next run re-sends the same body and finishes", arguments: TestBackend.available)
+    @Test(
+        "PENDING is polled a bounded number of times; the next run re-sends the same body and finishes",
+        arguments: TestBackend.available)
     func pendingBoundedPolling(backend: TestBackend) async throws {
-        let fixture = try await CleanupFixture(orphanCount: 4, faults: SandboxFaults(pendingRate: 1, pendingPolls: 6), backend: backend)
+        let fixture = try await CleanupFixture(
+            orphanCount: 4, faults: SandboxFaults(pendingRate: 1, pendingPolls: 6), backend: backend)
         defer { Task { await fixture.stop() } }
         let counter = RequestCounter()
         let service = fixture.service(transport: CountingTransport(inner: HTTPClientTransport(), counter: counter))
@@ -157,7 +164,9 @@ struct SignerChainTests {
         #expect(try await fixture.listed().isSuperset(of: [held, refused]))
     }
 
-    @Test("404 after our own delete (answer lost, activity forgotten) is alreadyGone, same body", arguments: TestBackend.available)
+    @Test(
+        "404 after our own delete (answer lost, activity forgotten) is alreadyGone, same body",
+        arguments: TestBackend.available)
     func notFoundAfterOwnDeleteIsAlreadyGone(backend: TestBackend) async throws {
         let fixture = try await CleanupFixture(orphanCount: 3, backend: backend)
         defer { Task { await fixture.stop() } }
@@ -189,7 +198,9 @@ struct SignerChainTests {
                 == .alreadyGone)
     }
 
-    @Test("--max refuses a run with more eligible sub-orgs, says how many and how to go on, deletes nothing", arguments: TestBackend.available)
+    @Test(
+        "--max refuses a run with more eligible sub-orgs, says how many and how to go on, deletes nothing",
+        arguments: TestBackend.available)
     func maxExceeded(backend: TestBackend) async throws {
         let fixture = try await CleanupFixture(orphanCount: 7, backend: backend)
         defer { Task { await fixture.stop() } }

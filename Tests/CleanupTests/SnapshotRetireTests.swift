@@ -1,9 +1,9 @@
 import Access
 import BackupCrypto
 import BackupModel
-import BackupctlTestSupport
 import BackupService
 import BackupServiceSandbox
+import BackupctlTestSupport
 import ConsoleStore
 import Foundation
 import SQLiteStore

@@ -15,14 +15,15 @@ import Testing
         let time = ManualTime(1_800_000_000_000)
         let console: LocalConsole
         let opened: OpenedStore
-        var store: any CleanupQueueStore { opened.store }
+        var store: any FullConsoleStore { opened.store }
         let admin: SecretBytes
 
         /// A console over a store of `backend`.
         init(_ backend: TestBackend = .sqlite) async throws {
             let clock = WallClock.manual(time)
             opened = try await backend.open(clock: clock.millis)
-            admin = try await AccessService(store: opened.store, clock: clock).bootstrap(admin: try OperatorName("root"))
+            admin = try await AccessService(store: opened.store, clock: clock).bootstrap(
+                admin: try OperatorName("root"))
             console = LocalConsole(store: opened.store, path: opened.location, clock: clock)
         }
 

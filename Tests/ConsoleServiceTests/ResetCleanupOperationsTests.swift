@@ -182,7 +182,7 @@ import Testing
     /// `orphans` sub-orgs nothing references, and an in-process console over it.
     struct SandboxConsole {
         let opened: OpenedStore
-        var store: any CleanupQueueStore { opened.store }
+        var store: any FullConsoleStore { opened.store }
         let console: LocalConsole
         let caller: Caller
         let tenant: TenantName
@@ -253,7 +253,9 @@ import Testing
         await f.cleanUp()
     }
 
-    @Test(arguments: TestBackend.available) func cancellingARunStopsItWithEveryItemJournaled(backend: TestBackend) async throws {
+    @Test(arguments: TestBackend.available) func cancellingARunStopsItWithEveryItemJournaled(backend: TestBackend)
+        async throws
+    {
         let orphans = 40
         try await withSandbox(orphans: orphans, backend) { f in
             let scan = try await f.console.perform(CleanupScanOperation(graceSeconds: 0), as: f.caller)

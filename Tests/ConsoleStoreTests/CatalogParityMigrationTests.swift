@@ -58,7 +58,10 @@ import Testing
         #expect(refused?.extendedResultCode == .SQLITE_CONSTRAINT_CHECK)
         let indexes = try await store.pool.read { db in
             try String.fetchAll(
-                db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'cleanup_items' AND sql IS NOT NULL ORDER BY name")
+                db,
+                sql:
+                    "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'cleanup_items' AND sql IS NOT NULL ORDER BY name"
+            )
         }
         #expect(indexes == ["cleanup_items_by_state", "cleanup_items_queued"])
     }

@@ -3,10 +3,10 @@ import BackupModel
 import BackupctlTestSupport
 import Foundation
 import GRDB
-@testable import SQLiteStore
 import Testing
 
 @testable import ConsoleStore
+@testable import SQLiteStore
 
 /// The derived index (`backup_factors`, `backup_summary`) must always equal what the stored
 /// metadata implies, whichever path wrote the backup.

@@ -47,7 +47,9 @@ let bookkeeping: Set<String> = ["grdb_migrations", "schema_migrations"]
 
 enum SQLiteCatalog {
     static func read(_ store: any ConsoleStore) async throws -> [String: CatalogTable] {
-        func rows(_ sql: String) async throws -> [SQLRow] { try await storeSQL(store, SQLStatement(stringLiteral: sql)) }
+        func rows(_ sql: String) async throws -> [SQLRow] {
+            try await storeSQL(store, SQLStatement(stringLiteral: sql))
+        }
         var catalog: [String: CatalogTable] = [:]
         for table in try await rows("SELECT name, sql FROM sqlite_master WHERE type = 'table' ORDER BY name") {
             let name: String = try table.get("name")
@@ -125,7 +127,8 @@ enum PostgresCatalog {
             guard catalog[table] != nil else { continue }
             let type = storageClass(try column.get("type"))
             let notNull = try column.get("nullable", as: String.self) == "NO"
-            catalog[table]?.columns.append("\(try column.get("name", as: String.self)) \(type)\(notNull ? " NOT NULL" : "")")
+            catalog[table]?.columns.append(
+                "\(try column.get("name", as: String.self)) \(type)\(notNull ? " NOT NULL" : "")")
         }
         let constraints = try await storeSQL(
             store,
@@ -175,7 +178,8 @@ enum PostgresCatalog {
             guard catalog[table] != nil else { continue }
             let unique: Bool = try index.get("is_unique")
             catalog[table]?.indexes.insert(
-                "\(try index.get("name", as: String.self))(\(try index.get("cols", as: String.self)))\(unique ? " unique" : "")")
+                "\(try index.get("name", as: String.self))(\(try index.get("cols", as: String.self)))\(unique ? " unique" : "")"
+            )
         }
         for name in catalog.keys {
             catalog[name]?.columns.sort()

@@ -15,7 +15,9 @@ import Testing
     static let bob = valid({ () throws(ConsoleError) in try OperatorName("bob") })
     static let carol = valid({ () throws(ConsoleError) in try OperatorName("carol") })
 
-    @Test(arguments: TestBackend.available) func tenantsRoundTripAndADuplicateIsTenantExistsWithNoAudit(backend: TestBackend) async throws {
+    @Test(arguments: TestBackend.available) func tenantsRoundTripAndADuplicateIsTenantExistsWithNoAudit(
+        backend: TestBackend
+    ) async throws {
         try await backend.withStore { store in
             var policy = TenantPolicy()
             policy.turnkeyRPS = 3
@@ -45,7 +47,8 @@ import Testing
             #expect(try await store.operatorCount() == 0)
             let bob = OperatorRecord(name: Self.bob, canCreateTenants: true, createdAt: 5)
             let carol = OperatorRecord(name: Self.carol, canCreateTenants: false, createdAt: 6)
-            try await store.addOperator(carol, tokenHash: "carol-hash", audit: alphaDraft("operator.add", target: "carol"))
+            try await store.addOperator(
+                carol, tokenHash: "carol-hash", audit: alphaDraft("operator.add", target: "carol"))
             try await store.addOperator(bob, tokenHash: "bob-hash", audit: alphaDraft("operator.add", target: "bob"))
             #expect(try await store.operatorCount() == 2)
             #expect(try await store.operators() == [bob, carol])
@@ -59,7 +62,8 @@ import Testing
             #expect(error.code == "operator_exists" && error.message == "Operator bob already exists.")
 
             #expect(
-                try await store.replaceOperatorToken(Self.bob, tokenHash: "bob-new", audit: alphaDraft("operator.rotate")))
+                try await store.replaceOperatorToken(
+                    Self.bob, tokenHash: "bob-new", audit: alphaDraft("operator.rotate")))
             #expect(try await store.operatorRecord(tokenHash: "bob-hash") == nil)
             #expect(try await store.operatorRecord(tokenHash: "bob-new") == bob)
             let ghost = try OperatorName("ghost")
@@ -82,7 +86,9 @@ import Testing
         }
     }
 
-    @Test(arguments: TestBackend.available) func bootstrapRunsOnceAndKeepsAnExistingTenant(backend: TestBackend) async throws {
+    @Test(arguments: TestBackend.available) func bootstrapRunsOnceAndKeepsAnExistingTenant(backend: TestBackend)
+        async throws
+    {
         try await backend.withStore { store in
             let tenant = TenantRecord(name: Self.alpha, isSandbox: true, createdAt: 1)
             try await store.createTenant(tenant, audit: alphaDraft("tenant.create"))
@@ -107,7 +113,9 @@ import Testing
         }
     }
 
-    @Test(arguments: TestBackend.available) func bootstrapOnAnEmptyStoreCreatesTheTenant(backend: TestBackend) async throws {
+    @Test(arguments: TestBackend.available) func bootstrapOnAnEmptyStoreCreatesTheTenant(backend: TestBackend)
+        async throws
+    {
         try await backend.withStore { store in
             let tenant = TenantRecord(name: Self.alpha, isSandbox: true, createdAt: 1)
             let admin = OperatorRecord(name: Self.bob, canCreateTenants: true, createdAt: 2)
@@ -117,7 +125,9 @@ import Testing
         }
     }
 
-    @Test(arguments: TestBackend.available) func grantsReplaceListAndRevokeAuditingOnlyWhatWasThere(backend: TestBackend) async throws {
+    @Test(arguments: TestBackend.available) func grantsReplaceListAndRevokeAuditingOnlyWhatWasThere(
+        backend: TestBackend
+    ) async throws {
         try await backend.withStore { store in
             try await seedAccess(store)
             try await store.grant(
@@ -151,7 +161,9 @@ import Testing
         }
     }
 
-    @Test(arguments: TestBackend.available) func theAccessVersionMovesOnTenantOperatorAndGrantChangesOnly(backend: TestBackend) async throws {
+    @Test(arguments: TestBackend.available) func theAccessVersionMovesOnTenantOperatorAndGrantChangesOnly(
+        backend: TestBackend
+    ) async throws {
         try await backend.withStore { store in
             var seen = try await store.accessVersion()
             func moved() async throws -> Bool {
@@ -185,7 +197,9 @@ import Testing
         }
     }
 
-    @Test(arguments: TestBackend.available) func deleteTenantRemovesEverythingInItAndAuditsTheBackupCount(backend: TestBackend) async throws {
+    @Test(arguments: TestBackend.available) func deleteTenantRemovesEverythingInItAndAuditsTheBackupCount(
+        backend: TestBackend
+    ) async throws {
         try await backend.withStore { store in
             try await seedAccess(store)
             try await store.grant(
@@ -226,7 +240,9 @@ import Testing
         }
     }
 
-    @Test(arguments: TestBackend.available) func auditReadsFilterByTenantSequenceOperatorActionAndTime(backend: TestBackend) async throws {
+    @Test(arguments: TestBackend.available) func auditReadsFilterByTenantSequenceOperatorActionAndTime(
+        backend: TestBackend
+    ) async throws {
         let clock = TestClock(start: 1_000)
         try await backend.withStore(clock: clock.now) { store in
             try await store.appendAudit(AuditDraft(operatorName: "bob", tenant: "alpha", action: "backup.show"))
@@ -321,7 +337,9 @@ import Testing
         }
     }
 
-    @Test(arguments: TestBackend.available) func checkpointsAppendListAndMeasureTheLag(backend: TestBackend) async throws {
+    @Test(arguments: TestBackend.available) func checkpointsAppendListAndMeasureTheLag(backend: TestBackend)
+        async throws
+    {
         try await backend.withStore { store in
             #expect(try await store.auditCheckpointLag() == (0, nil))
             #expect(try await store.auditHead() == (nil, nil))
@@ -349,37 +367,11 @@ import Testing
     }
 }
 
-/// Audit times that advance by `step` milliseconds per reading, or stay where ``set(_:)`` put them.
-final class TestClock: Sendable {
-    private let next: Mutex<Int64>
-    private let step: Int64
-
-    init(start: Int64, step: Int64 = 1) {
-        next = Mutex(start)
-        self.step = step
-    }
-
-    func set(_ millis: Int64) { next.withLock { $0 = millis } }
-
-    var now: @Sendable () -> Int64 {
-        { [self] in
-            next.withLock { value in
-                defer { value += step }
-                return value
-            }
-        }
-    }
-}
-
-/// A name the test knows is valid.
-func valid<Name>(_ make: () throws(ConsoleError) -> Name) -> Name {
-    do { return try make() } catch { preconditionFailure("a test's fixed name is valid: \(error.message)") }
-}
-
 /// Tenants `alpha` and `beta`, operators `bob` and `carol`.
 func seedAccess(_ store: any ConsoleStore) async throws {
     for name in [StoreAccessConformanceTests.alpha, StoreAccessConformanceTests.beta] {
-        try await store.createTenant(TenantRecord(name: name, isSandbox: true, createdAt: 1), audit: alphaDraft("tenant"))
+        try await store.createTenant(
+            TenantRecord(name: name, isSandbox: true, createdAt: 1), audit: alphaDraft("tenant"))
     }
     for name in [StoreAccessConformanceTests.bob, StoreAccessConformanceTests.carol] {
         try await store.addOperator(
@@ -391,28 +383,4 @@ func seedAccess(_ store: any ConsoleStore) async throws {
 /// A draft of tenant `alpha`'s.
 func alphaDraft(_ action: String, target: String? = nil) -> AuditDraft {
     AuditDraft(operatorName: "tester", tenant: "alpha", action: action, target: target)
-}
-
-/// The checkpoint a signer would append after `latest` at `head` (a placeholder signature: the
-/// store does not verify signatures, `audit verify` does).
-func checkpoint(head: AuditEntry, after latest: AuditCheckpoint?, signer: String = "s") -> AuditCheckpoint {
-    AuditCheckpoint(
-        seq: head.seq, headHash: head.hash, atMillis: head.at,
-        prevCheckpointHash: latest?.hash ?? AuditEntry.genesisHash, signature: "\(signer)-\(head.seq)")
-}
-
-/// What a signer does: reads the head, signs outside the store, appends if nothing came
-/// between (``AuditCheckpointStore/appendAuditCheckpoint(_:ifLatestIs:)``); tries again, at most
-/// `attempts` times, when another signer won. Returns the checkpoint, `nil` for an empty log.
-func signCheckpoint(_ store: any AuditCheckpointStore, signer: String, attempts: Int = 200) async throws
-    -> AuditCheckpoint?
-{
-    for _ in 0..<attempts {
-        let (head, latest) = try await store.auditHead()
-        guard let head else { return nil }
-        let made = checkpoint(head: head, after: latest, signer: signer)
-        if try await store.appendAuditCheckpoint(made, ifLatestIs: latest) { return made }
-    }
-    Issue.record("\(signer) lost \(attempts) races for a checkpoint")
-    return nil
 }

@@ -104,7 +104,8 @@ import Testing
             #expect(try await store.newestCompleteSnapshot(tenant: t) == first)
             let missing = try await #require(throws: ConsoleError.self) {
                 try await store.recordSnapshot(
-                    tenant: try TenantName("ghost"), SnapshotRecord(snapshotAt: 1, complete: true, importedAt: 1, backups: 0),
+                    tenant: try TenantName("ghost"),
+                    SnapshotRecord(snapshotAt: 1, complete: true, importedAt: 1, backups: 0),
                     audit: nil)
             }
             #expect(missing.code == "not_found")
@@ -164,7 +165,9 @@ import Testing
             let absent = try await #require(throws: ConsoleError.self) {
                 try await store.updateCleanupItem(tenant: t, missing, audit: nil)
             }
-            #expect(absent.code == "not_found" && absent.message == "Sub-org nowhere is not in the cleanup journal of sandbox.")
+            #expect(
+                absent.code == "not_found"
+                    && absent.message == "Sub-org nowhere is not in the cleanup journal of sandbox.")
             var done = written
             done.state = .deleted
             _ = try await store.updateCleanupItem(tenant: t, done, audit: nil)
@@ -251,16 +254,25 @@ import Testing
         try await backend.withStore { store in
             _ = try await Self.seed(store)
             let t = Self.sandbox
-            #expect(try await store.acquireCleanupLease(tenant: t, holder: "a", now: 10, expiresAt: 20, takeOver: nil) == nil)
-            let held = try await store.acquireCleanupLease(tenant: t, holder: "b", now: 11, expiresAt: 21, takeOver: nil)
+            #expect(
+                try await store.acquireCleanupLease(tenant: t, holder: "a", now: 10, expiresAt: 20, takeOver: nil)
+                    == nil)
+            let held = try await store.acquireCleanupLease(
+                tenant: t, holder: "b", now: 11, expiresAt: 21, takeOver: nil)
             #expect(held?.holder == "a" && held?.expiresAt == 20)
-            #expect(try await store.acquireCleanupLease(tenant: t, holder: "b", now: 12, expiresAt: 22, takeOver: "a") == nil)
+            #expect(
+                try await store.acquireCleanupLease(tenant: t, holder: "b", now: 12, expiresAt: 22, takeOver: "a")
+                    == nil)
             #expect(try await !store.renewCleanupLease(tenant: t, holder: "a", expiresAt: 30))
             #expect(try await store.renewCleanupLease(tenant: t, holder: "b", expiresAt: 5))
             // Renewed to before its acquisition, the lease ends at its acquisition: expired at 13.
-            #expect(try await store.acquireCleanupLease(tenant: t, holder: "c", now: 13, expiresAt: 40, takeOver: nil) == nil)
+            #expect(
+                try await store.acquireCleanupLease(tenant: t, holder: "c", now: 13, expiresAt: 40, takeOver: nil)
+                    == nil)
             try await store.releaseCleanupLease(tenant: t, holder: "c")
-            #expect(try await store.acquireCleanupLease(tenant: t, holder: "d", now: 14, expiresAt: 40, takeOver: nil) == nil)
+            #expect(
+                try await store.acquireCleanupLease(tenant: t, holder: "d", now: 14, expiresAt: 40, takeOver: nil)
+                    == nil)
 
             let items = ["q1", "q2", "q3"].map {
                 CleanupItemRecord(subOrgId: $0, reason: "unreferenced", firstSeenAt: 1, updatedAt: 1)
@@ -272,7 +284,8 @@ import Testing
             let claimed = try await store.claimCleanup(tenant: t, worker: "w1", limit: 5, now: 100, leaseMillis: 50)
             #expect(claimed.map(\.item.subOrgId) == ["q1", "q2"] && claimed.allSatisfy { $0.queuedBy == "op" })
             #expect(try await store.claimCleanup(tenant: t, worker: "w2", limit: 5, now: 120, leaseMillis: 50).isEmpty)
-            #expect(try await store.renewCleanupClaims(tenant: t, worker: "w1", now: 140, leaseMillis: 50) == ["q1", "q2"])
+            #expect(
+                try await store.renewCleanupClaims(tenant: t, worker: "w1", now: 140, leaseMillis: 50) == ["q1", "q2"])
             try await store.releaseCleanupClaim(tenant: t, worker: "w1", subOrgId: "q1")
             // Released, or past its lease, an item goes to the next worker.
             let next = try await store.claimCleanup(tenant: t, worker: "w2", limit: 5, now: 200, leaseMillis: 50)

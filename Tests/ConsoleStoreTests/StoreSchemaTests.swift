@@ -2,10 +2,10 @@ import BackupModel
 import BackupctlTestSupport
 import Foundation
 import GRDB
-@testable import SQLiteStore
 import Testing
 
 @testable import ConsoleStore
+@testable import SQLiteStore
 
 @Suite("Schema and tenant isolation")
 struct StoreSchemaTests {

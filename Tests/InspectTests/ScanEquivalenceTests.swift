@@ -54,7 +54,9 @@ import Testing
         return t
     }
 
-    @Test(arguments: TestBackend.available) func tenantScanEqualsCheckingEveryBackupsMetadata(backend: TestBackend) async throws {
+    @Test(arguments: TestBackend.available) func tenantScanEqualsCheckingEveryBackupsMetadata(backend: TestBackend)
+        async throws
+    {
         let t = try await driftedTenant(backend)
         for limit in [5, 10_000] {
             let expected = try await checkViaMetadata(t, limit: limit)
@@ -67,7 +69,8 @@ import Testing
         }
     }
 
-    @Test(arguments: TestBackend.available) func everyBackupsInputIsTheSameEitherWay(backend: TestBackend) async throws {
+    @Test(arguments: TestBackend.available) func everyBackupsInputIsTheSameEitherWay(backend: TestBackend) async throws
+    {
         let t = try await driftedTenant(backend)
         let inspector = BackupInspector(store: t.store)
         var seen = 0

@@ -12,7 +12,7 @@ import Foundation
 /// with `root` bootstrapped as admin of the sandbox tenant.
 final class TempStore {
     let opened: OpenedStore
-    var store: any CleanupQueueStore { opened.store }
+    var store: any FullConsoleStore { opened.store }
     let time = ManualTime(1_790_000_000_000)
     let op: OperatorRecord
     let session: Session

@@ -81,11 +81,14 @@ struct ResetCrashTests {
     }
 
     /// Runs `body` on the store at `location` (a file or a URL), closed afterwards.
-    static func withStore<T>(_ backend: TestBackend, _ location: String, _ body: (any LiveTenantStore) async throws -> T)
+    static func withStore<T>(
+        _ backend: TestBackend, _ location: String, _ body: (any FullConsoleStore) async throws -> T
+    )
         async throws -> T
     {
         guard backend == .postgres else { return try await body(try SQLiteConsoleStore(path: location)) }
-        let database = PostgresStoreDatabase(configuration: try PostgresStoreConfiguration(url: location, environment: [:]))
+        let database = PostgresStoreDatabase(
+            configuration: try PostgresStoreConfiguration(url: location, environment: [:]))
         try await database.start()
         do {
             let result = try await body(try await PostgresConsoleStore.open(database))
@@ -166,7 +169,8 @@ struct ResetCrashTests {
             if backup == nil, blob == nil, rows.isEmpty, refs == nil, queued.isEmpty, !used, !audited {
                 return .serviceDone
             }
-            if backup == nil, blob == nil, rows.isEmpty, refs == nil, queued == ["suborg-a", "suborg-b"], used, audited {
+            if backup == nil, blob == nil, rows.isEmpty, refs == nil, queued == ["suborg-a", "suborg-b"], used, audited
+            {
                 return .wiped
             }
             Issue.record(

@@ -3,8 +3,8 @@ import BackupCrypto
 import BackupModel
 import BackupService
 import BackupServiceSandbox
-import ConsoleStore
 import BackupctlTestSupport
+import ConsoleStore
 import Foundation
 import Recovery
 
@@ -39,7 +39,7 @@ func rootKey(_ hexByte: String) -> RootKey {
 final class Fixture {
     let time = ManualTime(1_790_000_000_000)
     let opened: OpenedStore
-    var store: any CleanupQueueStore { opened.store }
+    var store: any FullConsoleStore { opened.store }
     let admin: OperatorRecord
     let adminToken: SecretBytes
     let session: Session

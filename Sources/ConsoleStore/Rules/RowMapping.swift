@@ -21,7 +21,8 @@ public enum RowMapping {
 
     public static func `operator`(_ row: SQLRow) throws -> OperatorRecord {
         OperatorRecord(
-            name: try OperatorName(row.get("name", as: String.self)), canCreateTenants: try row.get("can_create_tenants"),
+            name: try OperatorName(row.get("name", as: String.self)),
+            canCreateTenants: try row.get("can_create_tenants"),
             createdAt: try row.get("created_at"))
     }
 
@@ -50,7 +51,8 @@ public enum RowMapping {
             operatorName: try row.get("operator"), tenant: try row.get("tenant"), action: try row.get("action"),
             target: try row.get("target"), details: details)
         return AuditEntry(
-            seq: seq, at: try row.get("at"), draft: draft, prevHash: try row.get("prev_hash"), hash: try row.get("hash"))
+            seq: seq, at: try row.get("at"), draft: draft, prevHash: try row.get("prev_hash"), hash: try row.get("hash")
+        )
     }
 
     public static let checkpointColumns = "seq, head_hash, at, prev_checkpoint_hash, signature"
@@ -72,7 +74,8 @@ public enum RowMapping {
             throw ConsoleError.internalError("Backup \(id) has unreadable metadata in the store: \(error.message)")
         }
         return BackupRecord(
-            backupId: id, metadata: metadata, blobSize: try row.get("blob_size"), blobSHA256: try row.get("blob_sha256"),
+            backupId: id, metadata: metadata, blobSize: try row.get("blob_size"),
+            blobSHA256: try row.get("blob_sha256"),
             importedAt: try row.get("imported_at"), updatedAt: try row.get("updated_at"))
     }
 
@@ -85,7 +88,8 @@ public enum RowMapping {
             throw ConsoleError.internalError("A cleanup item has an unknown state \(stateText.prefix(40)).")
         }
         return CleanupItemRecord(
-            subOrgId: try row.get("suborg_id"), reason: try row.get("reason"), firstSeenAt: try row.get("first_seen_at"),
+            subOrgId: try row.get("suborg_id"), reason: try row.get("reason"),
+            firstSeenAt: try row.get("first_seen_at"),
             state: state, body: try row.get("body"), attempts: try row.get("attempts"),
             lastError: try row.get("last_error"), updatedAt: try row.get("updated_at"),
             lastBackupId: try row.get("last_backup_id"), version: try row.get("version"))

@@ -125,7 +125,8 @@ extension SQLRuleStore {
     }
 
     public func appendAuditCheckpoint(_ checkpoint: AuditCheckpoint) async throws(ConsoleError) {
-        try await driver.transaction("appending an audit checkpoint") { session in try await insert(checkpoint, session) }
+        try await driver.transaction("appending an audit checkpoint") { session in try await insert(checkpoint, session)
+        }
     }
 
     public func appendAuditCheckpoint(_ checkpoint: AuditCheckpoint, ifLatestIs previous: AuditCheckpoint?)

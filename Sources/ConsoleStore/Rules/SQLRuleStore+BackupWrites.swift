@@ -57,7 +57,8 @@ extension SQLRuleStore {
             """)
         try await session.execute("DELETE FROM sealed_blobs WHERE tenant = \(t) AND backup_id = \(id)")
         if let blob = write.blob {
-            try await session.execute("INSERT INTO sealed_blobs (tenant, backup_id, bytes) VALUES (\(t), \(id), \(blob))")
+            try await session.execute(
+                "INSERT INTO sealed_blobs (tenant, backup_id, bytes) VALUES (\(t), \(id), \(blob))")
         }
         try await session.execute("DELETE FROM factor_lookup WHERE tenant = \(t) AND backup_id = \(id)")
         for row in write.lookupRows {

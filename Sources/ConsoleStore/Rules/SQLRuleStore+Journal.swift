@@ -97,7 +97,9 @@ extension SQLRuleStore {
         }
         var counts: [CleanupItemRecord.State: Int] = [:]
         for row in rows {
-            if let state = CleanupItemRecord.State(rawValue: try row.get("state")) { counts[state] = try row.get("items") }
+            if let state = CleanupItemRecord.State(rawValue: try row.get("state")) {
+                counts[state] = try row.get("items")
+            }
         }
         return counts
     }

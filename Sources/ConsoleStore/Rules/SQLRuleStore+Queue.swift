@@ -42,7 +42,8 @@ extension SQLRuleStore {
                     """
                 ).map(RowMapping.cleanupItem)
                 guard let item else { continue }
-                claimed.append(QueuedCleanupItem(item: item, queuedBy: try row.get("queued_by", as: String?.self) ?? ""))
+                claimed.append(
+                    QueuedCleanupItem(item: item, queuedBy: try row.get("queued_by", as: String?.self) ?? ""))
             }
             return claimed
         }

@@ -2,14 +2,14 @@ import BackupModel
 import Foundation
 
 /// A store whose rules are the shared ones: every requirement of ``ConsoleStore``,
-/// ``LiveTenantStore``, ``CleanupJournalStore``, ``AuditCheckpointStore`` and
-/// ``CleanupQueueStore`` is implemented once, in extensions of this protocol, over ``driver``
+/// ``LiveTenantStore``, ``CleanupJournalStore``, ``AuditCheckpointStore``,
+/// ``CleanupQueueStore`` and ``SandboxStore`` is implemented once, in extensions of this protocol, over ``driver``
 /// (the model is Hummingbird's `PersistDriver`: a few requirements, every rule above them).
 ///
 /// A backend conforms by giving its driver, its clock and its checkpoints; it overrides a
 /// requirement only where its own way is genuinely different and hot (a raw cursor lookup,
 /// `COPY`, `SKIP LOCKED`), by implementing it on the concrete type.
-public protocol SQLRuleStore: CleanupQueueStore {
+public protocol SQLRuleStore: CleanupQueueStore, SandboxStore {
     associatedtype Driver: SQLDriver
 
     var driver: Driver { get }
