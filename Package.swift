@@ -22,6 +22,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", exact: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", exact: "2.37.6"),
+        // Hummingbird's HTTP part types (NIOHTTPTypes), for the server's connection guard.
+        .package(url: "https://github.com/apple/swift-nio-extras.git", exact: "1.35.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus", exact: "2.4.1"),
         .package(url: "https://github.com/vapor/postgres-nio", exact: "1.33.2"),
     ],
@@ -125,18 +127,22 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "Inspect",
-            dependencies: ["BackupModel", "BackupCrypto", "ConsoleStore", "Access"],
+            dependencies: ["BackupModel", "BackupCrypto", "ConsoleStore", "Access", "ConsoleWire"],
             swiftSettings: strict),
         .target(
             name: "Recovery",
             dependencies: ["BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Turnkey", "BackupService"],
             swiftSettings: strict),
+        // The API's wire format (errors, frames, progress) and the JSON Schemas read from its
+        // types: light (Foundation and BackupModel only), for any client.
+        .target(name: "ConsoleWire", dependencies: ["BackupModel"], swiftSettings: strict),
         // The service layer: one protocol, the in-process implementation and every operation.
         .target(
             name: "ConsoleService",
             dependencies: [
                 "BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Inspect", "Recovery", "Turnkey",
                 "TurnkeySandbox", "Cleanup", "BackupService", "BackupServiceSandbox", "PostgresStore", "SQLiteStore",
+                "ConsoleWire",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
@@ -144,7 +150,7 @@ let package = Package(
         .target(
             name: "ConsoleClient",
             dependencies: [
-                "BackupModel", "ConsoleService",
+                "BackupModel", "ConsoleService", "ConsoleWire",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -156,11 +162,11 @@ let package = Package(
         .target(
             name: "ConsoleServer",
             dependencies: [
-                "BackupModel", "ConsoleService", "ConsoleStore", "Access",
+                "BackupModel", "ConsoleService", "ConsoleStore", "Access", "ConsoleWire",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
-                .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -216,6 +222,7 @@ let package = Package(
         .testTarget(name: "BackupctlTestSupportTests", dependencies: ["BackupctlTestSupport"]),
 
         .testTarget(name: "BackupModelTests", dependencies: ["BackupModel"]),
+        .testTarget(name: "ConsoleWireTests", dependencies: ["ConsoleWire", "BackupModel"]),
         .testTarget(
             name: "BackupCryptoTests", dependencies: ["BackupCrypto", "BackupModel"],
             resources: [.copy("Vectors")]),
@@ -284,7 +291,7 @@ let package = Package(
         .testTarget(
             name: "ConsoleClientTests",
             dependencies: [
-                "ConsoleClient", "BackupModel",
+                "ConsoleClient", "BackupModel", "ConsoleService",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -294,7 +301,7 @@ let package = Package(
             dependencies: [
                 "SQLiteStore",
                 "ConsoleServer", "ConsoleService", "ConsoleClient", "ConsoleStore", "Access", "BackupModel",
-                "BackupCrypto", "PostgresStore",
+                "BackupCrypto", "PostgresStore", "ConsoleWire",
                 "BackupctlTestSupport", "Inspect",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]),
@@ -302,7 +309,7 @@ let package = Package(
             name: "AdminREPLTests",
             dependencies: [
                 "SQLiteStore",
-                "AdminREPL", "ConsoleService", "ConsoleStore", "BackupctlTestSupport", "PostgresStore",
+                "AdminREPL", "ConsoleService", "ConsoleStore", "BackupctlTestSupport", "PostgresStore", "ConsoleWire",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             // Read from the source tree by path (golden files), not bundled.

@@ -41,7 +41,9 @@ struct ServerBench: BenchSuite {
         }
         var serverEnvironment = ProcessInfo.processInfo.environment
         serverEnvironment["XDG_STATE_HOME"] = directory.appendingPathComponent("state").path
-        let server = try await ServerProcess.serve(db: dbPath, environment: serverEnvironment)
+        // The bench measures the server, not its per-operator limit (one operator sends them all).
+        let server = try await ServerProcess.serve(
+            db: dbPath, arguments: ["--operator-rate", "0"], environment: serverEnvironment)
         defer { server.killNow() }
         // The measuring client is a process of its own, set up as `backupctl --server` sets
         // itself up (NIO's event loops as the global executor, see EventLoopTakeover), with the

@@ -65,6 +65,7 @@ extension AccessService {
         guard theirs.contains(where: { $0.tenant == session.tenantName }) else {
             throw ConsoleError.notFound("Operator \(name) has no role in tenant \(session.tenantName).")
         }
+        try await protectGlobalOperator(target, session: session, command: "change")
         let mine = await Dictionary(
             try store.grants(operator: session.operatorName).map { ($0.tenant, $0.role) }, uniquingKeysWith: max)
         if let outside = theirs.first(where: { mine[$0.tenant] != .admin }) {

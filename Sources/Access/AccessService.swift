@@ -111,12 +111,14 @@ public struct AccessService: Sendable {
     }
 
     /// `tenant update NAME --backup-service-url URL`: points a live tenant at its Backup Service
-    /// (admin of that tenant). `preflight` checks the URL answers before anything is saved.
+    /// (admin of that tenant). `preflight` checks the URL (and that it answers) before anything
+    /// is saved, and returns the form to save. Returns what was saved.
     /// - Throws: `permission_denied`; `invalid_tenant_kind` for a sandbox tenant, which always
     ///   uses the emulator; the preflight's error.
+    @discardableResult
     public func setBackupServiceURL(
-        _ url: String?, session: Session, preflight: @Sendable (String) async throws(ConsoleError) -> Void
-    ) async throws(ConsoleError) {
+        _ requested: String?, session: Session, preflight: @Sendable (String) async throws(ConsoleError) -> String
+    ) async throws(ConsoleError) -> String? {
         try await session.require(.updateTenant)
         guard !session.tenant.isSandbox else {
             throw .invalid(
@@ -126,11 +128,13 @@ public struct AccessService: Sendable {
         guard let store = store as? any LiveTenantStore else {
             throw .internalError("This store does not support live tenants.")
         }
-        if let url { try await preflight(url) }
+        var url: String?
+        if let requested { url = try await preflight(requested) }
         try await store.setBackupServiceURL(
             tenant: session.tenantName, url: url,
             audit: session.audit(
                 "tenant.update", target: session.tenantName.rawValue, details: ["backupServiceURL": url ?? "none"]))
+        return url
     }
 
     /// The most backups an operator may let a snapshot retire without `--retire-at-most`.
@@ -172,17 +176,24 @@ public struct AccessService: Sendable {
     }
 
     private func checkCreate(_ tenant: TenantRecord, by op: OperatorRecord) async throws(ConsoleError) {
+        try await checkCreate(tenant.name, by: op)
+    }
+
+    /// Whether `op` may create a tenant named `name` (audited when not): it holds
+    /// `tenants:create`, and no tenant has that name.
+    public func checkCreate(_ name: TenantName, by op: OperatorRecord) async throws(ConsoleError) {
         guard op.canCreateTenants else {
             let error = ConsoleError(
                 .permissionDenied, code: "permission_denied",
-                "Operator \(op.name) may not create tenants; the operator made by init can.")
+                "Operator \(op.name) may not create tenants; an operator holding \(Self.tenantsCreate) can (or grant it: `operator grant \(op.name) --right \(Self.tenantsCreate)`)."
+            )
             await AccessDenial.record(
                 error, operatorName: op.name.rawValue, tenant: nil, command: "tenant create",
-                details: ["tenant": tenant.name.rawValue], store: store)
+                details: ["tenant": name.rawValue], store: store)
             throw error
         }
-        if try await store.tenant(tenant.name) != nil {
-            throw ConsoleError(.conflict, code: "tenant_exists", "Tenant \(tenant.name) already exists.")
+        if try await store.tenant(name) != nil {
+            throw ConsoleError(.conflict, code: "tenant_exists", "Tenant \(name) already exists.")
         }
     }
 
@@ -210,16 +221,24 @@ public struct AccessService: Sendable {
 
     public func grant(_ name: OperatorName, role: Role, session: Session) async throws(ConsoleError) {
         try await session.require(.manageOperators)
-        guard try await store.operatorRecord(named: name) != nil else {
+        guard let target = try await store.operatorRecord(named: name) else {
             throw ConsoleError.notFound("Operator \(name) does not exist.")
         }
+        try await protectGlobalOperator(target, session: session, command: "grant")
+        try await protectLastAdmin(name, becoming: role, session: session)
         try await store.grant(
             GrantRecord(operatorName: name, tenant: session.tenantName, role: role),
             audit: session.audit("operator.grant", target: name.rawValue, details: ["role": role.name]))
     }
 
+    /// `operator revoke NAME --tenant T`. Never a global operator's role by a tenant admin,
+    /// never the tenant's last admin (``protectLastAdmin(_:becoming:session:)``).
     public func revoke(_ name: OperatorName, session: Session) async throws(ConsoleError) {
         try await session.require(.manageOperators)
+        if let target = try await store.operatorRecord(named: name) {
+            try await protectGlobalOperator(target, session: session, command: "revoke")
+        }
+        try await protectLastAdmin(name, becoming: nil, session: session)
         guard
             try await store.revoke(
                 operator: name, tenant: session.tenantName,

@@ -148,7 +148,10 @@ extension AuditLog {
             guard let last else { return true }
             // A stored time far in the past (a forged row) must not overflow the subtraction.
             let age = nowMillis.subtractingReportingOverflow(last.atMillis)
-            return force || headSeq - lastSeq >= every || age.overflow || age.partialValue >= maxAgeMillis
+            // A forged checkpoint seq (Int64.min) must not overflow either.
+            let behind = headSeq.subtractingReportingOverflow(lastSeq)
+            return force || behind.overflow || behind.partialValue >= every || age.overflow
+                || age.partialValue >= maxAgeMillis
         }
         // A read first: most calls find nothing due and need no write transaction.
         let lag = try await store.auditCheckpointLag()

@@ -200,21 +200,8 @@ public enum AuditExportLine: Sendable, Equatable, Codable {
     }
 
     /// `2026-11-23T00:11:12.345Z` for unix milliseconds.
-    public static func time(_ millis: Int64) -> String {
-        let seconds = millis >= 0 ? millis / 1000 : (millis - 999) / 1000
-        let fraction = Int(millis - seconds * 1000)
-        let digits = String(fraction)
-        return String(Timestamp.format(seconds).dropLast()) + "." + String(repeating: "0", count: 3 - digits.count)
-            + digits + "Z"
-    }
+    public static func time(_ millis: Int64) -> String { UTCMillis.format(millis) }
 
     /// The unix milliseconds of a ``time(_:)`` text.
-    public static func millis(_ text: String) -> Int64? {
-        let bytes = Array(text.utf8)
-        guard bytes.count == 24, bytes[19] == UInt8(ascii: "."), bytes[23] == UInt8(ascii: "Z"),
-            let stamp = Timestamp(rfc3339: text),
-            let fraction = Int64(String(decoding: bytes[20..<23], as: UTF8.self))
-        else { return nil }
-        return stamp.seconds * 1000 + fraction
-    }
+    public static func millis(_ text: String) -> Int64? { UTCMillis.millis(text) }
 }

@@ -14,7 +14,8 @@ struct Backupctl: AsyncParsableCommand {
         discussion: """
             With no command, -c or -f: a REPL when stdin is a terminal, otherwise commands are read \
             from stdin, one a line. Run `backupctl help` for the command list.
-            Exit codes: 0 ok, 1 failed, 2 remote system failed, 64 usage, 77 permission denied.
+            Exit codes: 0 ok, 1 failed, 2 remote system failed, 64 usage, 75 rate limited (try later), \
+            77 permission denied, 78 configuration (TLS trust, credential files, server URL).
             """)
 
     @Option(help: "The embedded store (default $BACKUPCTL_DB, else $XDG_DATA_HOME/backupctl/console.db).")
@@ -24,6 +25,10 @@ struct Backupctl: AsyncParsableCommand {
     var server: String?
     @Option(help: "Use this saved context (default $BACKUPCTL_CONTEXT, else the current one; `context list`).")
     var context: String?
+    @Option(help: "A PEM CA certificate to trust for --server (default $BACKUPCTL_CA_FILE, else the context's).")
+    var caFile: String?
+    @Flag(help: "Allow plain http:// to a --server that is not this machine (the token crosses the network in clear).")
+    var insecurePlainHttp = false
     @Option(help: "table, json, yaml or csv (default $BACKUPCTL_FORMAT, else table).") var format: OutputFormat?
     @Option(help: "File holding the operator token (default: the token in $BACKUPCTL_TOKEN).") var tokenFile: String?
     @Option(
@@ -56,7 +61,11 @@ struct Backupctl: AsyncParsableCommand {
             dbPath: db ?? GlobalSettings.defaultDBPath(environment: environment), tenant: tenant, format: format,
             tokenFile: tokenFile, continueOnError: continueOnError, yes: yes, color: color, noPager: noPager,
             server: server ?? environment["BACKUPCTL_SERVER"].flatMap { $0.isEmpty ? nil : $0 })
+        settings.insecurePlainHTTP = insecurePlainHttp
         try applyContext(to: &settings, environment: environment)
+        // --ca-file, else $BACKUPCTL_CA_FILE, else the context's.
+        settings.caFile =
+            caFile ?? environment["BACKUPCTL_CA_FILE"].flatMap { $0.isEmpty ? nil : $0 } ?? settings.caFile
         return settings
     }
 
@@ -70,9 +79,16 @@ struct Backupctl: AsyncParsableCommand {
         }
         let named = context ?? environment["BACKUPCTL_CONTEXT"].flatMap { $0.isEmpty ? nil : $0 }
         let ownStore = settings.server != nil || db != nil || environment["BACKUPCTL_DB"].map { !$0.isEmpty } == true
+        if named == nil, let server = settings.server {
+            // `--server URL` alone: the CA of a context for that very server (the current one
+            // first) still applies; nothing else of it does.
+            settings.caFile = (try? ClientConfig.load(environment: environment))?.caFile(forServer: server)
+            return
+        }
         guard named != nil || !ownStore else { return }
         let config = try ClientConfig.load(environment: environment)
-        guard let (_, chosen) = try config.selected(named: named, hasOwnStore: ownStore) else { return }
+        guard let (name, chosen) = try config.selected(named: named, hasOwnStore: ownStore) else { return }
+        settings.contextName = name
         if settings.server == nil { settings.server = chosen.server }
         let envToken = environment["BACKUPCTL_TOKEN"].map { !$0.isEmpty } == true
         if settings.tokenFile == nil, !envToken { settings.tokenFile = chosen.tokenFile }
@@ -149,7 +165,7 @@ struct Backupctl: AsyncParsableCommand {
         } catch {
             // A broken or unsafe client config: its own code and exit status.
             Self.report(error, arguments: Array(CommandLine.arguments.dropFirst()))
-            throw ExitCode(ExitStatus.code(for: error.kind))
+            throw ExitCode(ExitStatus.code(for: error))
         }
         let localOnly = ["init", "demo", "sandbox", "recovery", "context"]
         if settings.server != nil, !localOnly.contains(options.words.first ?? "") { EventLoopTakeover.install() }
@@ -173,6 +189,8 @@ extension Backupctl {
         if let text = trailing.format { format = try OutputFormat.parse(text) }
         tokenFile = trailing.tokenFile ?? tokenFile
         if let text = trailing.color { color = try ColorMode.parse(text) }
+        caFile = trailing.caFile ?? caFile
+        insecurePlainHttp = insecurePlainHttp || trailing.insecurePlainHTTP
         yes = yes || trailing.yes
         continueOnError = continueOnError || trailing.continueOnError
         noPager = noPager || trailing.noPager

@@ -29,11 +29,20 @@ struct ClientConfig: Codable, Equatable {
         let path = path(environment: environment)
         var info = stat()
         guard lstat(path, &info) == 0 else { return ClientConfig() }
+        // Whoever may write the directory may swap the file for one naming their server.
+        let directory = (path as NSString).deletingLastPathComponent
+        var directoryInfo = stat()
+        if stat(directory, &directoryInfo) == 0, directoryInfo.st_mode & 0o077 != 0 {
+            throw .configuration(
+                "insecure_config",
+                "\(directory) is open to others (mode \(String(directoryInfo.st_mode & 0o777, radix: 8))); run chmod 700 \(directory)."
+            )
+        }
         guard info.st_mode & S_IFMT == S_IFREG else {
             throw .invalid("invalid_config", "\(path) is not a regular file.")
         }
         guard info.st_mode & 0o077 == 0 else {
-            throw .invalid(
+            throw .configuration(
                 "insecure_config",
                 "\(path) is readable or writable by others (mode \(String(info.st_mode & 0o777, radix: 8))); run chmod 600 \(path)."
             )
@@ -71,6 +80,20 @@ struct ClientConfig: Codable, Equatable {
         } catch {
             throw .invalid("invalid_config", "Cannot write \(path): \(error.localizedDescription)")
         }
+    }
+
+    /// The CA file of a context whose server is `server` (trailing slashes ignored): the
+    /// current context's first, else any other's.
+    func caFile(forServer server: String) -> String? {
+        func same(_ a: String, _ b: String) -> Bool {
+            var a = a
+            var b = b
+            while a.hasSuffix("/") { a.removeLast() }
+            while b.hasSuffix("/") { b.removeLast() }
+            return a == b
+        }
+        if let current, let context = contexts[current], same(context.server, server) { return context.caFile }
+        return contexts.keys.sorted().lazy.compactMap { self.contexts[$0] }.first { same($0.server, server) }?.caFile
     }
 
     /// The context a run uses: `--context`/`$BACKUPCTL_CONTEXT` when given, else the current

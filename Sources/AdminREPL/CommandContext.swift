@@ -40,6 +40,8 @@ final class CommandContext {
     var sessionSettings: GlobalSettings?
     /// The script and line of the running batch command (`-f`, `-c`, piped stdin); errors name it.
     var batchLine: (file: String, line: Int)?
+    /// Set by ``performJob(_:label:total:)`` when a signal stopped the job: how far it got.
+    var interruption: JobInterruption?
 
     init(
         settings: GlobalSettings, environment: [String: String], interactive: Bool,
@@ -74,8 +76,8 @@ final class CommandContext {
             let made: any ConsoleAPI
             if let server = settings.server {
                 // A private CA (or a self-signed server certificate) to trust, as PEM.
-                let caFile = environment["BACKUPCTL_CA_FILE"].flatMap { $0.isEmpty ? nil : $0 } ?? settings.caFile
-                made = try RemoteConsole(server: server, caFile: caFile)
+                made = try RemoteConsole(
+                    server: server, caFile: settings.caFile, allowPlainHTTP: settings.insecurePlainHTTP)
             } else {
                 // A store a server signs is written here only with its key (the entries are signed then).
                 let key = environment["BACKUPCTL_AUDIT_KEY"].flatMap { $0.isEmpty ? nil : $0 }
@@ -127,8 +129,20 @@ final class CommandContext {
     private func readToken() throws(ConsoleError) -> SecretBytes {
         if let tokenOverride { return tokenOverride }
         if let path = settings.tokenFile {
-            guard var bytes = FileManager.default.contents(atPath: path).map(Array.init) else {
-                throw ConsoleError(.permissionDenied, code: "invalid_token", "Cannot read the token file \(path).")
+            // Owner-only (others could sign in with it), a regular file (a FIFO never hangs the
+            // console); the path is not repeated, in case it is the token itself.
+            var bytes: [UInt8]
+            do {
+                bytes = try InputFile.read(
+                    path, what: "The token file", maxBytes: 4096, access: .ownerOnly, code: "invalid_token_file",
+                    insecureCode: "insecure_token_file", kind: .configuration)
+            } catch {
+                throw ConsoleError(
+                    .configuration, code: error.code,
+                    error.code == "insecure_token_file"
+                        ? "The token file given to --token-file can be read or written by others; chmod 600 it."
+                        : "Cannot read the token file given to --token-file (missing, unreadable or not a regular file)."
+                )
             }
             defer { for i in bytes.indices { bytes[i] = 0 } }
             return try OperatorToken.parse(bytes)

@@ -17,6 +17,8 @@ struct CompletionRoot: ParsableCommand {
     @Option(help: "File holding the operator token.", completion: .file()) var tokenFile: String?
     @Option(help: "Run commands on this backupctl serve.") var server: String?
     @Option(help: "Use this saved context.", completion: .shellCommand(contextNames)) var context: String?
+    @Option(help: "A PEM CA certificate to trust for --server.", completion: .file()) var caFile: String?
+    @Flag(help: "Allow plain http:// to a --server that is not this machine.") var insecurePlainHttp = false
     @Option(name: .customShort("c"), help: ArgumentHelp("Run one command; repeatable.", valueName: "command"))
     var command: [String] = []
     @Option(

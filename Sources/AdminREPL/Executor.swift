@@ -63,18 +63,24 @@ struct Executor {
             )
             return ExitStatus.usage
         }
+        ctx.interruption = nil
         do {
-            let output = try await command.execute(ctx)
+            var output = try await command.execute(ctx)
+            if let interruption = ctx.interruption {
+                // A job that returned what it did before it stopped (cleanup run): the line says so.
+                if let json = output.json { output.json = interruption.merged(into: json) }
+                output.failure = interruption.error
+            }
             render(output)
             if let failure = output.failure {
                 // The document already took this command's stdout line.
                 report(failure, onStdout: false)
-                return ExitStatus.code(for: failure.kind)
+                return ExitStatus.code(for: failure)
             }
             return ExitStatus.ok
         } catch let error as ConsoleError {
             report(error)
-            return ExitStatus.code(for: error.kind)
+            return ExitStatus.code(for: error)
         } catch {
             return reportParseError(error, root: top, words: words)
         }
@@ -145,9 +151,16 @@ struct Executor {
     func report(_ error: ConsoleError, onStdout: Bool = true) {
         let json = ctx.settings.format == .json
         let body = BatchError.Body(code: error.code, message: SecretShape.redact(error.message))
+        // A job stopped by a signal still gives its line: what was done and what is left.
+        let stopped = error.code == "interrupted" ? ctx.interruption?.fields : nil
+        if json, onStdout, let stopped, ctx.batchLine == nil {
+            Terminal.writeOut(JSONLine.encode(BatchError(error: body, stopped: stopped)))
+        }
         if let location = ctx.batchLine {
             if json {
-                if onStdout { Terminal.writeOut(JSONLine.encode(BatchError(error: body, line: location.line))) }
+                if onStdout {
+                    Terminal.writeOut(JSONLine.encode(BatchError(error: body, line: location.line, stopped: stopped)))
+                }
                 Terminal.writeErr(JSONLine.encode(BatchError(error: body, line: location.line, file: location.file)))
             } else {
                 Terminal.writeErr("\(location.file):\(location.line): " + errorLine(error))
@@ -170,8 +183,7 @@ struct Executor {
 
     /// ArgumentParser errors: help is output (exit 0); anything else is a one-line usage error.
     private func reportParseError(_ error: any Error, root: any ParsableCommand.Type, words: [String]) -> Int32 {
-        let code = root.exitCode(for: error)
-        if code == .success {
+        guard let refusal = Self.parseFailure(error, root: root, words: words) else {
             // `COMMAND --help`: the same text as `help COMMAND`, examples included.
             let path = words.filter { !$0.hasPrefix("-") }
             if let command = Completion.resolve(path), Completion.commandName(command) == path.last {
@@ -180,20 +192,20 @@ struct Executor {
             showHelp(root.fullMessage(for: error))
             return ExitStatus.ok
         }
-        if let refused = ArgumentFailure.take() {
-            // An argument type said why it refused the value: its code and exit status.
-            report(refused)
-            return ExitStatus.code(for: refused.kind)
-        }
-        if let unknown = Self.unknownSubcommand(words) {
-            report(.usage(unknown))
-            return ExitStatus.usage
-        }
+        report(refusal)
+        return ExitStatus.code(for: refusal)
+    }
+
+    /// The one-line error a parse failure stands for, or `nil` when it asked for help. An
+    /// argument type that said why it refused a value gives its own code and exit status.
+    static func parseFailure(_ error: any Error, root: any ParsableCommand.Type, words: [String]) -> ConsoleError? {
+        if root.exitCode(for: error) == .success { return nil }
+        if let refused = ArgumentFailure.take() { return refused }
+        if let unknown = unknownSubcommand(words) { return .usage(unknown) }
         let message =
             root.message(for: error)
             .split(separator: "\n").first.map(String.init) ?? "invalid command"
-        report(.usage(message.hasPrefix("Error: ") ? String(message.dropFirst(7)) : message))
-        return ExitStatus.usage
+        return .usage(message.hasPrefix("Error: ") ? String(message.dropFirst(7)) : message)
     }
 
     /// "Unknown subcommand 'scna' of 'cleanup' (did you mean 'scan'?)" when the words stop
@@ -256,4 +268,16 @@ struct BatchError: Encodable {
     var error: Body
     var line: Int?
     var file: String?
+    /// An interrupted job's `interrupted`, `done`, `total` and `left`, beside the error.
+    var stopped: JobInterruption.Fields?
+
+    enum CodingKeys: CodingKey { case error, line, file }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(error, forKey: .error)
+        try container.encodeIfPresent(line, forKey: .line)
+        try container.encodeIfPresent(file, forKey: .file)
+        try stopped?.encode(to: encoder)
+    }
 }

@@ -40,8 +40,21 @@ struct GlobalSettings {
     var noPager = false
     /// `--server URL` / `$BACKUPCTL_SERVER`: run every command on that `backupctl serve`.
     var server: String?
-    /// A PEM CA certificate the client trusts for the server (from the context).
+    /// A PEM CA certificate the client trusts for the server (`--ca-file`,
+    /// `$BACKUPCTL_CA_FILE`, else the context's).
     var caFile: String?
+    /// `--insecure-plain-http`: plain `http://` to a server that is not this machine.
+    var insecurePlainHTTP = false
+    /// The saved context this run uses, if any (the prompt and `whoami` name it).
+    var contextName: String?
+
+    /// Where commands run, for the prompt: the context's name, else the server's host and port,
+    /// else nothing (the embedded store).
+    var location: String? {
+        if let contextName { return contextName }
+        guard let server else { return nil }
+        return server.split(separator: "/").dropFirst().first.map(String.init) ?? server
+    }
 
     static func defaultDBPath(environment: [String: String]) -> String {
         if let db = environment["BACKUPCTL_DB"], !db.isEmpty { return db }

@@ -28,11 +28,8 @@ enum HelpText {
                 "  " + path.padding(toLength: max(width, path.count), withPad: " ", startingAt: 0) + "  " + abstract
                 + "\n  " + String(repeating: " ", count: max(width, path.count)) + "  e.g. " + example + "\n"
         }
-        out += """
-
-            Exit codes: 0 ok, 1 failed, 2 remote system failed, 64 usage, 77 permission denied.
-            `help COMMAND …` (or `COMMAND --help`) shows a command's options and examples.
-            """
+        out += "\nEXIT CODES (a batch stops at the first failure and exits with its code):\n" + ExitStatus.text + "\n"
+        out += "\n`help COMMAND …` (or `COMMAND --help`) shows a command's options and examples."
         return out
     }
 

@@ -31,9 +31,10 @@ struct History {
     }
 
     /// A line is kept out of history if it holds an operator or reset token, a signature, or
-    /// anything shaped like a root or private key: a JSON key object, or 64 hex digits however
-    /// they are split (``SecretShape``; a Backup Account ID's single run of 66 stays). Whatever
-    /// follows `--root-key…`, `--token…` or `--signature` never reaches the file: the line goes.
+    /// anything shaped like a root or private key: a JSON key object, hex digits of a key or half
+    /// of one however they are split, base64 of 32 bytes (``SecretShape``; a Backup Account ID's
+    /// single run of 66 and a UUID stay). Whatever follows `--root-key…`, `--token…` or
+    /// `--signature` never reaches the file: the line goes.
     static func carriesSecret(_ line: String) -> Bool {
         let lower = line.lowercased()
         for flag in ["--token", "--root-key", "--signature", "bctl_"] where lower.contains(flag) { return true }

@@ -12,12 +12,14 @@ extension CommandContext {
         let progress = Progress(label: label, total: total)
         let console = try console
         let caller = try caller
+        let pause = JobCheckpoint(environment: environment)
         let job = Task { () async throws -> Op.Output in
             try await console.perform(operation, as: caller) { event in
                 progress.set(done: event.done, total: event.total, detail: event.detail)
+                pause.reached()
             }
         }
-        // Ctrl-C raises the flag (the REPL's handler); poll it while the job runs.
+        // Ctrl-C (and SIGTERM outside the REPL) raise the flag; poll it while the job runs.
         let watcher = Task {
             while !Task.isCancelled {
                 if SignalFlag.isRaised {
@@ -29,12 +31,22 @@ extension CommandContext {
             }
         }
         defer { watcher.cancel() }
+        let result = await Interrupts.finishing { await job.result }
+        watcher.cancel()
+        if job.isCancelled {
+            let (done, known) = progress.counts
+            interruption = JobInterruption(
+                label: label, done: done ?? 0, total: known ?? total, signal: Interrupts.signal)
+        }
         do {
-            let value = try await job.value
+            let value = try result.get()
             progress.finish()
             return value
         } catch let error as ConsoleError {
             progress.finish(failed: true)
+            if let interruption, error.code == "interrupted" || error.code == "cancelled" {
+                throw interruption.error
+            }
             throw error
         } catch {
             progress.finish(failed: true)

@@ -22,6 +22,8 @@ struct Launcher {
             return ExitStatus.usage
         }
         let interactive = Terminal.stdinIsTerminal
+        let hasREPL = options.words.isEmpty && !hasBatch && interactive
+        if !hasREPL { Interrupts.holdForRun() }
         let ctx = CommandContext(settings: settings, environment: environment, interactive: interactive)
         let status = await run(Executor(ctx: ctx), interactive: interactive, hasBatch: hasBatch)
         // A PostgreSQL store's pool closes its connections before the process ends.
@@ -32,8 +34,13 @@ struct Launcher {
     private func run(_ executor: Executor, interactive: Bool, hasBatch: Bool) async -> Int32 {
         let ctx = executor.ctx
         if !options.words.isEmpty {
-            let status = await executor.run(words: options.words)
+            let words = options.words
+            let status =
+                interactive
+                ? await executor.run(words: words) : await Interrupts.finishing { await executor.run(words: words) }
+            if let stopped = Interrupts.exitStatus { return stopped }
             if status == 0, ctx.startREPLAfterCommand, interactive {
+                Interrupts.releaseForREPL()
                 return await REPL(ctx: ctx, executor: executor).run()
             }
             return status
@@ -55,8 +62,9 @@ struct Launcher {
             return await REPL(ctx: ctx, executor: executor).run()
         }
         Terminal.stdinCarriesCommands = true
+        // The whole of stdin is read (and every line parsed) before the first command runs.
         return await BatchRunner(executor: executor, continueOnError: settings.continueOnError)
-            .runStream(source: "stdin")
+            .run(Self.readStdinScript())
     }
 
     /// An error before there is an executor, in the same form as the executor's.
@@ -95,44 +103,54 @@ struct BatchLine {
 
 /// Runs script lines in order: comments and blanks skipped, stop at the first failure with its
 /// exit code unless `--continue-on-error` (then the first failure's code is returned at the end).
+///
+/// Every line is parsed before the first runs: a line that would be refused (an unknown
+/// command, a missing argument, a bad option) is reported as `FILE:N` and nothing runs. A
+/// signal stops the batch after the command it is in, even with `--continue-on-error`, and the
+/// batch exits 128 + the signal (``Interrupts``).
 @MainActor
 struct BatchRunner {
     let executor: Executor
     let continueOnError: Bool
 
-    /// Runs a whole script (`-f`, `-c`), line by line.
+    /// Runs a whole script (`-f`, `-c`, stdin), line by line, once every line parsed.
     func run(_ lines: [BatchLine]) async -> Int32 {
-        defer { executor.ctx.batchLine = nil }
+        let ctx = executor.ctx
+        defer { ctx.batchLine = nil }
+        let commands = lines.compactMap { line in LineSplitter.scriptLine(line.text).map { (line, $0) } }
+        if let refused = check(commands) { return refused }
         var firstFailure: Int32 = 0
-        for line in lines {
-            guard let text = LineSplitter.scriptLine(line.text) else { continue }
-            executor.ctx.batchLine = (line.file, line.line)
-            let status = await executor.run(line: text)
+        for (line, text) in commands {
+            ctx.batchLine = (line.file, line.line)
+            let status =
+                ctx.interactive
+                ? await executor.run(line: text) : await Interrupts.finishing { await executor.run(line: text) }
+            if let stopped = Interrupts.exitStatus { return stopped }
             if status != 0 {
                 if firstFailure == 0 { firstFailure = status }
                 if !continueOnError { return status }
             }
-            if executor.ctx.quitRequested { break }
+            if ctx.quitRequested { break }
         }
         return firstFailure
     }
 
-    /// Reads stdin a line at a time (so `recovery` prompts could still read after) and runs it.
-    func runStream(source: String) async -> Int32 {
-        var firstFailure: Int32 = 0
-        var number = 0
-        defer { executor.ctx.batchLine = nil }
-        while let raw = Terminal.readLine() {
-            number += 1
-            guard let text = LineSplitter.scriptLine(raw) else { continue }
-            executor.ctx.batchLine = (source, number)
-            let status = await executor.run(line: text)
-            if status != 0 {
-                if firstFailure == 0 { firstFailure = status }
-                if !continueOnError { return status }
+    /// Reports every line that would be refused (each saying that nothing ran); the exit
+    /// status of the first, or `nil`.
+    private func check(_ commands: [(BatchLine, String)]) -> Int32? {
+        var first: Int32?
+        var reported = 0
+        for (line, text) in commands {
+            guard let refusal = ScriptCheck.refusal(text, settings: executor.ctx.settings) else { continue }
+            executor.ctx.batchLine = (line.file, line.line)
+            if reported < 20 {
+                executor.report(
+                    ConsoleError(refusal.kind, code: refusal.code, refusal.message + " Nothing in the script was run."),
+                    onStdout: false)
             }
-            if executor.ctx.quitRequested { break }
+            reported += 1
+            if first == nil { first = ExitStatus.code(for: refusal) }
         }
-        return firstFailure
+        return first
     }
 }

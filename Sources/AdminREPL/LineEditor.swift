@@ -96,16 +96,21 @@ enum SignalFlag {
         guard pipe(&ends) == 0 else { return }
         for fd in ends { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
         pipeEnds = ends
+        handle(SIGINT)
+    }
+
+    /// Routes `signal` to ``Interrupts/handler`` (which raises this flag). A parent may hand
+    /// the signal down blocked (a test runner's thread does): it is unblocked, or Ctrl-C would
+    /// never reach the handler.
+    static func handle(_ signal: Int32) {
         var action = sigaction()
-        action.__sigaction_handler.sa_handler = { _ in SignalFlag.raise() }
+        action.__sigaction_handler.sa_handler = Interrupts.handler
         sigemptyset(&action.sa_mask)
         action.sa_flags = SA_RESTART
-        sigaction(SIGINT, &action, nil)
-        // A parent may hand down SIGINT blocked (a test runner's thread does): unblock it, or
-        // Ctrl-C would never reach the handler.
+        sigaction(signal, &action, nil)
         var unblock = sigset_t()
         sigemptyset(&unblock)
-        sigaddset(&unblock, SIGINT)
+        sigaddset(&unblock, signal)
         pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
     }
 

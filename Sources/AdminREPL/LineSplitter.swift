@@ -2,7 +2,8 @@ import BackupModel
 import Foundation
 
 /// Splits a command line into words the way a shell would for the simple cases operators
-/// type: whitespace separates, single and double quotes group, backslash escapes.
+/// type: whitespace separates, single and double quotes group, backslash escapes, and an
+/// unquoted `#` at the start of a word begins a comment that runs to the end of the line.
 enum LineSplitter {
     static func split(_ line: String) throws(ConsoleError) -> [String] {
         var words: [String] = []
@@ -26,6 +27,7 @@ enum LineSplitter {
                 }
                 continue
             }
+            if ch == "#", !inWord { break }
             switch ch {
             case "\\":
                 escape = true

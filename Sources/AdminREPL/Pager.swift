@@ -27,16 +27,11 @@ enum Pager {
     }
 
     /// The environment the pager runs with: the console's, without any `BACKUPCTL_*` variable
-    /// (`BACKUPCTL_TOKEN` holds an operator token; the pager has no business with any of them).
-    /// Variables named like a token, key, secret or password go too, whoever set them.
+    /// (`BACKUPCTL_TOKEN` holds an operator token; the pager has no business with any of them)
+    /// and without anything ``SecretShape/isSecret(variable:value:)`` finds: variables named like
+    /// a token, key, secret, password, cookie or PAT, URLs with credentials, secret-shaped values.
     nonisolated static func environment(from environment: [String: String]) -> [String: String] {
-        environment.filter { name, _ in
-            let upper = name.uppercased()
-            return !upper.hasPrefix("BACKUPCTL_")
-                && !["TOKEN", "SECRET", "PASSWORD", "PASSWD", "PRIVATE", "API_KEY", "ROOT_KEY", "CREDENTIAL"].contains {
-                    upper.contains($0)
-                }
-        }
+        environment.filter { !SecretShape.isSecret(variable: $0.key, value: $0.value) }
     }
 
     /// The same scrub, under the name the hardening tests use.

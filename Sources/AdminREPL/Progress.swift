@@ -74,6 +74,9 @@ final class Progress: @unchecked Sendable {
         }
     }
 
+    /// The last count and total reported (what an interrupted job says it did and has left).
+    var counts: (done: Int?, total: Int?) { lock.withLock { (done, total) } }
+
     /// Stops drawing; a closing line with the final count replaces the progress line if one
     /// was shown. `failed` makes it say so: a line never says `done` before the outcome is
     /// known, and not at all when the command then fails.
@@ -127,24 +130,26 @@ final class Progress: @unchecked Sendable {
     private static let frames = Array("|/-\\")
 
     /// `seed: 1200/5000 (24%), 300/s, ETA 13s`, `check: 800 done, 400/s`, `cleanup scan: waiting, 3s`.
+    /// Total over any counts (a server's frames are outside input): the arithmetic is in
+    /// `Double` and every figure is clamped before it becomes an `Int` again.
     static func line(
         label: String, done: Int?, total: Int?, detail: String?, elapsed: TimeInterval, final: Bool,
         failed: Bool = false
     ) -> String {
         var parts: [String] = []
-        let seconds = max(elapsed, 0.001)
+        let seconds = elapsed.isFinite ? max(elapsed, 0.001) : 0.001
         if let done {
             let rate = Double(done) / seconds
             if let total, total > 0 {
-                let percent = min(100, done * 100 / total)
+                let percent = Int(min(100, max(0, Double(done) * 100 / Double(total))))
                 parts.append("\(done)/\(total) (\(percent)%)")
-                parts.append("\(Int(rate))/s")
+                parts.append("\(whole(rate))/s")
                 if !final, rate > 0, done < total {
-                    parts.append("ETA \(duration(Double(total - done) / rate))")
+                    parts.append("ETA \(duration((Double(total) - Double(done)) / rate))")
                 }
             } else {
                 parts.append("\(done) done")
-                parts.append("\(Int(rate))/s")
+                parts.append("\(whole(rate))/s")
             }
             if failed { parts.append("failed") }
         } else {
@@ -155,8 +160,14 @@ final class Progress: @unchecked Sendable {
         return "\(label): " + parts.joined(separator: ", ")
     }
 
+    /// A rate as a whole number, clamped (never a trap on an absurd count).
+    static func whole(_ value: Double) -> Int {
+        guard value.isFinite else { return 0 }
+        return Int(min(max(value, -1e15), 1e15))
+    }
+
     static func duration(_ seconds: TimeInterval) -> String {
-        let whole = Int(seconds.rounded())
+        let whole = Self.whole(seconds.rounded())
         if whole < 60 { return "\(whole)s" }
         if whole < 3600 { return "\(whole / 60)m\(String(format: "%02d", whole % 60))s" }
         return "\(whole / 3600)h\(String(format: "%02d", whole / 60 % 60))m"

@@ -36,7 +36,9 @@ struct REPL {
         return ExitStatus.ok
     }
 
-    /// `operator@tenant> ` with the tenant in colour on a terminal.
+    /// `operator@tenant> ` in-process, `operator@CONTEXT:tenant> ` on a server (its host and port
+    /// without a context), with the tenant in colour on a terminal: which console a command
+    /// reaches is always in front of it.
     func prompt() async -> String {
         let who = await ctx.identity()
         let op = who?.operator ?? "?"
@@ -44,7 +46,8 @@ struct REPL {
         let style = ctx.style
         // \001 and \002 tell readline the colour codes take no columns.
         let coloured = style.color ? "\u{01}\u{1B}[36m\u{02}\(tenant)\u{01}\u{1B}[0m\u{02}" : tenant
-        return "\(op)@\(coloured)> "
+        let place = ctx.settings.location.map { SafeText.cell($0) + ":" } ?? ""
+        return "\(op)@\(place)\(coloured)> "
     }
 
     static func tenantNames(_ ctx: CommandContext) -> [String] {

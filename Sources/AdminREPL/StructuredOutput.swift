@@ -84,8 +84,10 @@ enum StructuredOutput {
         ([records.columns] + records.rows).map { $0.map(field).joined(separator: ",") }.joined(separator: "\n")
     }
 
+    /// Control characters are escaped as in every other format (`\u{1B}`, `\n`): a stored
+    /// string cannot draw on the terminal or break a row.
     private static func field(_ text: String) -> String {
-        var value = text
+        var value = UntrustedText.escaped(text)
         if let first = value.first, "=+@".contains(first) || (first == "-" && Double(value) == nil) {
             value = "'" + value
         }

@@ -15,12 +15,16 @@ struct TrailingOptions: Equatable {
     var color: String?
     var server: String?
     var context: String?
+    var caFile: String?
     var yes = false
     var continueOnError = false
     var noPager = false
+    var insecurePlainHTTP = false
 
-    static let valued = ["--db", "--tenant", "--format", "--token-file", "--color", "--server", "--context"]
-    static let flags = ["--yes", "--continue-on-error", "--no-pager"]
+    static let valued = [
+        "--db", "--tenant", "--format", "--token-file", "--color", "--server", "--context", "--ca-file",
+    ]
+    static let flags = ["--yes", "--continue-on-error", "--no-pager", "--insecure-plain-http"]
 
     var isEmpty: Bool { self == TrailingOptions() }
 
@@ -56,6 +60,7 @@ struct TrailingOptions: Equatable {
                 switch word {
                 case "--yes": options.yes = true
                 case "--continue-on-error": options.continueOnError = true
+                case "--insecure-plain-http": options.insecurePlainHTTP = true
                 default: options.noPager = true
                 }
                 continue
@@ -75,6 +80,7 @@ struct TrailingOptions: Equatable {
             case "--token-file": options.tokenFile = value
             case "--server": options.server = value
             case "--context": options.context = value
+            case "--ca-file": options.caFile = value
             default: options.color = value
             }
         }

@@ -21,6 +21,21 @@ public struct AuditDraft: Sendable, Equatable {
         self.target = target
         self.details = details
     }
+
+    /// The draft as the store writes it: while `backupctl serve` answers a request, the entry
+    /// names it (`requestId`, the answer's X-Request-Id). Stores call it where they insert.
+    public var stamped: AuditDraft {
+        guard let request = ServedRequest.id, details["requestId"] == nil else { return self }
+        var draft = self
+        draft.details["requestId"] = request
+        return draft
+    }
+}
+
+/// The request a server task is answering, so what it logs and audits can name it.
+public enum ServedRequest {
+    /// The request's id (`X-Request-Id`, the caller's or one the server made); `nil` outside a request.
+    @TaskLocal public static var id: String?
 }
 
 /// One entry of the hash-chained audit log: `hash = SHA-256(prevHash ‖ canonical)`, where
@@ -29,8 +44,8 @@ public struct AuditEntry: Sendable, Equatable, Codable {
     public static let genesisHash = String(repeating: "0", count: 64)
 
     public var seq: Int64
-    /// Unix milliseconds.
-    public var at: Int64
+    /// Unix milliseconds (RFC 3339 with milliseconds in JSON).
+    @UTCMillis public var at: Int64
     public var operatorName: String
     public var tenant: String?
     public var action: String

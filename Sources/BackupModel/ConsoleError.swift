@@ -23,6 +23,11 @@ public struct ConsoleError: Error, Sendable, Equatable, CustomStringConvertible 
         case permissionDenied
         /// A local failure that is nobody's input: I/O, a broken store (exit 1).
         case internalError
+        /// Too many requests or failed sign-ins for now: retry later (exit 75, EX_TEMPFAIL; HTTP 429).
+        case rateLimited
+        /// The console's own configuration is wrong: TLS trust, a credential file's mode, a
+        /// server URL it must not use (exit 78, EX_CONFIG).
+        case configuration
     }
 
     public let kind: Kind
@@ -47,6 +52,11 @@ public struct ConsoleError: Error, Sendable, Equatable, CustomStringConvertible 
 
     public static func usage(_ message: String) -> ConsoleError {
         ConsoleError(.usage, code: "usage", message)
+    }
+
+    /// A configuration the operator must fix before anything can work (exit 78).
+    public static func configuration(_ code: String, _ message: String) -> ConsoleError {
+        ConsoleError(.configuration, code: code, message)
     }
 
     public static func internalError(_ message: String) -> ConsoleError {

@@ -25,10 +25,12 @@ public struct BackupServiceClient: Sendable {
     let sleep: @Sendable (Int64) async throws -> Void
     let random: any RandomSource
 
-    /// The process-wide client: pooled connections, a 5 s connect timeout.
+    /// The process-wide client: pooled connections, a 5 s connect timeout, no redirects (a
+    /// tenant's URL must not lead the console anywhere else).
     public static let sharedClient: HTTPClient = {
         var configuration = HTTPClient.Configuration()
         configuration.timeout.connect = .seconds(5)
+        configuration.redirectConfiguration = .disallow
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }()
 
@@ -197,15 +199,20 @@ public struct BackupServiceClient: Sendable {
     /// The error for any answer that is not the route's success: the app's envelope when it is
     /// one, else the framework's plain text (or something unreadable).
     func unexpected(_ route: String, _ status: Int, _ body: [UInt8]) -> BackupServiceError {
+        // Only the service's code is kept, and only when it has the form of one; its message and
+        // any other body are never repeated: the URL is a tenant admin's to set, and what answers
+        // there must not be relayed to them (the server's own network would be readable).
         if let envelope = try? JSONDecoder().decode(BackupServiceWire.ErrorEnvelope.self, from: Data(body)) {
-            let code = BackupServiceError.quote(envelope.error.code, limit: 64)
+            let raw = envelope.error.code
+            let isCode =
+                (1...64).contains(raw.utf8.count)
+                && raw.utf8.allSatisfy { (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x5F }
+            let code = isCode ? raw : "backup_service_error"
             return BackupServiceError(
                 .service(status: status, code: code),
-                "The Backup Service refused \(route) with \(code) (HTTP \(status)): \(BackupServiceError.quote(envelope.error.message))."
-            )
+                "The Backup Service refused \(route) with \(code) (HTTP \(status)).")
         }
-        let text = BackupServiceError.quote(String(decoding: body.prefix(400), as: UTF8.self))
-        let detail = text.isEmpty ? "" : ": \(text)"
+        let detail = body.isEmpty ? "" : " (a body of \(body.count) bytes, not shown)"
         switch status {
         case 400, 413, 415, 422, 408:
             let what =

@@ -1,3 +1,5 @@
+import BackupModel
+
 /// What `cleanup scan` found; JSON `{listed, referenced, orphans: [{subOrgId, reason, firstSeenAt, eligible}]}`.
 public struct ScanReport: Sendable, Equatable, Codable {
     /// Sub-orgs `list_suborgs` returned under the parent.
@@ -12,8 +14,8 @@ public struct ScanReport: Sendable, Equatable, Codable {
         public var subOrgId: String
         /// `unreferenced`, `reset`, `service_log`, `break_glass`.
         public var reason: String
-        /// Unix seconds.
-        public var firstSeenAt: Int64
+        /// Unix seconds (RFC 3339 in JSON).
+        @UTCSeconds public var firstSeenAt: Int64
         /// Unreferenced for at least the grace period and, on a live tenant, proven so by a
         /// fresh complete snapshot, the service's reset, or `/v1/backup/status`.
         public var eligible: Bool
@@ -157,8 +159,8 @@ public struct StatusReport: Sendable, Equatable, Codable {
     public var needsUser: Int
     public var skipped: Int
     public var stamped: Int
-    /// Unix seconds of the oldest first-seen among pending items.
-    public var oldestPendingFirstSeenAt: Int64?
+    /// Unix seconds of the oldest first-seen among pending items (RFC 3339 in JSON).
+    @OptionalUTCSeconds public var oldestPendingFirstSeenAt: Int64?
     /// Items matching the filters (all of them, before `--limit`).
     public var matching: Int
     /// The matching items, oldest first-seen first, at most `--limit`.
@@ -184,7 +186,7 @@ public struct StatusReport: Sendable, Equatable, Codable {
         public var subOrgId: String
         public var state: String
         public var reason: String
-        public var firstSeenAt: Int64
+        @UTCSeconds public var firstSeenAt: Int64
         public var attempts: Int
         public var lastError: String?
         public var lastBackupId: String?

@@ -143,6 +143,7 @@ final class KeepAliveClient: Sendable {
     private func connect() async throws -> Connection {
         let tls = self.tls
         let serverName = self.serverName
+        let failure = FirstError()
         let channel = try await ClientBootstrap(group: group)
             .connectTimeout(connectTimeout)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
@@ -153,7 +154,7 @@ final class KeepAliveClient: Sendable {
                         try pipeline.addHandler(NIOSSLClientHandler(context: tls, serverHostname: serverName))
                     }
                     try pipeline.addHTTPClientHandlers()
-                    try pipeline.addHandler(ExchangeHandler())
+                    try pipeline.addHandler(ExchangeHandler(failure: failure))
                 }
             }
             .connect(host: host, port: port).get()
@@ -165,8 +166,9 @@ final class KeepAliveClient: Sendable {
             }.get()
             return Connection(channel: channel, handler: handler, idleSince: .now())
         } catch {
+            // The connection died before it could be used (a TLS handshake refused): its own error.
             channel.close(promise: nil)
-            throw error
+            throw failure.value ?? error
         }
     }
 
@@ -211,13 +213,22 @@ final class ExchangeHandler: ChannelInboundHandler {
     private var deadline: Scheduled<Void>?
     /// Whether the request was written in full (a failure after that may have been acted on).
     private var written = false
+    /// The connection's own failure (a TLS handshake refused), reported instead of the
+    /// "closed channel" a request then meets.
+    private var connectionError: (any Error)?
+
+    /// Where the connection's first error is kept for ``KeepAliveClient`` (the handler may be
+    /// gone by the time it looks).
+    private let failure: FirstError
+
+    init(failure: FirstError = FirstError()) { self.failure = failure }
 
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
     func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
 
     func start(_ request: Request) {
         guard let context, context.channel.isActive, promise == nil else {
-            request.promise.fail(KeepAliveClient.Failure.notSent(ChannelError.ioOnClosedChannel))
+            request.promise.fail(KeepAliveClient.Failure.notSent(connectionError ?? ChannelError.ioOnClosedChannel))
             return
         }
         promise = request.promise
@@ -267,7 +278,10 @@ final class ExchangeHandler: ChannelInboundHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        fail(written ? KeepAliveClient.Failure.closedBeforeAnswer : .notSent(ChannelError.ioOnClosedChannel))
+        fail(
+            written
+                ? KeepAliveClient.Failure.closedBeforeAnswer
+                : .notSent(connectionError ?? ChannelError.ioOnClosedChannel))
         context.fireChannelInactive()
     }
 
@@ -275,6 +289,8 @@ final class ExchangeHandler: ChannelInboundHandler {
     /// NIO's decoder stays in its error state (an answer nobody asked for is one), and the
     /// next request on the connection would fail after it was sent.
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        connectionError = connectionError ?? error
+        failure.keep(error)
         fail(error)
         context.close(promise: nil)
     }
@@ -294,4 +310,12 @@ final class ExchangeHandler: ChannelInboundHandler {
         deadline = nil
         promise.completeWith(result)
     }
+}
+
+/// The first error a connection met, readable from any thread.
+final class FirstError: Sendable {
+    private let stored = Mutex<(any Error)?>(nil)
+
+    func keep(_ error: any Error) { stored.withLock { $0 = $0 ?? error } }
+    var value: (any Error)? { stored.withLock { $0 } }
 }

@@ -25,18 +25,28 @@ public final class RemoteConsole: ConsoleAPI {
     /// - Parameters:
     ///   - server: `http://HOST:PORT` or `https://HOST:PORT` (a trailing slash is ignored).
     ///   - caFile: a PEM file of certificates trusted besides the system's roots.
-    /// - Throws: `invalid_server` for anything else than such a URL; `invalid_ca_file` when the
-    ///   file holds no PEM certificate.
-    public init(server: String, caFile: String? = nil, timeout: TimeAmount = .seconds(600)) throws(ConsoleError) {
+    ///   - allowPlainHTTP: `--insecure-plain-http`: plain `http://` to a host that is not this
+    ///     machine. Without it the token would cross the network in clear, so it is refused.
+    /// - Throws: `invalid_server` for anything else than such a URL; `plain_http_refused`,
+    ///   `invalid_ca_file` (configuration errors, exit 78).
+    public init(
+        server: String, caFile: String? = nil, timeout: TimeAmount = .seconds(600), allowPlainHTTP: Bool = false
+    ) throws(ConsoleError) {
         var url = server
         while url.hasSuffix("/") { url.removeLast() }
         guard let parsed = URL(string: url), let scheme = parsed.scheme, ["http", "https"].contains(scheme),
             var host = parsed.host, !host.isEmpty, parsed.path.isEmpty, parsed.query == nil, parsed.user == nil
         else {
-            throw .invalid(
+            throw .configuration(
                 "invalid_server", "--server must be http://HOST:PORT or https://HOST:PORT, got \(server.prefix(80)).")
         }
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        if scheme == "http", !allowPlainHTTP, !NetworkAddress.isLoopback(host: host) {
+            throw .configuration(
+                "plain_http_refused",
+                "Refusing plain HTTP to \(host.prefix(80)), which is not this machine: the operator token would cross "
+                    + "the network in clear. Use https://, or pass --insecure-plain-http.")
+        }
         baseURL = url
         hostHeader = String(url.dropFirst(scheme.count + 3))
         let tls = try caFile.map { path throws(ConsoleError) in try Self.tls(trusting: path) }
@@ -44,9 +54,9 @@ public final class RemoteConsole: ConsoleAPI {
         do {
             plain = try KeepAliveClient(
                 host: host, port: parsed.port ?? (scheme == "https" ? 443 : 80),
-                tls: scheme == "https" ? tls ?? .makeClientConfiguration() : nil)
+                tls: scheme == "https" ? tls ?? Self.clientTLS() : nil)
         } catch {
-            throw .invalid("invalid_ca_file", "Cannot set up TLS with the CA file \(caFile ?? "-"): \(error).")
+            throw .configuration("invalid_ca_file", "Cannot set up TLS with the CA file \(caFile ?? "-").")
         }
         self.timeout = timeout
     }
@@ -63,7 +73,10 @@ public final class RemoteConsole: ConsoleAPI {
         if let client = clients.withLock({ $0[key] }) { return client }
         var configuration = HTTPClient.Configuration()
         configuration.connectionPool.retryConnectionEstablishment = false
-        if let caFile { configuration.tlsConfiguration = try tls(trusting: caFile) }
+        // A redirect could carry the token to another host: never followed.
+        configuration.redirectConfiguration = .disallow
+        configuration.tlsConfiguration =
+            try caFile.map { path throws(ConsoleError) in try tls(trusting: path) } ?? clientTLS()
         return clients.withLock { clients in
             if let client = clients[key] { return client }
             let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
@@ -72,17 +85,28 @@ public final class RemoteConsole: ConsoleAPI {
         }
     }
 
+    /// The client's TLS: 1.2 or newer, with the system's roots.
+    static func clientTLS() -> TLSConfiguration {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.minimumTLSVersion = .tlsv12
+        return tls
+    }
+
+    /// ``clientTLS()`` that also trusts the certificates of `caFile`, read through ``InputFile``
+    /// (a FIFO or device is refused at once, never waited on).
     static func tls(trusting caFile: String) throws(ConsoleError) -> TLSConfiguration {
+        let bytes = try InputFile.read(
+            caFile, what: "The CA file", maxBytes: 1 << 20, code: "invalid_ca_file", kind: .configuration)
         let certificates: [NIOSSLCertificate]
         do {
-            certificates = try NIOSSLCertificate.fromPEMFile(caFile)
+            certificates = try NIOSSLCertificate.fromPEMBytes(bytes)
         } catch {
-            throw .invalid("invalid_ca_file", "Cannot read a PEM certificate from the CA file \(caFile).")
+            throw .configuration("invalid_ca_file", "Cannot read a PEM certificate from the CA file \(caFile).")
         }
         guard !certificates.isEmpty else {
-            throw .invalid("invalid_ca_file", "The CA file \(caFile) holds no certificate.")
+            throw .configuration("invalid_ca_file", "The CA file \(caFile) holds no certificate.")
         }
-        var tls = TLSConfiguration.makeClientConfiguration()
+        var tls = clientTLS()
         tls.additionalTrustRoots = [.certificates(certificates)]
         return tls
     }
@@ -227,8 +251,7 @@ public final class RemoteConsole: ConsoleAPI {
         case 403:
             return ConsoleError(.permissionDenied, code: "permission_denied", "The server refused the request.")
         case 429:
-            return ConsoleError(
-                .permissionDenied, code: "rate_limited", "Too many failed sign-ins from this address; wait and retry.")
+            return ConsoleError(.rateLimited, code: "rate_limited", "The server is limiting requests; retry later.")
         default:
             return ConsoleError(.remote, code: "server_error", "The server answered HTTP \(status.code).")
         }
@@ -239,6 +262,16 @@ public final class RemoteConsole: ConsoleAPI {
             return ConsoleError(
                 .conflict, code: "interrupted", "Interrupted; the server stops the job after its current call.")
         }
+        if let tls = tlsFailure(error) {
+            // A configuration to fix, not an outage to retry (exit 78): `tls_untrusted` when the
+            // console does not trust the certificate or it names another host.
+            let untrusted = tls.hasPrefix("its certificate")
+            return .configuration(
+                untrusted ? "tls_untrusted" : "tls_failed",
+                "TLS with the server at \(server) failed: \(tls). Hint: if a private CA signed its certificate, pass "
+                    + "--ca-file PEM (or BACKUPCTL_CA_FILE, or the context's CA); the URL's host must be one the "
+                    + "certificate names.")
+        }
         let text = String(describing: error)
         var timedOut = error as? HTTPClientError == .connectTimeout
         if case .connectTimeout? = error as? ChannelError { timedOut = true }
@@ -247,5 +280,27 @@ public final class RemoteConsole: ConsoleAPI {
             ? "connection refused (is `backupctl serve` running there?)"
             : timedOut ? "the connection timed out" : String(text.prefix(200))
         return ConsoleError(.remote, code: "server_unavailable", "Cannot reach the server at \(server): \(reason).")
+    }
+
+    /// What went wrong in TLS, in a few words, or `nil` for any other error. BoringSSL's own
+    /// text (an error stack with build paths) is never shown.
+    static func tlsFailure(_ error: any Error) -> String? {
+        if case .notSent(let inner)? = error as? KeepAliveClient.Failure { return tlsFailure(inner) }
+        if let extra = error as? NIOSSLExtraError, extra == .failedToValidateHostname {
+            return "its certificate does not name this host"
+        }
+        if let ssl = error as? NIOSSLError {
+            let text = String(describing: ssl)
+            if text.contains("CERTIFICATE_VERIFY_FAILED") { return "its certificate is not trusted" }
+            if text.contains("WRONG_VERSION_NUMBER") || text.contains("PACKET_LENGTH_TOO_LONG") {
+                return "the server does not speak TLS there (is it plain http://?)"
+            }
+            if text.contains("UNSUPPORTED_PROTOCOL") || text.contains("PROTOCOL_VERSION") {
+                return "no TLS version in common (1.2 or newer is required)"
+            }
+            return "the TLS handshake failed"
+        }
+        if error is NIOSSLExtraError || error is BoringSSLError { return "the TLS handshake failed" }
+        return nil
     }
 }

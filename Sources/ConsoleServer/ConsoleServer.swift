@@ -3,7 +3,6 @@ import ConsoleService
 import Foundation
 import Hummingbird
 import HummingbirdCore
-import HummingbirdTLS
 import Logging
 import NIOCore
 import NIOSSL
@@ -28,16 +27,19 @@ public struct ConsoleServer: Sendable {
         /// With an audit key: a checkpoint is signed this often while entries arrive (besides
         /// every N entries), and once more when the server stops.
         public var checkpointEverySeconds: Int
-        /// Open connections served at once. Beyond it the server stops accepting, and new
-        /// connections wait in the kernel's queue until one closes. Without a cap, a client
-        /// that opens connections up to the process's file limit made `accept` fail in a
-        /// loop: a core spun and every caller waited until idle connections timed out.
-        public var maxConnections: Int
+        /// Connection caps and phase timeouts (``ConnectionLimits``): `--max-connections`,
+        /// `--max-connections-per-address`, `--header-timeout`, `--body-timeout`, …
+        public var connections: ConnectionLimits
+        /// The oldest TLS version served (`--tls-min-version`): 1.2 or 1.3, never older.
+        public var tlsMinimumVersion: ServerTLS.Version
+        /// Failed sign-ins, operator request rates and refusals (``RequestLimits``).
+        public var requestLimits: RequestLimits
 
         public init(
             listen: ListenAddress, tlsCertificate: String? = nil, tlsKey: String? = nil, allowPlainHTTP: Bool = false,
             drainSeconds: Int = 30, checkpointEverySeconds: Int = 60,
-            maxConnections: Int = Configuration.defaultMaxConnections()
+            maxConnections: Int = Configuration.defaultMaxConnections(), connections: ConnectionLimits? = nil,
+            tlsMinimumVersion: ServerTLS.Version = .v1_2, requestLimits: RequestLimits = RequestLimits()
         ) {
             self.listen = listen
             self.tlsCertificate = tlsCertificate
@@ -45,8 +47,13 @@ public struct ConsoleServer: Sendable {
             self.allowPlainHTTP = allowPlainHTTP
             self.drainSeconds = drainSeconds
             self.checkpointEverySeconds = checkpointEverySeconds
-            self.maxConnections = maxConnections
+            self.connections = connections ?? ConnectionLimits(maxConnections: maxConnections)
+            self.tlsMinimumVersion = tlsMinimumVersion
+            self.requestLimits = requestLimits
         }
+
+        /// Open connections served at once (``ConnectionLimits/maxConnections``).
+        public var maxConnections: Int { connections.maxConnections }
 
         /// Half the process's open-file limit (the rest is for the store, the pool, logs and
         /// outgoing calls), between 16 and 1024.
@@ -59,14 +66,14 @@ public struct ConsoleServer: Sendable {
 
         var usesTLS: Bool { tlsCertificate != nil }
 
-        /// Refuses what must not run: half a TLS pair, plain HTTP beyond this machine.
+        /// Refuses what must not run: half a TLS pair, plain HTTP beyond this machine, caps and
+        /// timeouts out of range.
         public func validate() throws(ConsoleError) {
             guard (tlsCertificate == nil) == (tlsKey == nil) else {
                 throw .usage("--tls-cert and --tls-key go together.")
             }
-            guard (1...65_536).contains(maxConnections) else {
-                throw .usage("--max-connections must be 1…65536, got \(maxConnections).")
-            }
+            try connections.validate()
+            try requestLimits.validate()
             if !usesTLS, !listen.isLoopback, !allowPlainHTTP {
                 throw .usage(
                     "Refusing plain HTTP on \(listen.host), which is not a loopback address: operator tokens would "
@@ -79,6 +86,7 @@ public struct ConsoleServer: Sendable {
     public let configuration: Configuration
     let logger: Logger
     let handler: RequestHandler
+    let registry: ConnectionRegistry
 
     /// - Parameters:
     ///   - console: the in-process service layer on the store; the server hands it every request.
@@ -91,8 +99,10 @@ public struct ConsoleServer: Sendable {
         self.console = console
         self.configuration = configuration
         self.logger = logger
+        registry = ConnectionRegistry(limits: configuration.connections)
         handler = RequestHandler(
-            console: console, metrics: ServerMetrics(), limiter: AuthLimiter(), logger: logger, operations: operations)
+            console: console, metrics: ServerMetrics(), limiter: RequestLimiter(configuration.requestLimits),
+            connections: registry, logger: logger, operations: operations)
     }
 
     /// Runs until SIGINT or SIGTERM, then stops accepting, lets in-flight requests finish
@@ -154,7 +164,7 @@ public struct ConsoleServer: Sendable {
             configuration: .init(
                 address: .hostname(configuration.listen.host, port: configuration.listen.port),
                 serverName: "backupctl",
-                availableConnectionsDelegate: MaximumAvailableConnections(configuration.maxConnections, logger: logger)),
+                availableConnectionsDelegate: RegistryAdmission(registry: registry)),
             onServerRunning: { channel in
                 onListening("\(scheme)://\(host):\(channel.localAddress?.port ?? configuration.listen.port)")
             }, logger: logger)
@@ -168,33 +178,25 @@ public struct ConsoleServer: Sendable {
         return ServiceGroup(configuration: groupConfiguration)
     }
 
-    /// A connection with no request for this long is closed (never while a response is being
-    /// written: a streamed job may be silent for longer).
-    static let idleTimeout = TimeAmount.seconds(60)
-
-    private func serverBuilder() throws -> HTTPServerBuilder {
-        let http1 = HTTPServerBuilder.http1(configuration: .init(idleTimeout: Self.idleTimeout))
-        guard let certificate = configuration.tlsCertificate, let key = configuration.tlsKey else { return http1 }
-        let chain: [NIOSSLCertificate]
-        let privateKey: NIOSSLPrivateKey
-        do {
-            chain = try NIOSSLCertificate.fromPEMFile(certificate)
-        } catch {
-            throw ConsoleError.invalid("invalid_tls_cert", "Cannot read a PEM certificate chain from \(certificate).")
+    /// HTTP/1.1, over TLS with a certificate, behind the connection guard (``GuardedHTTPChannel``).
+    /// The guard owns every deadline, the idle one included (Hummingbird's is off).
+    private func serverBuilder() throws(ConsoleError) -> HTTPServerBuilder {
+        let tls: NIOSSLContext? =
+            if let certificate = configuration.tlsCertificate, let key = configuration.tlsKey {
+                try ServerTLS.context(
+                    certificate: certificate, key: key, minimumVersion: configuration.tlsMinimumVersion)
+            } else {
+                nil
+            }
+        let http1 = HTTP1Channel.Configuration(idleTimeout: nil)
+        let registry = registry
+        return HTTPServerBuilder { responder in
+            GuardedHTTPChannel(responder: responder, http1: http1, tls: tls, registry: registry)
         }
-        do {
-            privateKey = try NIOSSLPrivateKey(file: key, format: .pem)
-        } catch {
-            // The key file's content never enters the message.
-            throw ConsoleError.invalid("invalid_tls_key", "Cannot read a PEM private key from \(key).")
-        }
-        guard !chain.isEmpty else {
-            throw ConsoleError.invalid("invalid_tls_cert", "No certificate in \(certificate).")
-        }
-        let tls = TLSConfiguration.makeServerConfiguration(
-            certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(privateKey))
-        return try .tls(http1, tlsConfiguration: tls)
     }
+
+    /// Open connections and those the guard closed, by reason (tests, metrics).
+    public var connectionCounts: (open: Int, closed: [String: Int]) { registry.snapshot }
 }
 
 /// The request context: Hummingbird's, plus the client's address (rate limits and audit).

@@ -8,32 +8,64 @@ import Logging
 import NIOCore
 
 /// Answers every request of `backupctl serve`: the operations and the health, metrics and
-/// OpenAPI routes. Authentication is checked on every request against the store (never
-/// cached), so a removed or rotated token is refused on its very next use.
+/// OpenAPI routes. Every operation is authenticated from its head alone, before a byte of its
+/// body is read, against the store's current access version, so a removed or rotated token is
+/// refused on its very next use and nobody without a token can make the server read a body.
 final class RequestHandler: Sendable {
     let console: LocalConsole
     let metrics: ServerMetrics
-    let limiter: AuthLimiter
+    let limiter: RequestLimiter
+    /// The connection guard's registry (its counts feed `/metrics`).
+    let connections: ConnectionRegistry?
     let logger: Logger
     /// The operations served, by name (``ConsoleOperations/byName``).
     let operations: [String: any ConsoleOperation.Type]
 
-    /// The largest operation body accepted.
-    static let maxBody = 1 << 20
+    /// The OpenAPI document, read from the operations' types at start; its request schemas
+    /// check every body before it is decoded.
+    let document: OpenAPIDocument
+    /// Whether every output is checked against its schema before it is sent (an answer off the
+    /// document becomes a 500 naming what is wrong): `BACKUPCTL_CHECK_ANSWERS=1`, which the
+    /// command tests set on every server they start.
+    let checksAnswers: Bool
+
     static let tenantField = HTTPFields.Element.Name(Wire.tenantHeader)
 
     init(
-        console: LocalConsole, metrics: ServerMetrics, limiter: AuthLimiter, logger: Logger,
-        operations: [String: any ConsoleOperation.Type]
+        console: LocalConsole, metrics: ServerMetrics, limiter: RequestLimiter, connections: ConnectionRegistry? = nil,
+        logger: Logger, operations: [String: any ConsoleOperation.Type]
     ) {
+        self.connections = connections
         self.operations = operations
         self.console = console
         self.metrics = metrics
         self.limiter = limiter
         self.logger = logger
+        document = OpenAPIDocument(operations: Array(operations.values))
+        checksAnswers = ProcessInfo.processInfo.environment["BACKUPCTL_CHECK_ANSWERS"] == "1"
     }
 
+    /// Answers one request: routes it, then adds the headers every answer carries
+    /// (``HTTPAnswer/finish(_:requestId:retryAfterSeconds:)``) and logs it under its request id.
     func respond(_ request: Request, context: ServerRequestContext) async -> Response {
+        let requestId = HTTPAnswer.requestId(HTTPAnswer.requestIdField.flatMap { request.headers[$0] })
+        var logger = logger
+        logger[metadataKey: "request"] = "\(requestId)"
+        var response = await ServedRequest.$id.withValue(requestId) {
+            await route(request, context: context, logger: logger)
+        }
+        HTTPAnswer.finish(&response, requestId: requestId, retryAfterSeconds: limiter.limits.windowMillis / 1000)
+        let status = response.status.code
+        let level: Logger.Level = status >= 500 ? .error : status >= 400 ? .notice : .info
+        logger.log(
+            level: level, "answered",
+            metadata: [
+                "path": "\(request.uri.path.prefix(80))", "status": "\(status)", "address": "\(context.clientAddress)",
+            ])
+        return response
+    }
+
+    private func route(_ request: Request, context: ServerRequestContext, logger: Logger) async -> Response {
         let started = ContinuousClock.now
         let path = request.uri.path
         if path.hasPrefix(Wire.opsPrefix) {
@@ -41,39 +73,39 @@ final class RequestHandler: Sendable {
             guard let type = operations[name] else {
                 return record(
                     "unknown", started,
-                    Self.error(
+                    HTTPAnswer.error(
                         ConsoleError(
                             .notFound, code: "unknown_operation",
                             "This server has no operation \(name.prefix(64)); it may be older than the console.")))
             }
             guard request.method == .post else {
-                return record(name, started, Self.error(.usage("\(Wire.opsPrefix)\(name) takes POST."), status: 405))
+                return record(name, started, HTTPAnswer.wrongMethod(path[...], allow: "POST"))
             }
-            switch await authenticate(request, context: context, verify: type.streams) {
+            switch await authenticate(request, context: context) {
             case .refused(let response):
                 return record(name, started, response)
-            case .caller(let caller):
-                return await dispatch(type, request: request, caller: caller, started: started)
+            case .caller(let caller, let operatorName):
+                return await dispatch(
+                    type, request: request, caller: caller, as: operatorName, started: started, logger: logger)
             }
         }
         guard request.method == .get || request.method == .head else {
-            return record("unknown", started, Self.error(.usage("\(path.prefix(64)) takes GET."), status: 405))
+            return record("unknown", started, HTTPAnswer.wrongMethod(path[...], allow: "GET, HEAD"))
         }
         switch path {
         case "/healthz":
-            return record("healthz", started, Self.json(200, Data(#"{"status":"ok"}"#.utf8)))
+            return record("healthz", started, HTTPAnswer.json(200, Data(#"{"status":"ok"}"#.utf8)))
         case "/readyz":
             return await record("readyz", started, readiness())
         case "/metrics":
             _ = await readiness()
-            var headers = HTTPFields()
-            headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
-            return Response(
-                status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: metrics.exposition())))
+            if let counts = connections?.snapshot { metrics.connections(open: counts.open, closed: counts.closed) }
+            return HTTPAnswer.json(
+                200, Data(metrics.exposition().utf8), contentType: "text/plain; version=0.0.4; charset=utf-8")
         case "/openapi.json":
-            return record("openapi", started, Self.json(200, Data(OpenAPIDocument.json.utf8)))
+            return record("openapi", started, HTTPAnswer.json(200, document.json))
         default:
-            return record("unknown", started, Self.error(.notFound("No route \(path.prefix(64)).")))
+            return record("unknown", started, HTTPAnswer.error(.notFound("No route \(path.prefix(64)).")))
         }
     }
 
@@ -86,13 +118,13 @@ final class RequestHandler: Sendable {
         do {
             let head = try await console.store().latestAuditEntries(tenant: nil, limit: 1).last?.seq ?? 0
             metrics.auditHead(head)
-            return Self.json(200, Data(#"{"status":"ready"}"#.utf8))
+            return HTTPAnswer.json(200, Data(#"{"status":"ready"}"#.utf8))
         } catch {
-            return Self.error(error, status: 503)
+            return HTTPAnswer.error(error, status: 503)
         }
     }
 
-    private func record(_ op: String, _ started: ContinuousClock.Instant, _ response: Response) -> Response {
+    func record(_ op: String, _ started: ContinuousClock.Instant, _ response: Response) -> Response {
         metrics.request(op: op, status: response.status.code, nanoseconds: Self.nanoseconds(since: started))
         return response
     }
@@ -105,207 +137,110 @@ final class RequestHandler: Sendable {
     // MARK: Authentication
 
     enum Authentication {
-        case caller(Caller)
+        case caller(Caller, operatorName: String)
         case refused(Response)
     }
 
-    /// The caller behind `Authorization: Bearer …`. Failures count against the client's
-    /// address; once it has used them up it is refused (429) without its token being looked at.
-    /// With `verify` (long jobs, whose status line goes out before they run) the token is checked
-    /// against the store here; other operations check it as their first step
-    /// (``refusedCredentials(_:address:)`` then does the bookkeeping), saving a read per request.
-    func authenticate(_ request: Request, context: ServerRequestContext, verify: Bool) async -> Authentication {
+    /// The caller behind `Authorization: Bearer …`, from the request head alone.
+    ///
+    /// No token, or nothing shaped like one, is 401 at once: nothing can be guessed that way, so
+    /// it neither spends failures nor writes an audit entry (a flood of them would). A
+    /// well-formed token the store does not know is 401 and audited while its credential, its
+    /// address and the server have failures left, and 429 with `Retry-After` (audited once a
+    /// window) once one has run out. A valid token is never refused for anybody else's
+    /// failures, only for its own operator's request rate or refusals
+    /// (``RequestLimiter/operatorRequest(_:now:)``).
+    func authenticate(_ request: Request, context: ServerRequestContext) async -> Authentication {
         let address = context.clientAddress
-        let now = console.clock.millis()
-        if limiter.isLimited(address, now: now) {
-            metrics.failedAuthentication(reason: "rate_limited")
-            if limiter.shouldAuditRefusal(address, now: now) {
-                await auditFailure(address: address, code: "rate_limited")
+        let token: SecretBytes
+        let credential: String
+        do throws(ConsoleError) {
+            guard let header = request.headers[.authorization] else {
+                throw ConsoleError(
+                    .permissionDenied, code: "missing_token",
+                    "No operator token: send `Authorization: Bearer TOKEN` (BACKUPCTL_TOKEN or --token-file).")
             }
-            return .refused(
-                Self.error(
-                    ConsoleError(
-                        .permissionDenied, code: "rate_limited",
-                        "Too many failed sign-ins from this address; wait a minute and retry."), status: 429))
+            guard header.hasPrefix("Bearer ") else {
+                throw ConsoleError(
+                    .permissionDenied, code: "invalid_token", "The Authorization header must be `Bearer TOKEN`.")
+            }
+            token = try OperatorToken.parse(Array(header.utf8.dropFirst(7)))
+            credential = OperatorToken.hash(SecretBytes(Array(header.utf8)))
+        } catch {
+            metrics.failedAuthentication(reason: error.code)
+            return .refused(HTTPAnswer.error(error))
         }
         let tenant = Self.tenantField.flatMap { request.headers[$0] }
+        let caller = Caller(token: token, tenant: tenant, address: address)
         do throws(ConsoleError) {
-            var token: SecretBytes?
-            if let header = request.headers[.authorization] {
-                guard header.hasPrefix("Bearer ") else {
-                    throw ConsoleError(
-                        .permissionDenied, code: "invalid_token", "The Authorization header must be `Bearer TOKEN`.")
-                }
-                token = try OperatorToken.parse(Array(header.utf8.dropFirst(7)))
+            let record = try await console.authenticate(caller)
+            let name = record.name.rawValue
+            if let refusal = limiter.operatorRequest(name, now: console.clock.millis()) {
+                return await .refused(limited(refusal, operatorName: name, address: address))
             }
-            let caller = Caller(token: token, tenant: tenant, address: address)
-            if verify { _ = try await console.authenticate(caller) }
-            return .caller(caller)
+            return .caller(caller, operatorName: name)
         } catch {
-            return await .refused(refusedCredentials(error, address: address))
+            guard error.code == "missing_token" || error.code == "invalid_token" else {
+                return .refused(HTTPAnswer.refusal(error))
+            }
+            return await .refused(failedSignIn(error, credential: credential, address: address))
         }
     }
 
-    /// The answer to a request whose credentials failed; a missing or unknown token counts
-    /// against the address and is audited.
-    func refusedCredentials(_ error: ConsoleError, address: String) async -> Response {
-        guard error.code == "missing_token" || error.code == "invalid_token" else { return Self.error(error) }
-        limiter.recordFailure(address, now: console.clock.millis())
+    /// The answer to a well-formed token that failed: counted, audited, or refused with 429.
+    private func failedSignIn(_ error: ConsoleError, credential: String, address: String) async -> Response {
+        let now = console.clock.millis()
+        if let refusal = limiter.signInFailure(credential: credential, address: address, now: now) {
+            return await limited(refusal, operatorName: nil, address: address)
+        }
         metrics.failedAuthentication(reason: error.code)
-        await auditFailure(address: address, code: error.code)
+        await auditFailure(address: address, code: error.code, operatorName: nil, scope: nil)
         logger.notice("refused a request without a valid operator token", metadata: ["address": "\(address)"])
-        return Self.error(error)
+        return HTTPAnswer.error(error)
     }
 
-    /// An `auth.failed` entry: the address and why, never what was presented.
-    private func auditFailure(address: String, code: String) async {
+    /// 429 with `Retry-After`; audited once per key and window.
+    private func limited(_ refusal: RequestLimiter.Refusal, operatorName: String?, address: String) async -> Response {
+        metrics.failedAuthentication(reason: "rate_limited")
+        if limiter.shouldAudit(refusal, now: console.clock.millis()) {
+            await auditFailure(address: address, code: "rate_limited", operatorName: operatorName, scope: refusal.scope)
+        }
+        let seconds = refusal.retryAfterSeconds
+        let message =
+            switch refusal.scope {
+            case "operator_rate": "Too many requests from this operator; retry in \(seconds) s."
+            case "operator_denials":
+                "Too many refused requests from this operator (each is audited); retry in \(seconds) s."
+            default: "Too many failed sign-ins; retry in \(seconds) s. A valid token is not limited."
+            }
+        var response = HTTPAnswer.error(ConsoleError(.rateLimited, code: "rate_limited", message))
+        response.headers[.retryAfter] = String(seconds)
+        return response
+    }
+
+    /// An `auth.failed` entry (or, for an operator over its limits, `rate.limited`): the
+    /// address and why, never what was presented.
+    private func auditFailure(address: String, code: String, operatorName: String?, scope: String?) async {
+        var details = ["address": address, "code": code, "outcome": "failure"]
+        if let scope { details["scope"] = scope }
         let draft = AuditDraft(
-            operatorName: "-", tenant: nil, action: "auth.failed", target: address,
-            details: ["address": address, "code": code, "outcome": "failure"])
+            operatorName: operatorName ?? "-", tenant: nil,
+            action: operatorName == nil ? "auth.failed" : "rate.limited",
+            target: address, details: details)
         do {
             try await console.store().appendAudit(draft)
         } catch {
             logger.error(
-                "could not audit a failed sign-in", metadata: ["address": "\(address)", "code": "\(error.code)"])
+                "could not audit a refused request", metadata: ["address": "\(address)", "code": "\(error.code)"])
         }
     }
 
-    // MARK: Operations
-
-    func dispatch<Op: ConsoleOperation>(
-        _ type: Op.Type, request: Request, caller: Caller, started: ContinuousClock.Instant
-    ) async -> Response {
-        if Op.streams { return stream(Op.self, request: request, caller: caller, started: started) }
-        var request = request
-        let operation: Op
-        do {
-            operation = try Self.decode(Op.self, from: try await request.collectBody(upTo: Self.maxBody))
-        } catch {
-            return record(Op.name, started, Self.error(Self.unreadable(Op.name)))
+    /// The answer to an authenticated operator's refused operation (its real status); a role
+    /// refusal counts against the operator's refusal budget.
+    func refused(_ error: ConsoleError, operatorName: String) -> Response {
+        if error.kind == .permissionDenied, error.code == "permission_denied" {
+            limiter.operatorDenied(operatorName, now: console.clock.millis())
         }
-        do {
-            let output = try await Self.perform(operation, on: console, as: caller)
-            return record(Op.name, started, Self.json(200, try Self.encode(output)))
-        } catch {
-            return await record(Op.name, started, refusedCredentials(error, address: caller.address ?? "-"))
-        }
-    }
-
-    /// Runs a quick operation where the request is (with ``ConsoleServer/runTasksOnEventLoops()``,
-    /// its connection's event loop), and any other on ``ConsoleServer/blockingExecutor``.
-    static func perform<Op: ConsoleOperation>(
-        _ operation: Op, on console: LocalConsole, as caller: Caller
-    ) async throws(ConsoleError) -> Op.Output {
-        if Op.isQuick { return try await console.perform(operation, as: caller, progress: nil) }
-        return try await withTaskExecutorPreference(ConsoleServer.blockingExecutor) { () async throws(ConsoleError) in
-            try await console.perform(operation, as: caller, progress: nil)
-        }
-    }
-
-    /// A long job: JSON lines as it runs (`{"progress":…}`), then `{"result":…}` or
-    /// `{"error":…}`. A client that goes away cancels the job, which stops after the call it is in.
-    func stream<Op: ConsoleOperation>(
-        _ type: Op.Type, request: Request, caller: Caller, started: ContinuousClock.Instant
-    ) -> Response {
-        let console = console
-        let metrics = metrics
-        let logger = logger
-        let isCleanupRun = ServerMetrics.isCleanupRun(Op.name)
-        var headers = HTTPFields()
-        headers[.contentType] = Wire.jsonLines
-        return Response(
-            status: .ok, headers: headers,
-            body: ResponseBody { writer in
-                // The status of the job's outcome (the HTTP status is 200 once the stream began).
-                var outcome = 200
-                // Whether the result or error line was written (a client may close right after it).
-                var delivered = false
-                do {
-                    try await request.body.consumeWithCancellationOnInboundClose { body in
-                        let operation: Op
-                        do {
-                            operation = try Self.decode(Op.self, from: try await body.collect(upTo: Self.maxBody))
-                        } catch {
-                            let failure = Self.unreadable(Op.name)
-                            outcome = Wire.status(for: failure.kind, code: failure.code)
-                            try await writer.write(try Self.line(Wire.Frame<Op.Output>(error: .init(failure))))
-                            delivered = true
-                            return
-                        }
-                        let (frames, continuation) = AsyncStream<Wire.Frame<Op.Output>>.makeStream()
-                        try await withThrowingTaskGroup(of: Void.self) { group in
-                            group.addTask(executorPreference: ConsoleServer.blockingExecutor) {
-                                do throws(ConsoleError) {
-                                    let output = try await console.perform(operation, as: caller) { event in
-                                        if isCleanupRun {
-                                            metrics.cleanupProgress(done: event.done, total: event.total)
-                                        }
-                                        continuation.yield(Wire.Frame(progress: event))
-                                    }
-                                    continuation.yield(Wire.Frame(result: output))
-                                } catch {
-                                    continuation.yield(Wire.Frame(error: .init(error)))
-                                }
-                                continuation.finish()
-                            }
-                            for await frame in frames {
-                                if let error = frame.error {
-                                    outcome = Wire.status(
-                                        for: ConsoleError.Kind(rawValue: error.kind) ?? .internalError, code: error.code
-                                    )
-                                }
-                                try await writer.write(try Self.line(frame))
-                                if frame.progress == nil { delivered = true }
-                            }
-                            try await group.waitForAll()
-                        }
-                    }
-                    try await writer.finish(nil)
-                } catch  where !delivered {
-                    // The client went away (or the server was cancelled): the job was cancelled with it.
-                    outcome = 499
-                    logger.info("client left during a job; it was stopped", metadata: ["op": "\(Op.name)"])
-                } catch {
-                    // The outcome was written; the client closed before the end of the body.
-                }
-                metrics.request(op: Op.name, status: outcome, nanoseconds: Self.nanoseconds(since: started))
-            })
-    }
-
-    // MARK: Encoding
-
-    static func unreadable(_ name: String) -> ConsoleError {
-        ConsoleError(.usage, code: "invalid_request", "The body of \(name) is not a valid \(name) operation.")
-    }
-
-    static func decode<Op: Decodable>(_ type: Op.Type, from buffer: ByteBuffer) throws -> Op {
-        try JSONDecoder().decode(Op.self, from: Data(buffer.readableBytesView))
-    }
-
-    static func encode(_ value: some Encodable) throws(ConsoleError) -> Data {
-        do {
-            return try Wire.encoder().encode(value)
-        } catch {
-            throw .internalError("Could not encode the answer: \(error)")
-        }
-    }
-
-    static func line(_ value: some Encodable) throws(ConsoleError) -> ByteBuffer {
-        var data = try encode(value)
-        data.append(0x0A)
-        return ByteBuffer(bytes: data)
-    }
-
-    static func json(_ status: Int, _ body: Data) -> Response {
-        var headers = HTTPFields()
-        headers[.contentType] = "application/json"
-        return Response(
-            status: .init(code: status), headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
-    }
-
-    /// `{"error": {code, kind, message}}` with the status of its kind (or `status`).
-    static func error(_ error: ConsoleError, status: Int? = nil) -> Response {
-        let body = (try? encode(Wire.ErrorDocument(error))) ?? Data(#"{"error":{"code":"internal_error"}}"#.utf8)
-        return json(status ?? Wire.status(for: error.kind, code: error.code), body)
+        return HTTPAnswer.refusal(error)
     }
 }

@@ -11,6 +11,7 @@ final class ServerMetrics: @unchecked Sendable {
     private let auditAppends: CoreMetrics.Counter
     private let cleanupDone: CoreMetrics.Gauge
     private let cleanupTotal: CoreMetrics.Gauge
+    private let openConnections: CoreMetrics.Gauge
 
     private let lock = NSLock()
     // Guarded by `lock`: the audit sequence number counted up to.
@@ -39,6 +40,7 @@ final class ServerMetrics: @unchecked Sendable {
         auditAppends = CoreMetrics.Counter(label: "backupctl_audit_appends_total", factory: factory)
         cleanupDone = CoreMetrics.Gauge(label: "backupctl_cleanup_progress_done", factory: factory)
         cleanupTotal = CoreMetrics.Gauge(label: "backupctl_cleanup_progress_total", factory: factory)
+        openConnections = CoreMetrics.Gauge(label: "backupctl_connections_open", factory: factory)
     }
 
     /// One answered request: `op` is the operation's name or the route (`healthz`, `unknown`).
@@ -87,6 +89,31 @@ final class ServerMetrics: @unchecked Sendable {
             return head - seen
         }
         if added > 0 { auditAppends.increment(by: added) }
+    }
+
+    // Guarded by `lock`: the connection guard's closures counted so far, by reason.
+    private var closedSeen: [String: Int] = [:]
+    private var closedCounters: [String: CoreMetrics.Counter] = [:]
+
+    /// The connection guard's state at a scrape: open connections, and connections it closed by
+    /// reason (`header_timeout`, `body_timeout`, `idle_timeout`, `write_timeout`, `server_cap`,
+    /// `address_cap`, `address_refused`) as `backupctl_connections_closed_total{reason}`.
+    func connections(open: Int, closed: [String: Int]) {
+        let increments: [(CoreMetrics.Counter, Int)] = lock.withLock {
+            openConnections.record(open)
+            var out: [(CoreMetrics.Counter, Int)] = []
+            for (reason, total) in closed where total > closedSeen[reason, default: 0] {
+                let counter =
+                    closedCounters[reason]
+                    ?? CoreMetrics.Counter(
+                        label: "backupctl_connections_closed_total", dimensions: [("reason", reason)], factory: factory)
+                closedCounters[reason] = counter
+                out.append((counter, total - closedSeen[reason, default: 0]))
+                closedSeen[reason] = total
+            }
+            return out
+        }
+        for (counter, added) in increments { counter.increment(by: added) }
     }
 
     /// The Prometheus text exposition.

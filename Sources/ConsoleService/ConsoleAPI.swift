@@ -1,4 +1,5 @@
 import BackupModel
+@_exported import ConsoleWire
 
 /// The service layer: the one seam between the console's commands and everything behind them.
 ///
@@ -34,19 +35,6 @@ public struct Caller: Sendable {
         self.token = token
         self.tenant = tenant
         self.address = address
-    }
-}
-
-/// How far a long operation is: `done` of `total` (when known), with a short detail.
-public struct ProgressEvent: Codable, Sendable, Equatable {
-    public var done: Int
-    public var total: Int?
-    public var detail: String?
-
-    public init(done: Int, total: Int? = nil, detail: String? = nil) {
-        self.done = done
-        self.total = total
-        self.detail = detail
     }
 }
 

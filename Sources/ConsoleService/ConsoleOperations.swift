@@ -9,8 +9,8 @@ public enum ConsoleOperations {
         CleanupScanOperation.self, CleanupRunOperation.self, CleanupStatusOperation.self,
         CleanupIngestLogOperation.self, CleanupTeardownRequestOperation.self, CleanupSubmitOperation.self,
         TenantCreateOperation.self, TenantUpdateOperation.self, TenantRetireThresholdOperation.self,
-        TenantListOperation.self, TenantDeleteOperation.self,
-        OperatorAddOperation.self, OperatorGrantOperation.self, OperatorListOperation.self,
+        TenantTurnkeyUpdateOperation.self, TenantListOperation.self, TenantDeleteOperation.self,
+        OperatorAddOperation.self, OperatorGrantOperation.self, OperatorRightOperation.self, OperatorListOperation.self,
         OperatorRemoveOperation.self, OperatorTokenRotateOperation.self, ImportOperation.self, SeedOperation.self,
         AuditListOperation.self, AuditVerifyOperation.self, AuditExportOperation.self,
     ]

@@ -36,6 +36,7 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
     private var retired: [AuditPublicKey] = []
     /// The store held no signed checkpoint when first checked: `--db` writes are its normal path.
     private var unsignedChecked = false
+    private var policy: ServerPolicy?
     /// Operators by token hash and sessions by operator and tenant, each with the store's
     /// access version it was read at (``ConsoleStore/accessVersion()``). A cached one is used only
     /// while that version is unchanged, so a 100,000-line script or a busy server does not
@@ -188,6 +189,14 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
             do { try await Task.sleep(for: .seconds(3600)) } catch { return }
         }
     }
+
+    /// What this console allows when it serves others (`backupctl serve` sets it before it
+    /// listens); `nil` in-process.
+    public var serverPolicy: ServerPolicy? { lock.withLock { policy } }
+
+    /// Makes this console a server's: imports only below the policy's root, outbound URLs only
+    /// to public hosts or those it allows.
+    public func serve(_ policy: ServerPolicy) { lock.withLock { self.policy = policy } }
 
     /// Trusts the public keys of retired audit keys (`serve --audit-retired-key`).
     public func trustRetiredAuditKeys(_ keys: [AuditPublicKey]) { lock.withLock { retired = keys } }

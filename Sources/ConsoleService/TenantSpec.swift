@@ -29,20 +29,14 @@ public struct TenantSpec: Codable, Sendable {
         self.backupServiceURL = backupServiceURL
     }
 
-    /// An https URL (http only on loopback), normalised without a trailing slash.
-    public static func serviceURL(_ text: String) throws(ConsoleError) -> String {
-        let url = try BackupServiceClient.normalize(text)
-        guard let parsed = URL(string: url),
-            parsed.scheme == "https"
-                || ["127.0.0.1", "localhost", "::1", "[::1]"].contains(parsed.host ?? "")
-        else {
-            throw .invalid(
-                "invalid_url", "--backup-service-url must be an https URL (http only on loopback), got \(url).")
-        }
-        return url
+    /// The Backup Service URL under ``OutboundTarget``'s rules, normalised without a trailing slash.
+    public static func serviceURL(_ text: String, policy: ServerPolicy?) throws(ConsoleError) -> String {
+        try OutboundTarget.check(text, option: "--backup-service-url", policy: policy)
     }
 
-    func record(createdAt: Int64) throws(ConsoleError) -> TenantRecord {
+    /// The record to create. Key files are checked here, where the console runs; call it only
+    /// once the caller may create tenants (a refusal must not reveal the server's files).
+    func record(createdAt: Int64, policy: ServerPolicy?) throws(ConsoleError) -> TenantRecord {
         let tenant = try TenantName(name)
         if sandbox {
             guard turnkeyURL == nil, turnkeyOrg == nil, apiKeyFile == nil, backupServiceURL == nil else {
@@ -50,28 +44,31 @@ public struct TenantSpec: Codable, Sendable {
                     "A --sandbox tenant uses the in-process Turnkey and Backup Service sandboxes; drop the --turnkey-* and --backup-service-url options."
                 )
             }
+            if let cleanupKeyFile { try Self.checkKeyFile(cleanupKeyFile, option: "--cleanup-key-file") }
         } else {
             guard let url = turnkeyURL, let org = turnkeyOrg, let key = apiKeyFile else {
                 throw .usage(
                     "A live tenant needs --turnkey-url, --turnkey-org and --turnkey-api-key-file (or pass --sandbox).")
             }
-            guard let parsed = URL(string: url), let scheme = parsed.scheme, parsed.host != nil,
-                scheme == "https"
-                    || (scheme == "http" && ["127.0.0.1", "localhost", "::1"].contains(parsed.host ?? ""))
-            else {
-                throw .invalid(
-                    "invalid_turnkey_url", "--turnkey-url must be an https URL (http only on loopback), got \(url).")
-            }
             guard !org.isEmpty, org.count <= 64, org.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" }) else {
                 throw .invalid("invalid_turnkey_org", "--turnkey-org must be an organization id (a uuid).")
             }
             try Self.checkKeyFile(key, option: "--turnkey-api-key-file")
+            if let cleanupKeyFile { try Self.checkKeyFile(cleanupKeyFile, option: "--cleanup-key-file") }
+            // After the files: a URL check may resolve a name, and its answer must not depend
+            // on what a file holds.
+            do {
+                _ = try OutboundTarget.check(url, option: "--turnkey-url", policy: policy)
+            } catch  where error.code == "invalid_url" {
+                throw .invalid("invalid_turnkey_url", error.message)
+            }
         }
-        if let cleanupKeyFile { try Self.checkKeyFile(cleanupKeyFile, option: "--cleanup-key-file") }
         return TenantRecord(
             name: tenant, isSandbox: sandbox, turnkeyURL: turnkeyURL, turnkeyOrgId: turnkeyOrg,
             turnkeyAPIKeyFile: apiKeyFile.map(Self.absolute), cleanupKeyFile: cleanupKeyFile.map(Self.absolute),
-            backupServiceURL: try backupServiceURL.map { (text) throws(ConsoleError) in try Self.serviceURL(text) },
+            backupServiceURL: try backupServiceURL.map { (text) throws(ConsoleError) in
+                try Self.serviceURL(text, policy: policy)
+            },
             createdAt: createdAt)
     }
 
@@ -99,10 +96,12 @@ public enum BackupServiceHealth {
         } catch {
             throw error.consoleError.context("The Backup Service at \(url) failed its health check")
         }
+        // What the service said is not repeated: the URL may name anything, and its answers
+        // must not reach whoever set it.
         guard health.status == "ok" else {
             throw ConsoleError(
                 .remote, code: "backup_service_unhealthy",
-                "The Backup Service at \(url) answered /health with status \"\(health.status.prefix(32))\", not ok.")
+                "The Backup Service at \(url) did not answer /health with ok.")
         }
     }
 }

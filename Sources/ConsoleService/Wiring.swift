@@ -80,6 +80,11 @@ extension LocalConsole {
                 "Tenant \(tenant.name) has no Backup Service URL; an admin sets it with `tenant update \(tenant.name) --backup-service-url URL`."
             )
         }
+        // On a server, checked again at each use: a URL saved before the rule, or a name
+        // that now resolves to the server's own network, is refused before any call.
+        if let policy = serverPolicy {
+            _ = try OutboundTarget.check(url, option: "The Backup Service URL", policy: policy)
+        }
         return try BackupServiceClient(baseURL: url)
     }
 
@@ -95,6 +100,9 @@ extension LocalConsole {
         if tenant.isSandbox {
             connection = try await SandboxTenant.open(store: store, tenant: tenant.name).connection
         } else {
+            if let policy = serverPolicy, let url = tenant.turnkeyURL {
+                _ = try OutboundTarget.check(url, option: "The Turnkey URL", policy: policy)
+            }
             connection = try TurnkeyConnection.live(
                 url: tenant.turnkeyURL, organizationId: tenant.turnkeyOrgId, apiKeyFile: tenant.turnkeyAPIKeyFile,
                 cleanupKeyFile: tenant.cleanupKeyFile)

@@ -42,6 +42,10 @@ public protocol ConsoleStore: Sendable {
     /// there is no such operator.
     func replaceOperatorToken(_ name: OperatorName, tokenHash: String, audit: AuditDraft) async throws(ConsoleError)
         -> Bool
+    /// Gives or takes the global right to create tenants (`tenants:create`); `false` if there
+    /// is no such operator.
+    func setCanCreateTenants(_ name: OperatorName, _ allowed: Bool, audit: AuditDraft) async throws(ConsoleError)
+        -> Bool
     /// Removes the operator and its grants; `false` if there is no such operator.
     func removeOperator(_ name: OperatorName, audit: AuditDraft) async throws(ConsoleError) -> Bool
     /// Deletes the tenant and everything in it (backups, index, grants, journal, challenges) in

@@ -54,62 +54,123 @@ struct ExportDirectory {
     /// Parses `factor_lookup.jsonl` if present (`nil` if not); bad lines become problems.
     ///
     /// A row is kept only if its key parses (no control characters, bounded) and its backup id
-    /// has the id format; a line over ``maxIndexLineBytes`` is refused unread.
+    /// has the id format; a line over ``maxIndexLineBytes`` is refused unread. The file is read
+    /// in chunks, and one over ``maxIndexBytes`` (a sparse file claiming 100 GB, say) is refused
+    /// before a byte of it is read: the server holds one index in memory, not the disk's worth.
     func readIndex(problems: inout [ImportProblem]) -> Index? {
         let url = root.appendingPathComponent(Self.indexFile)
-        let data: Data
-        switch Self.readRegularFile(url, maxBytes: Int.max) {
+        let file: OpenFile
+        switch Self.openRegularFile(url, maxBytes: Self.maxIndexBytes, tooLarge: "index_too_large") {
         case .missing: return nil
         case .failed(let code, let reason):
             problems.append(.init(path: Self.indexFile, code: code, reason: "The index file \(reason)"))
             return Index()
-        case .ok(let bytes): data = bytes
+        case .ok(let opened): file = opened
         }
+        defer { close(file.fd) }
+        let problemsBefore = problems.count
+        var index = Index()
+        var lineNumber = 0
+        var pending: [UInt8] = []
+        /// Bytes of the current line past the limit are skipped, counted but not kept.
+        var overlong = 0
+        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        var remaining = file.size
+        /// Refused rows past ``maxIndexProblems``: counted, not listed (a file of bad lines
+        /// would otherwise hold millions of them).
+        var unlisted = 0
+        func finish(_ line: ArraySlice<UInt8>) {
+            lineNumber += 1
+            let length = line.count + overlong
+            overlong = 0
+            var found: [ImportProblem] = []
+            parseIndexLine(line, length: length, number: lineNumber, into: &index, problems: &found)
+            if problems.count - problemsBefore < Self.maxIndexProblems {
+                problems.append(contentsOf: found)
+            } else {
+                unlisted += found.count
+            }
+        }
+        while remaining > 0 {
+            let n = chunk.withUnsafeMutableBytes { read(file.fd, $0.baseAddress, min($0.count, remaining)) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else {
+                problems.append(
+                    .init(
+                        path: Self.indexFile, code: "unreadable_file",
+                        reason: "The index file cannot be read to its end."))
+                break
+            }
+            remaining -= n
+            var start = 0
+            while let newline = chunk[start..<n].firstIndex(of: UInt8(ascii: "\n")) {
+                if pending.isEmpty {
+                    finish(chunk[start..<newline])
+                } else {
+                    pending.append(contentsOf: chunk[start..<newline])
+                    finish(pending[...])
+                    pending.removeAll(keepingCapacity: true)
+                }
+                start = newline + 1
+            }
+            let rest = n - start
+            if pending.count + rest > Self.maxIndexLineBytes {
+                overlong += pending.count + rest
+                pending.removeAll(keepingCapacity: true)
+            } else {
+                pending.append(contentsOf: chunk[start..<n])
+            }
+        }
+        if !pending.isEmpty || overlong > 0 { finish(pending[...]) }
+        if unlisted > 0 {
+            problems.append(
+                .init(
+                    path: Self.indexFile, code: "invalid_lookup_row",
+                    reason: "\(unlisted) more rows were refused; only the first \(Self.maxIndexProblems) are listed."))
+        }
+        return index
+    }
+
+    /// One line of the index (its `length` counts bytes skipped for being over the limit).
+    private func parseIndexLine(
+        _ line: ArraySlice<UInt8>, length: Int, number: Int, into index: inout Index, problems: inout [ImportProblem]
+    ) {
         struct Line: Decodable {
             var PK: String
             var BackupId: String
         }
-        var index = Index()
-        let decoder = JSONDecoder()
-        var lineNumber = 0
-        for line in data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
-            lineNumber += 1
-            let trimmed = line.last == UInt8(ascii: "\r") ? line.dropLast() : line
-            if trimmed.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
-            let path = "\(Self.indexFile):\(lineNumber)"
-            guard trimmed.count <= Self.maxIndexLineBytes else {
-                problems.append(
-                    .init(
-                        path: path, code: "invalid_lookup_row",
-                        reason: "The line has \(trimmed.count) bytes; a row has at most \(Self.maxIndexLineBytes)."))
-                continue
-            }
-            guard let row = try? decoder.decode(Line.self, from: Data(trimmed)) else {
-                problems.append(
-                    .init(
-                        path: path, code: "invalid_lookup_row", reason: "Expected {\"PK\": \"…\", \"BackupId\": \"…\"}."
-                    ))
-                continue
-            }
-            do {
-                _ = try FactorLookupKey(parsing: row.PK)
-                _ = try BackupAccountID(row.BackupId)
-            } catch {
-                problems.append(.init(path: path, code: error.code, reason: error.message))
-                continue
-            }
-            if let first = index.owner[row.PK] {
-                problems.append(
-                    .init(
-                        path: path, code: "duplicate_lookup_row",
-                        reason: "\(row.PK) appears again (first for backup \(first)); the first row is kept."))
-                continue
-            }
-            index.owner[row.PK] = row.BackupId
-            index.rowsByBackup[row.BackupId, default: []].append(row.PK)
-            index.rows.append(LookupRow(pk: row.PK, backupId: row.BackupId))
+        let trimmed = line.last == UInt8(ascii: "\r") ? line.dropLast() : line
+        if length == line.count, trimmed.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return }
+        let path = "\(Self.indexFile):\(number)"
+        guard length <= Self.maxIndexLineBytes else {
+            problems.append(
+                .init(
+                    path: path, code: "invalid_lookup_row",
+                    reason: "The line has \(length) bytes; a row has at most \(Self.maxIndexLineBytes)."))
+            return
         }
-        return index
+        guard let row = try? JSONDecoder().decode(Line.self, from: Data(trimmed)) else {
+            problems.append(
+                .init(path: path, code: "invalid_lookup_row", reason: "Expected {\"PK\": \"…\", \"BackupId\": \"…\"}."))
+            return
+        }
+        do {
+            _ = try FactorLookupKey(parsing: row.PK)
+            _ = try BackupAccountID(row.BackupId)
+        } catch {
+            problems.append(.init(path: path, code: error.code, reason: error.message))
+            return
+        }
+        if let first = index.owner[row.PK] {
+            problems.append(
+                .init(
+                    path: path, code: "duplicate_lookup_row",
+                    reason: "\(row.PK) appears again (first for backup \(first)); the first row is kept."))
+            return
+        }
+        index.owner[row.PK] = row.BackupId
+        index.rowsByBackup[row.BackupId, default: []].append(row.PK)
+        index.rows.append(LookupRow(pk: row.PK, backupId: row.BackupId))
     }
 
     /// Reads and checks one backup directory; `nil` after appending the problem.
@@ -171,6 +232,11 @@ struct ExportDirectory {
 
     /// A line of `factor_lookup.jsonl` longer than this is not a row (keys are ≤ 4 KiB).
     static let maxIndexLineBytes = 16 * 1024
+    /// The largest `factor_lookup.jsonl` read: about two million rows of the service's size,
+    /// far beyond one tenant's export of today, and memory a server can spare.
+    static let maxIndexBytes = 256 * 1024 * 1024
+    /// Refused index rows listed one by one; the rest are counted in one last problem.
+    static let maxIndexProblems = 1000
 
     enum FileRead {
         case missing
@@ -178,10 +244,21 @@ struct ExportDirectory {
         case ok(Data)
     }
 
-    /// Reads `url` only if it is a regular file of at most `maxBytes`: the entry itself is
+    struct OpenFile {
+        var fd: Int32
+        var size: Int
+    }
+
+    enum FileOpen {
+        case missing
+        case failed(code: String, reason: String)
+        case ok(OpenFile)
+    }
+
+    /// Opens `url` only if it is a regular file of at most `maxBytes`: the entry itself is
     /// examined (`O_NOFOLLOW`), so a symlink, FIFO, socket or directory is a failure and never
-    /// followed or blocked on; the size is that of the file actually opened.
-    static func readRegularFile(_ url: URL, maxBytes: Int, tooLarge: String = "file_too_large") -> FileRead {
+    /// followed or blocked on; the size is that of the file actually opened. The caller closes.
+    static func openRegularFile(_ url: URL, maxBytes: Int, tooLarge: String = "file_too_large") -> FileOpen {
         var info = stat()
         guard lstat(url.path, &info) == 0 else {
             return errno == ENOENT ? .missing : .failed(code: "unreadable_file", reason: "cannot be examined.")
@@ -192,20 +269,33 @@ struct ExportDirectory {
         }
         let fd = open(url.path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { return .failed(code: "unreadable_file", reason: "cannot be read.") }
-        defer { close(fd) }
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            close(fd)
             return .failed(code: "not_a_regular_file", reason: "is not a regular file.")
         }
-        let size = Int(info.st_size)
-        guard size <= maxBytes else {
-            return .failed(code: tooLarge, reason: "has \(size) bytes; at most \(maxBytes) are allowed.")
+        guard info.st_size >= 0, info.st_size <= Int64(maxBytes) else {
+            close(fd)
+            return .failed(code: tooLarge, reason: "has \(info.st_size) bytes; at most \(maxBytes) are allowed.")
         }
+        return .ok(OpenFile(fd: fd, size: Int(info.st_size)))
+    }
+
+    /// Reads `url` whole under the rules of ``openRegularFile(_:maxBytes:tooLarge:)``.
+    static func readRegularFile(_ url: URL, maxBytes: Int, tooLarge: String = "file_too_large") -> FileRead {
+        let file: OpenFile
+        switch openRegularFile(url, maxBytes: maxBytes, tooLarge: tooLarge) {
+        case .missing: return .missing
+        case .failed(let code, let reason): return .failed(code: code, reason: reason)
+        case .ok(let opened): file = opened
+        }
+        defer { close(file.fd) }
+        let size = file.size
         var data = Data(count: size)
         var offset = 0
         let complete = data.withUnsafeMutableBytes { raw -> Bool in
             guard let base = raw.baseAddress else { return size == 0 }
             while offset < size {
-                let n = read(fd, base + offset, size - offset)
+                let n = read(file.fd, base + offset, size - offset)
                 if n < 0, errno == EINTR { continue }
                 if n <= 0 { return false }
                 offset += n
@@ -216,14 +306,5 @@ struct ExportDirectory {
         return .ok(data)
     }
 
-    private static func describe(mode: mode_t) -> String {
-        switch mode & S_IFMT {
-        case S_IFLNK: "symbolic link"
-        case S_IFDIR: "directory"
-        case S_IFIFO: "FIFO"
-        case S_IFSOCK: "socket"
-        case S_IFCHR, S_IFBLK: "device"
-        default: "special file"
-        }
-    }
+    private static func describe(mode: mode_t) -> String { InputFile.describe(mode) }
 }

@@ -49,7 +49,7 @@ public struct ImportProblem: Codable, Sendable, Equatable {
 
 /// A disagreement between a backup's metadata (the truth) and the service's FactorLookup index.
 public struct DriftFinding: Codable, Sendable, Equatable {
-    public enum Kind: String, Codable, Sendable {
+    public enum Kind: String, Codable, Sendable, CaseIterable {
         /// The metadata has the factor; the index has no row for it.
         case missingInIndex = "missing_in_index"
         /// The index has a row for the backup; its metadata no longer has the factor.

@@ -14,6 +14,11 @@ public protocol LiveTenantStore: CleanupJournalStore, AuditCheckpointStore {
     func updateTenantPolicy(
         tenant: TenantName, audit: AuditDraft, _ change: @escaping @Sendable (inout TenantPolicy) -> Void
     ) async throws(ConsoleError) -> TenantPolicy
+    /// Replaces a live tenant's Turnkey URL, API key file and cleanup key file (paths on the
+    /// console's host; `nil` cleanup key: none).
+    func setTurnkeyCredentials(
+        tenant: TenantName, url: String, apiKeyFile: String, cleanupKeyFile: String?, audit: AuditDraft
+    ) async throws(ConsoleError)
 
     // MARK: Snapshots
 

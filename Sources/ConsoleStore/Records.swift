@@ -252,7 +252,7 @@ public struct ResetWipe: Sendable, Equatable {
 
 /// One queued cleanup item (the journal of orphaned sub-organizations).
 public struct CleanupItemRecord: Sendable, Equatable, Codable {
-    public enum State: String, Sendable, Codable {
+    public enum State: String, Sendable, Codable, CaseIterable {
         case pending, deleted, alreadyGone, failed, needsUser, skipped
     }
 

@@ -20,11 +20,12 @@ public struct SnapshotManifest: Sendable, Equatable {
     ///   fields, a time that is not RFC 3339 or lies in the future beyond clock skew).
     public static func read(directory: URL, now: Int64) throws(ConsoleError) -> SnapshotManifest? {
         let url = directory.appendingPathComponent(fileName)
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else { return nil }
-        guard !isDirectory.boolValue, let data = FileManager.default.contents(atPath: url.path), data.count <= 4096
-        else {
-            throw invalid("it is not a readable file of at most 4 KiB")
+        // Examined, never followed or blocked on (a FIFO named export.json would hang the import).
+        let data: Data
+        switch ExportDirectory.readRegularFile(url, maxBytes: 4096) {
+        case .missing: return nil
+        case .failed: throw invalid("it is not a readable regular file of at most 4 KiB")
+        case .ok(let read): data = read
         }
         guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
             throw invalid("it is not a JSON object")

@@ -43,7 +43,7 @@ public struct BackupList: Sendable {
     public struct Row: Sendable, Equatable, Codable {
         public var backupId: String
         /// Unix seconds of its oldest main factor (sync factors when it has none); `nil` without factors.
-        public var createdAt: Int64?
+        @OptionalUTCSeconds public var createdAt: Int64?
         /// Main factor kinds, in metadata order: `PASSKEY`, `OIDC_ACCOUNT`, `EC_KEYPAIR`.
         public var factors: [String]
         public var syncFactors: Int

@@ -28,14 +28,19 @@ public struct SnapshotAge: Sendable, Equatable, Codable {
             complete: newest.complete)
     }
 
+    /// An age in days and hours (`328d 11h`), or hours and minutes under a day (`3h 12m`).
+    public static func age(_ seconds: Int64) -> String {
+        let age = max(0, seconds)
+        return age >= 86_400 ? "\(age / 86_400)d \(age % 86_400 / 3600)h" : "\(age / 3600)h \(age % 3600 / 60)m"
+    }
+
     /// One line for table mode: `2026-11-22T06:00:00Z (3h 12m ago, complete)`.
     public var summary: String {
         switch source {
         case "live": return "live (sandbox: the store is the service)"
         case "snapshot":
             let age = ageSeconds ?? 0
-            let ago = age >= 86_400 ? "\(age / 86_400)d \(age % 86_400 / 3600)h" : "\(age / 3600)h \(age % 3600 / 60)m"
-            return "\(snapshotAt ?? "?") (\(ago) ago, \(complete == true ? "complete" : "partial"))"
+            return "\(snapshotAt ?? "?") (\(Self.age(age)) ago, \(complete == true ? "complete" : "partial"))"
         default: return "unknown: no import gave its snapshot time (import --snapshot-at, or export.json)"
         }
     }

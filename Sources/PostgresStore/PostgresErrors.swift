@@ -41,6 +41,11 @@ enum PostgresErrors {
             return server(error, while: what, at: endpoint)
         case .connectionError, .serverClosedConnection, .uncleanShutdown, .sslUnsupported, .failedToAddSSLHandler,
             .receivedUnencryptedDataAfterSSLRequest:
+            if let underlying = error.underlying, isTrustFailure(underlying) {
+                // Not a failure of the moment: the configuration does not trust the server (exit 78).
+                return ConsoleError(
+                    .remote, code: "tls_untrusted", "Cannot reach PostgreSQL at \(endpoint): \(reason(underlying)).")
+            }
             return unavailable(endpoint, error.underlying.map(reason) ?? connectionReason(error.code))
         case .authMechanismRequiresPassword:
             return ConsoleError(
@@ -92,6 +97,15 @@ enum PostgresErrors {
         case .uncleanShutdown, .serverClosedConnection: "the server closed the connection"
         default: "the connection failed"
         }
+    }
+
+    /// Whether `error` is a TLS failure to trust the server (its chain or its host name).
+    static func isTrustFailure(_ error: any Error) -> Bool {
+        if let error = error as? NIOConnectionError {
+            return error.connectionErrors.contains { isTrustFailure($0.error) }
+        }
+        if let error = error as? NIOSSLExtraError, error == .failedToValidateHostname { return true }
+        return (error is NIOSSLError || error is BoringSSLError) && "\(error)".contains("CERTIFICATE_VERIFY_FAILED")
     }
 
     /// A short reason for a network or TLS error: `connection refused`, `timed out`, a TLS failure.

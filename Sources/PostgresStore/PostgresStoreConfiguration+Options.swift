@@ -70,13 +70,17 @@ enum PassFile {
         } else {
             return nil
         }
-        let attributes = try? FileManager.default.attributesOfItem(atPath: path)
-        guard let mode = (attributes?[.posixPermissions] as? NSNumber)?.intValue,
-            let text = try? String(contentsOfFile: path, encoding: .utf8)
-        else {
-            throw .usage("Cannot read the PostgreSQL password file \(path).")
+        let text: String
+        do {
+            text = String(
+                decoding: try InputFile.read(path, what: "The PostgreSQL password file", maxBytes: 1 << 20),
+                as: UTF8.self)
+        } catch {
+            throw .usage(
+                "Cannot read the PostgreSQL password file \(path) (missing, unreadable or not a regular file).")
         }
-        guard mode & 0o077 == 0 else {
+        let attributes = try? FileManager.default.attributesOfItem(atPath: path)
+        guard let mode = (attributes?[.posixPermissions] as? NSNumber)?.intValue, mode & 0o077 == 0 else {
             throw .usage("The PostgreSQL password file \(path) is readable by others; chmod 600 it.")
         }
         let wanted = [host, String(port), database, user]

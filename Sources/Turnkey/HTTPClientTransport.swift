@@ -18,6 +18,8 @@ public struct HTTPClientTransport: TurnkeyTransport {
     public static let sharedClient: HTTPClient = {
         var configuration = HTTPClient.Configuration()
         configuration.timeout.connect = .seconds(5)
+        // A tenant's Turnkey URL must not lead the console anywhere else.
+        configuration.redirectConfiguration = .disallow
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }()
 

@@ -97,11 +97,30 @@ struct CLI {
         var serverEnvironment = environment
         serverEnvironment["BACKUPCTL_TOKEN"] = nil
         try await database?.create()
-        let started = try await ServerProcess.serve(db: dbPath, environment: serverEnvironment)
+        let started = try await ServerProcess.serve(
+            db: dbPath, arguments: try serverPolicyArguments(), environment: serverEnvironment)
         server = started
         environment["BACKUPCTL_SERVER"] = started.url
         environment["BACKUPCTL_DB"] = clientStorePath
     }
+
+    /// The tests import exports from anywhere (fixtures in the source tree, temporary
+    /// directories) and point live tenants at sandboxes on loopback. So the server's import
+    /// root holds, for each tenant name the tests use, a link to `/` (its import directory is
+    /// the whole disk: `import` takes the same absolute paths as in-process), and loopback
+    /// hosts are allowed as outbound targets.
+    func serverPolicyArguments() throws -> [String] {
+        let root = directory.appendingPathComponent("import-root")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        for tenant in Self.testTenants {
+            try FileManager.default.createSymbolicLink(
+                atPath: root.appendingPathComponent(tenant).path, withDestinationPath: "/")
+        }
+        return ["--import-root", root.path, "--allow-private-host", "127.0.0.1", "--allow-private-host", "localhost"]
+    }
+
+    /// Every tenant name a command-level test imports into or points at a sandbox.
+    static let testTenants = ["sandbox", "prod", "qa", "scratch", "staging", "x", "k", "live", "beta", "alpha", "demo"]
 
     /// Where the client would create a store if it ever opened one in server mode.
     var clientStorePath: String { directory.appendingPathComponent("client-has-no-store/console.db").path }

@@ -21,7 +21,8 @@ struct ContextTests {
         let token = try await cli.bootstrap()
         let tokenFile = cli.directory.appendingPathComponent("prod.token")
         try Data(token.utf8).write(to: tokenFile)
-        let added = try await cli.run(
+        chmod(tokenFile.path, 0o600)
+        let added = await try cli.run(
             [
                 "--format", "json", "context", "add", "prod", "--server", "http://127.0.0.1:1", "--token-file",
                 tokenFile.path, "--tenant", "sandbox",
@@ -66,10 +67,16 @@ struct ContextTests {
         _ = try await cli.bootstrap()
         try await cli.run(["context", "add", "prod", "--server", "http://127.0.0.1:1"])
         chmod(configPath(cli), 0o644)
-        let result = try await cli.run(["--context", "prod", "whoami"])
-        #expect(result.status == 1)
+        let result = await try cli.run(["--context", "prod", "whoami"])
+        #expect(result.status == 78)
         #expect(result.stderr.hasPrefix("error[insecure_config]:"), "\(result.stderr)")
         #expect(result.stderr.split(separator: "\n").count == 1)
+        // A directory others may write (they could swap the file) is refused the same way.
+        chmod(configPath(cli), 0o600)
+        let directory = (configPath(cli) as NSString).deletingLastPathComponent
+        chmod(directory, 0o777)
+        let open = await try cli.run(["--context", "prod", "whoami"])
+        #expect(open.status == 78 && open.stderr.hasPrefix("error[insecure_config]:"), "\(open.stderr)")
     }
 
     @Test("bad input: unknown context, bad server URL, bad name; use and remove")
@@ -78,7 +85,7 @@ struct ContextTests {
         defer { cli.cleanUp() }
         _ = try await cli.bootstrap()
         let badURL = try await cli.run(["context", "add", "x", "--server", "ftp://host"])
-        #expect(badURL.status == 1)
+        #expect(badURL.status == 78)  // a configuration mistake (EX_CONFIG)
         #expect(badURL.stderr.contains("invalid_server"))
         let badName = try await cli.run(["context", "add", "a b", "--server", "http://127.0.0.1:1"])
         #expect(badName.stderr.contains("invalid_context"))

@@ -13,7 +13,9 @@ import Foundation
 /// - Keys: `exit=N` (every command of the block exits N; default 0), `skip reason="…"` (not run;
 ///   the reason is required), `file=PATH [mode=600]` (the block's text is written to PATH),
 ///   `capture=NAME:json.path` or `capture=NAME:/regex/` (from the block's last command: a field of
-///   its JSON output, or the first group of a regex over its output), `requires=TOOL` (run only
+///   its JSON output, or the first group of a regex over its output; a later visible
+///   `$ export NAME=…` line shows the operator the value, `…` standing for what varies),
+///   `requires=TOOL` (run only
 ///   when TOOL is installed), `timeout=SECONDS` (per command, default 60).
 struct DrillRunbook {
     struct Annotation: Equatable {
@@ -228,7 +230,19 @@ struct DrillRunbook {
             } else if let first = block.body.first(where: { !$0.isEmpty }), !first.hasPrefix("$ ") {
                 problems.append("\(place): sh block must start with a `$ ` command")
             }
+            for capture in annotation.captures where !showsAssignment(of: capture.name, after: block.line) {
+                problems.append(
+                    "\(place): capture \(capture.name) is not shown: add a later `$ export \(capture.name)=…` line")
+            }
         }
         return problems
+    }
+
+    /// Whether a block after `line` shows the captured value as a visible `export NAME=…` line
+    /// (what an operator types; the drill checks the captured value matches it).
+    func showsAssignment(of name: String, after line: Int) -> Bool {
+        blocks.contains { block in
+            block.line > line && block.commands.contains { $0.text.hasPrefix("export \(name)=") }
+        }
     }
 }

@@ -13,8 +13,13 @@ import Foundation
 /// `COMMAND &` (a background process; `$!` is its pid) and `kill $!` (SIGTERM, then wait).
 final class DrillSession {
     var cli: CLI
-    let work: URL
+    /// Where the next command runs: the scratch root (holding `runbooks/fixtures`) at the start
+    /// of each runbook, then wherever the runbook's `cd` took it.
+    private(set) var work: URL
+    let root: URL
     var environment: [String: String]
+    /// Directories the runbooks made with `mktemp -d` and moved into: removed at the end.
+    private var scratch: [URL] = []
     private(set) var log: [String] = []
     private(set) var skipped: [String] = []
     private var background: [Background] = []
@@ -40,7 +45,8 @@ final class DrillSession {
     init(repoRoot: URL) async throws {
         cli = CLI()
         _ = try await cli.bootstrap()
-        work = cli.directory.appendingPathComponent("work")
+        root = cli.directory.appendingPathComponent("work")
+        work = root
         let fixtures = work.appendingPathComponent("runbooks/fixtures")
         try FileManager.default.createDirectory(
             at: work.appendingPathComponent("runbooks"), withIntermediateDirectories: true)
@@ -52,10 +58,30 @@ final class DrillSession {
         environment["NO_COLOR"] = "1"
     }
 
-    /// Kills what the drill left running (each background job's process group) and the store.
+    /// Kills what the drill left running (each background job's process group), the runbooks'
+    /// scratch directories and the store.
     func finish() {
         for job in background { job.child.killNow() }
+        for directory in scratch { try? FileManager.default.removeItem(at: directory) }
         cli.cleanUp()
+    }
+
+    /// A runbook starts where an operator would: at the root (the repository, here a copy of
+    /// its fixtures), with nothing of an earlier runbook running.
+    func begin(_ runbook: String) {
+        work = root
+        environment["PWD"] = root.path
+    }
+
+    /// A runbook stops what it started: a background job still running at its end fails it.
+    func end(_ runbook: String) throws {
+        let running = background.filter { $0.child.isRunning }
+        for job in running { job.child.killNow() }
+        background.removeAll()
+        guard running.isEmpty else {
+            throw Failure(
+                description: "\(runbook) left running: \(running.map(\.command).joined(separator: "; "))")
+        }
     }
 
     // MARK: - Blocks
@@ -106,12 +132,28 @@ final class DrillSession {
         -> CLI.Result
     {
         let text = command.text
+        if text.hasPrefix("export "), text.hasSuffix("=$!") {
+            // `export NAME=$!`: the last background job's pid, for a `kill $NAME` later.
+            guard let job = background.last else { throw Failure(description: "\(place): no background job") }
+            environment[String(text.dropFirst("export ".count).dropLast(3))] = String(job.child.pid)
+            return CLI.Result(stdout: "", stderr: "", termination: .exited(0))
+        }
         if text.hasPrefix("export ") {
             let assignment = String(text.dropFirst("export ".count))
             guard let eq = assignment.firstIndex(of: "="), !assignment[..<eq].contains(" ") else {
                 throw Failure(description: "\(place): export needs NAME=VALUE")
             }
             let name = String(assignment[..<eq])
+            let shown = String(assignment[assignment.index(after: eq)...])
+            if shown.contains("…") {
+                // The visible line of a captured value: what was captured must look like it.
+                let captured = environment[name] ?? ""
+                let result = CLI.Result(stdout: captured, stderr: "", termination: .exited(0))
+                guard Self.mismatch(result, expected: [shown]) == nil else {
+                    throw Failure(description: "\(place): captured \(name)=\(captured) does not look like \(shown)")
+                }
+                return CLI.Result(stdout: "", stderr: "", termination: .exited(0))
+            }
             let value = try await shell(
                 "export \(assignment); printf '%s' \"$\(name)\"", timeout: annotation.timeout)
             guard value.status == 0 else { throw Failure(description: "\(place): \(text) failed: \(value.stderr)") }
@@ -122,16 +164,20 @@ final class DrillSession {
             for name in text.dropFirst("unset ".count).split(separator: " ") { environment[String(name)] = nil }
             return CLI.Result(stdout: "", stderr: "", termination: .exited(0))
         }
-        if text == "kill $!" {
-            guard let job = background.last else { throw Failure(description: "\(place): no background job") }
-            job.child.signal(SIGTERM)
-            guard await job.child.wait(seconds: 15) != nil else {
-                throw Failure(description: "\(place): \(job.command) did not stop on SIGTERM")
-            }
-            return job.result
+        if text.hasPrefix("kill ") {
+            return try await stop(text.split(separator: " ").dropFirst().map(String.init), place: place)
         }
-        if text.hasPrefix("cd ") || text == "cd" {
-            throw Failure(description: "\(place): cd is not supported in drills")
+        if text.hasPrefix("cd ") {
+            // `cd DIR` (`cd "$(mktemp -d)"`): the shell resolves DIR; later lines run there.
+            let moved = try await shell(text + " && pwd", timeout: annotation.timeout)
+            let path = moved.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard moved.status == 0, path.hasPrefix("/") else {
+                throw Failure(description: "\(place): \(text) failed: \(moved.stderr)")
+            }
+            work = URL(fileURLWithPath: path)
+            environment["PWD"] = path
+            if !path.hasPrefix(root.path) { scratch.append(work) }
+            return CLI.Result(stdout: "", stderr: "", termination: .exited(0))
         }
         if text.hasSuffix(" &") {
             return try await startBackground(String(text.dropLast(2)), expected: command.expected, place: place)
@@ -141,6 +187,23 @@ final class DrillSession {
             substituted = substituted.replacingOccurrences(of: "$!", with: "\(pid)")
         }
         return try await shell(substituted, timeout: annotation.timeout)
+    }
+
+    /// `kill $!` or `kill $NAME …`: SIGTERM to those background jobs, then waits for each.
+    func stop(_ targets: [String], place: String) async throws -> CLI.Result {
+        var last: CLI.Result?
+        for target in targets {
+            let pid =
+                target == "$!" ? background.last.map { String($0.child.pid) } : environment[String(target.dropFirst())]
+            guard target.hasPrefix("$"), let pid, let job = background.first(where: { String($0.child.pid) == pid })
+            else { throw Failure(description: "\(place): kill \(target) names no background job") }
+            job.child.signal(SIGTERM)
+            guard await job.child.wait(seconds: 15) != nil else {
+                throw Failure(description: "\(place): \(job.command) did not stop on SIGTERM")
+            }
+            last = job.result
+        }
+        return last ?? CLI.Result(stdout: "", stderr: "", termination: .exited(0))
     }
 
     /// `sh -c TEXT` in the scratch directory, stdin closed, bounded by `timeout` (then killed:
@@ -182,10 +245,12 @@ final class DrillSession {
     func check(
         _ result: CLI.Result, against command: DrillRunbook.Command, annotation: DrillRunbook.Annotation, place: String
     ) throws {
-        if command.text.hasSuffix(" &") || command.text.hasPrefix("export ") || command.text.hasPrefix("unset ") {
+        if command.text.hasSuffix(" &") || command.text.hasPrefix("export ") || command.text.hasPrefix("unset ")
+            || command.text.hasPrefix("cd ")
+        {
             return
         }
-        let expectedStatus: Int32 = command.text == "kill $!" ? result.status : annotation.exit
+        let expectedStatus: Int32 = command.text.hasPrefix("kill ") ? result.status : annotation.exit
         guard result.status == expectedStatus else {
             throw Failure(
                 description:

@@ -73,7 +73,7 @@ import Testing
 
     /// One line on stderr naming a code, nothing that drives a terminal, nothing key-shaped.
     func expectOneLineError(_ result: CLI.Result, json: Bool, _ name: String) {
-        #expect([1, 2, 64, 77].contains(result.status), "\(name): exit \(result.status)\n\(result.stderr)")
+        #expect([1, 2, 64, 77, 78].contains(result.status), "\(name): exit \(result.status)\n\(result.stderr)")
         let lines = result.stderr.split(separator: "\n", omittingEmptySubsequences: true)
         #expect(lines.count == 1, "\(name): stderr \(result.stderr.debugDescription)")
         let line = String(lines.first ?? "")

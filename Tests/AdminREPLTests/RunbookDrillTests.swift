@@ -46,7 +46,22 @@ import Testing
         for block in runbook.blocks {
             try await session.run(block, in: name)
         }
+        try session.end(name)
         if !session.skipped.isEmpty { print("drill \(name): skipped \(session.skipped.joined(separator: ", "))") }
+    }
+
+    /// The runbooks run one after another in one shell and one store, as an operator on call
+    /// would: each starts from the repository root, works in a scratch directory of its own,
+    /// and stops every process it started before the next begins.
+    @Test func allRunbooksRunInSequenceInOneShell() async throws {
+        let session = try await DrillSession(repoRoot: Self.repoRoot)
+        defer { session.finish() }
+        for name in Self.required {
+            let runbook = try Self.load(name)
+            session.begin(name)
+            for block in runbook.blocks { try await session.run(block, in: name) }
+            try session.end(name)
+        }
     }
 
     /// The lint catches what would let a runbook drift: a bare block, a skip without a reason.

@@ -43,9 +43,11 @@ struct SafeTextTests {
         #expect(SafeText.message("Backup \(id) not found") == "Backup \(id) not found")
     }
 
-    @Test(
-        "key shapes: 64 hex digits in total however split; single other-length runs are not keys",
-        arguments: [
+    /// Lines and whether they hold something secret-shaped.
+    static let shapeCases: [(String, Bool)] = {
+        let quarter = String(repeating: "ab", count: 4)
+        func split(_ separator: String) -> String { Array(repeating: quarter, count: 8).joined(separator: separator) }
+        var cases: [(String, Bool)] = [
             (String(repeating: "ab", count: 32), true),
             (String(repeating: "ab", count: 16) + " " + String(repeating: "cd", count: 16), true),
             (Array(repeating: "abcd", count: 16).joined(separator: ":"), true),
@@ -56,8 +58,31 @@ struct SafeTextTests {
             ("lookup keypair 04" + String(repeating: "ab", count: 64), false),
             ("operator add bob --tenant prod --role cleaner", false),
             ("show dead beef cafe", false),
-            (String(repeating: "ab", count: 31), false),
-        ])
+            (String(repeating: "ab", count: 15), false),
+        ]
+        // Split by any punctuation, not only spaces and colons.
+        cases += ["-", ",", ".", "/", "_", "|"].map { (split($0), true) }
+        // Half a key: a key typed over two lines leaves neither line behind.
+        cases += [(String(repeating: "ab", count: 16), true), (String(repeating: "ab", count: 31), true)]
+        // base64 and base64url of 32 bytes; reset tokens.
+        cases += [
+            ("reset begin x " + String(repeating: "Qk", count: 21) + "w=", true),
+            (String(repeating: "A-b_", count: 10) + "xyz", true),
+            ("reset complete sbx.ZXhhbXBsZQ.c2lnbmF0dXJl", true),
+            ("eyJhbGciOiJSU0EtT0FFUCJ9.ZW5j.aXY.Y2lwaGVy.dGFn", true),
+        ]
+        // Identifiers stay: a UUID, a passkey id of another length, an issuer URL.
+        cases += [
+            ("cleanup teardown-request 3f2a9c1e-7b4d-4e8f-9a0b-1c2d3e4f5a6b", false),
+            ("lookup passkey " + String(repeating: "Qk", count: 20), false),
+            ("lookup oidc https://accounts.google.com 1234567890", false),
+        ]
+        return cases
+    }()
+
+    @Test(
+        "key shapes: a key's hex digits however split, half of them, base64 of 32 bytes, tokens; identifiers are not keys",
+        arguments: shapeCases)
     func shapes(line: String, secret: Bool) {
         #expect(SecretShape.appears(in: line) == secret)
         #expect(History.carriesSecret(line) == secret)
@@ -95,5 +120,20 @@ struct SafeTextTests {
         ]
         #expect(
             Pager.pagerEnvironment(env) == ["PATH": "/usr/bin", "TERM": "xterm", "LESS": "-R"])
+        // By name and by value: URLs with credentials, personal access tokens, cookies, and
+        // any value of a secret's shape, whatever its name.
+        let more = [
+            "PATH": "/usr/bin", "DATABASE_URL": "postgres://u:PASS@db:5432/x", "REDIS": "redis://:pw@cache:6379",
+            "GH_PAT": "ghp_x", "SESSION_COOKIE": "c", "NOTE": "bctl_" + String(repeating: "A", count: 43),
+            "HOMEPAGE_URL": "https://example.com/x", "KEY_HEX": String(repeating: "ab", count: 32),
+        ]
+        #expect(Pager.pagerEnvironment(more) == ["PATH": "/usr/bin", "HOMEPAGE_URL": "https://example.com/x"])
+    }
+
+    @Test("csv escapes control characters like every other format")
+    func csvEscapes() {
+        let records = ListRecords(["name"], [["a\u{1B}[2Jb\nc\u{9B}d"]])
+        let text = StructuredOutput.csv(records)
+        #expect(text == #"name"# + "\n" + #"a\u{1B}[2Jb\nc\u{9B}d"#, "\(text)")
     }
 }

@@ -22,6 +22,12 @@ public final class ServerProcess: Sendable {
         public var termination: ChildTermination?
         public var stderr: String
 
+        public init(command: String, termination: ChildTermination?, stderr: String) {
+            self.command = command
+            self.termination = termination
+            self.stderr = stderr
+        }
+
         public var description: String {
             "\(command) did not announce its address (\(termination?.description ?? "still running, killed")): \(stderr)"
         }
@@ -67,6 +73,8 @@ public final class ServerProcess: Sendable {
         let isURL = db.hasPrefix("postgres://") || db.hasPrefix("postgresql://")
         var environment = environment
         if isURL { environment["BACKUPCTL_DB"] = db }
+        // Every answer the tests see is checked against the server's OpenAPI document.
+        environment["BACKUPCTL_CHECK_ANSWERS"] = environment["BACKUPCTL_CHECK_ANSWERS"] ?? "1"
         return try await start(
             ["serve", "--listen", listen] + (isURL ? [] : ["--db", db]) + arguments, environment: environment,
             announcement: .listeningLine, seconds: seconds)

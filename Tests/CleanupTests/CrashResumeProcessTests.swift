@@ -135,9 +135,11 @@ struct CrashResumeProcessTests {
         #expect(received && console.isRunning, "the run ended before it could be stopped")
         console.signal(SIGTERM)
         let status = await console.wait(seconds: 30)
-        #expect(status == .exited(0), "SIGTERM should stop the run cleanly: \(String(describing: status))")
+        // Stopped early is never success: 143, and the report says it was interrupted and what is left.
+        #expect(status == .exited(143), "SIGTERM should stop the run cleanly: \(String(describing: status))")
         let report = try #require(ProcessDrill.json(console.stdout), "no report: \(console.stdout)")
         #expect((report["deleted"] as? Int ?? orphans.count) < orphans.count, "the run was not stopped early")
+        #expect(report["interrupted"] as? Bool == true && (report["left"] as? Int ?? 0) > 0, "\(report)")
         // What was in flight is recorded: no item is left failed, and the next run finishes the rest.
         #expect(report["failed"] as? Int == 0)
         let final = try await drill.run(Self.runCommand)

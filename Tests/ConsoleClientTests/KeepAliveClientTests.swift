@@ -1,4 +1,5 @@
 import BackupModel
+import ConsoleService
 import NIOCore
 import NIOHTTP1
 import Testing
@@ -170,5 +171,44 @@ import Testing
         #expect(console.baseURL == "http://[::1]:8080" && console.hostHeader == "[::1]:8080")
         #expect(console.plain.host == "::1" && console.plain.port == 8080)
         #expect(try RemoteConsole(server: "https://console.example").plain.port == 443)
+    }
+}
+
+/// The client's transport rules: redirects never followed (a token must not follow a 307 to
+/// another host), plain HTTP only to loopback.
+@Suite struct TransportRuleTests {
+    @Test func aRedirectToAnotherHostIsNeverFollowed() async throws {
+        let target = try await ScriptedServer(host: "127.0.0.2")
+        let redirector = try await ScriptedServer(redirectingTo: target.port)
+        defer {
+            Task {
+                try? await target.stop()
+                try? await redirector.stop()
+            }
+        }
+        let console = try RemoteConsole(server: "http://127.0.0.1:\(redirector.port)", timeout: .seconds(30))
+        let caller = Caller(token: SecretBytes(Array("bctl_\(String(repeating: "A", count: 43))".utf8)), tenant: nil)
+        // A one-shot operation and a streamed job: both fail, and nothing reaches the target.
+        await #expect(throws: ConsoleError.self) { _ = try await console.perform(WhoamiOperation(), as: caller) }
+        await #expect(throws: ConsoleError.self) {
+            _ = try await console.perform(SeedOperation(backups: 1, orphans: 0, seed: 1), as: caller)
+        }
+        #expect(redirector.counts.requests == 2)
+        #expect(target.counts.connections == 0 && target.counts.requests == 0)
+    }
+
+    @Test func plainHTTPBeyondLoopbackIsRefusedBeforeAnyConnection() throws {
+        for server in ["http://10.1.2.3:8443", "http://backupctl.internal:8443", "http://[fd00::1]:8443"] {
+            do {
+                _ = try RemoteConsole(server: server)
+                Issue.record("\(server) was accepted")
+            } catch {
+                #expect(error.kind == .configuration && error.code == "plain_http_refused", "\(error.message)")
+            }
+            #expect((try? RemoteConsole(server: server, allowPlainHTTP: true)) != nil)
+        }
+        for server in ["http://127.0.0.1:8443", "http://localhost:8443", "http://[::1]:8443", "https://10.1.2.3:8443"] {
+            #expect((try? RemoteConsole(server: server)) != nil, "\(server)")
+        }
     }
 }

@@ -6,7 +6,8 @@ import Synchronization
 /// An HTTP/1.1 server on 127.0.0.1 whose answers the path chooses, for the client's edge cases:
 /// `/echo` answers the body, `/status/N` answers status N, `/close` answers and closes,
 /// `/big/N` answers N bytes, `/hang` never answers, `/drop` closes without an answer, `/twice`
-/// answers twice.
+/// answers twice. Made with `redirectingTo: PORT`, it answers every request with a 307 to
+/// the same path on 127.0.0.2:PORT instead.
 /// It counts connections and requests, and can close every connection it holds (as a server
 /// does when a kept connection has been idle too long).
 final class ScriptedServer: Sendable {
@@ -30,7 +31,7 @@ final class ScriptedServer: Sendable {
         init() { (arrivals, arrived) = AsyncStream.makeStream(of: String.self) }
     }
 
-    init() async throws {
+    init(host: String = "127.0.0.1", redirectingTo target: Int? = nil) async throws {
         let state = State()
         channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -39,10 +40,10 @@ final class ScriptedServer: Sendable {
                     state.counts.withLock { $0.connections += 1 }
                     state.open.withLock { $0[ObjectIdentifier(channel)] = channel }
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withPipeliningAssistance: false)
-                    try channel.pipeline.syncOperations.addHandler(Responder(state: state))
+                    try channel.pipeline.syncOperations.addHandler(Responder(state: state, redirect: target))
                 }
             }
-            .bind(host: "127.0.0.1", port: 0).get()
+            .bind(host: host, port: 0).get()
         port = channel.localAddress?.port ?? 0
         self.state = state
     }
@@ -69,10 +70,14 @@ final class ScriptedServer: Sendable {
         typealias OutboundOut = HTTPServerResponsePart
 
         let state: State
+        let redirect: Int?
         var path = ""
         var body = ByteBuffer()
 
-        init(state: State) { self.state = state }
+        init(state: State, redirect: Int?) {
+            self.state = state
+            self.redirect = redirect
+        }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             switch unwrapInboundIn(data) {
@@ -96,6 +101,12 @@ final class ScriptedServer: Sendable {
         }
 
         private func answer(context: ChannelHandlerContext) {
+            if let redirect {
+                send(
+                    context: context, status: .temporaryRedirect, body: ByteBuffer(),
+                    location: "http://127.0.0.2:\(redirect)\(path)")
+                return
+            }
             switch path {
             case "/echo": send(context: context, status: .ok, body: body)
             case "/close": send(context: context, status: .ok, body: ByteBuffer(string: "bye"), close: true)
@@ -116,9 +127,11 @@ final class ScriptedServer: Sendable {
         }
 
         private func send(
-            context: ChannelHandlerContext, status: HTTPResponseStatus, body: ByteBuffer, close: Bool = false
+            context: ChannelHandlerContext, status: HTTPResponseStatus, body: ByteBuffer, close: Bool = false,
+            location: String? = nil
         ) {
             var headers = HTTPHeaders()
+            if let location { headers.add(name: "Location", value: location) }
             headers.add(name: "Content-Length", value: String(body.readableBytes))
             if close { headers.add(name: "Connection", value: "close") }
             context.write(

@@ -94,43 +94,79 @@ import Testing
         }
     }
 
-    @Test func failedSignInsAreLimitedPerAddressAndAuditedWithoutTheToken() async throws {
+    @Test func failedSignInsAreLimitedPerCredentialAndAddressButNeverAValidToken() async throws {
         try await ServerFixture.with { fixture in
-            // Ten distinct wrong tokens: each is refused as unknown, and audited.
-            let presented = (0..<10).map { unknownToken(Character(String(UnicodeScalar(UInt8(65 + $0))))) }
-            for token in presented {
-                #expect(try await fixture.request(.POST, "/v1/ops/whoami", bearer: token).status == 401)
-            }
-            // Limited now: even the admin's good token is not looked at from this address.
             let root = ServerFixture.text(fixture.rootToken)
+            // One stale token (a cron job's): five tries, then 429 with Retry-After for that token.
+            let stale = unknownToken("S")
+            for _ in 0..<5 {
+                #expect(try await fixture.request(.POST, "/v1/ops/whoami", bearer: stale).status == 401)
+            }
             for _ in 0..<3 {
-                let limited = try await fixture.request(.POST, "/v1/ops/whoami", bearer: root)
+                let limited = try await fixture.requestWithHeaders(.POST, "/v1/ops/whoami", bearer: stale)
                 #expect(limited.status == 429)
                 #expect(ServerFixture.errorCode(limited.body) == "rate_limited")
+                #expect(Int(limited.headers["Retry-After"] ?? "") ?? 0 >= 1, "\(limited.headers)")
             }
-            do {
-                _ = try await fixture.remote().perform(
-                    WhoamiOperation(), as: Caller(token: fixture.rootToken, tenant: nil))
-                Issue.record("a limited address got through")
-            } catch let error as ConsoleError {
-                #expect(error.kind == .permissionDenied && error.code == "rate_limited")
-            }
-            let failed = try await fixture.audit().filter { $0.action == "auth.failed" }
-            #expect(failed.filter { $0.details["code"] == "invalid_token" }.count == 10)
-            // Four refusals while limited, one entry.
-            #expect(failed.filter { $0.details["code"] == "rate_limited" }.count == 1)
-            #expect(failed.allSatisfy { $0.details["address"] == "127.0.0.1" && $0.target == "127.0.0.1" })
-            // A minute later the address has its ten tries back.
-            fixture.time.advance(byMillis: 60_000)
+            // The operator at the same address is not locked out by it.
             #expect(try await fixture.request(.POST, "/v1/ops/whoami", bearer: root).status == 200)
+            // Distinct unknown tokens count against the address: 25 more reach its 30.
+            let presented = (0..<25).map { unknownToken(Character(String(UnicodeScalar(UInt8(97 + $0))))) }
             for token in presented {
                 #expect(try await fixture.request(.POST, "/v1/ops/whoami", bearer: token).status == 401)
             }
-            #expect(try await fixture.request(.POST, "/v1/ops/whoami", bearer: root).status == 429)
+            #expect(try await fixture.request(.POST, "/v1/ops/whoami", bearer: unknownToken("z")).status == 429)
+            #expect(try await fixture.request(.POST, "/v1/ops/whoami").status == 429)
+            // Still never a valid token.
+            for _ in 0..<3 {
+                #expect(try await fixture.request(.POST, "/v1/ops/whoami", bearer: root).status == 200)
+                #expect(
+                    try await fixture.remote().perform(
+                        WhoamiOperation(), as: Caller(token: fixture.rootToken, tenant: nil)
+                    ).operator == "root")
+            }
+            do {
+                _ = try await fixture.remote().perform(WhoamiOperation(), as: Caller(token: nil, tenant: nil))
+                Issue.record("a limited address got through without a token")
+            } catch let error as ConsoleError {
+                #expect(error.kind == .rateLimited && error.code == "rate_limited")
+            }
+            let failed = try await fixture.audit().filter { $0.action == "auth.failed" }
+            #expect(failed.filter { $0.details["code"] == "invalid_token" }.count == 30)
+            // One entry per limited key and window, however many refusals.
+            #expect(failed.filter { $0.details["code"] == "rate_limited" }.count == 2)
+            #expect(failed.allSatisfy { $0.details["address"] == "127.0.0.1" && $0.target == "127.0.0.1" })
+            // A minute later the address and the stale token have their tries back.
+            fixture.time.advance(byMillis: 60_000)
+            #expect(try await fixture.request(.POST, "/v1/ops/whoami", bearer: stale).status == 401)
             let everything = try await fixture.audit().map { "\($0.operatorName) \($0.target ?? "") \($0.details)" }
                 .joined()
-            for token in presented + [root] { #expect(!everything.contains(token)) }
+            for token in presented + [root, stale] { #expect(!everything.contains(token)) }
             #expect(!everything.contains("bctl_"))
+        }
+    }
+
+    @Test func anOperatorsRefusalsAreLimitedSoTheAuditCannotBeFlooded() async throws {
+        try await ServerFixture.with { fixture in
+            let bob = ServerFixture.text(fixture.bobToken)
+            // Bob may not read beta: each try is an audited refusal, up to 30 a minute.
+            for _ in 0..<30 {
+                #expect(try await fixture.request(.POST, "/v1/ops/stats", bearer: bob, tenant: "beta").status == 403)
+            }
+            for _ in 0..<20 {
+                let limited = try await fixture.requestWithHeaders(.POST, "/v1/ops/stats", bearer: bob, tenant: "beta")
+                #expect(limited.status == 429)
+                #expect(limited.headers["Retry-After"] != nil)
+            }
+            // Root is not affected.
+            let root = ServerFixture.text(fixture.rootToken)
+            #expect(try await fixture.request(.POST, "/v1/ops/stats", bearer: root, tenant: "beta").status == 200)
+            let audit = try await fixture.audit()
+            #expect(audit.filter { $0.action == "access.denied" && $0.operatorName == "bob" }.count == 30)
+            #expect(audit.filter { $0.action == "rate.limited" && $0.operatorName == "bob" }.count == 1)
+            // Two seconds later bob earned one refusal back (30 a minute).
+            fixture.time.advance(byMillis: 2_000)
+            #expect(try await fixture.request(.POST, "/v1/ops/stats", bearer: bob, tenant: "sandbox").status == 200)
         }
     }
 }

@@ -6,58 +6,56 @@ import Testing
     import Glibc
 #endif
 
-/// `serve --max-connections`: beyond the cap the server stops accepting, and a waiting
-/// connection is served once another closes (instead of `accept` failing in a loop at the
+/// `serve --max-connections`: beyond the cap a connection that has not sent a request head
+/// (an idle one) makes room; while every connection is busy the server stops accepting, and a
+/// waiting connection is served once one frees (instead of `accept` failing in a loop at the
 /// process's file limit while every caller waits).
 @Suite struct ConnectionLimitTests {
-    /// A plain TCP connection to 127.0.0.1:`port` that reads with a deadline.
-    final class RawConnection {
-        let socket: Int32
-        /// Closed once only: a second close could hit a descriptor the process reused.
-        private var closed = false
-
-        init(port: Int) throws {
-            guard let socket = connectLoopback(port: port) else { throw POSIXError(.ECONNREFUSED) }
-            self.socket = socket
-        }
-
-        deinit { close() }
-
-        func close() {
-            guard !closed else { return }
-            closed = true
-            _ = Glibc.close(socket)
-        }
-
-        func send(_ text: String) {
-            _ = Array(text.utf8).withUnsafeBytes { Glibc.send(socket, $0.baseAddress, $0.count, 0) }
-        }
-
-        /// What arrives within `milliseconds` (empty when nothing does).
-        func receive(within milliseconds: Int) -> String {
-            var timeout = timeval(tv_sec: milliseconds / 1000, tv_usec: (milliseconds % 1000) * 1000)
-            setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            let count = recv(socket, &buffer, buffer.count, 0)
-            return count > 0 ? String(decoding: buffer[0..<count], as: UTF8.self) : ""
-        }
+    /// Whether the server closed `connection` within `seconds` (a bounded wait).
+    static func closedByServer(_ connection: RawConnection, within seconds: Double = 30) async -> Bool {
+        await eventually(seconds: seconds) { connection.isClosedByPeer() }
     }
 
-    @Test func aConnectionBeyondTheCapWaitsForOneToClose() async throws {
+    @Test func anIdleConnectionMakesRoomForANewOneAtTheCap() async throws {
         try await ServerFixture.with(configuration: { ConsoleServer.Configuration(listen: $0, maxConnections: 1) }) {
             fixture in
             let port = try #require(URLComponents(string: fixture.url)?.port)
             let request = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
             let first = try RawConnection(port: port)
             first.send(request)
-            #expect(first.receive(within: 30_000).hasPrefix("HTTP/1.1 200"))
-            // The first connection stays open: the second is not taken in. (Slowness can only
-            // make this pass, never fail: an answer would come within milliseconds.)
+            #expect(await first.receive(within: 30_000).hasPrefix("HTTP/1.1 200"))
+            // The first connection is idle now: the second takes its place at once.
             let second = try RawConnection(port: port)
             second.send(request)
-            #expect(second.receive(within: 300).isEmpty)
-            first.close()
-            #expect(second.receive(within: 30_000).hasPrefix("HTTP/1.1 200"))
+            #expect(await second.receive(within: 30_000).hasPrefix("HTTP/1.1 200"))
+            #expect(await Self.closedByServer(first))
+        }
+    }
+
+    @Test func aConnectionBeyondTheCapWaitsWhileEveryOneIsBusy() async throws {
+        try await ServerFixture.with(
+            configuration: { ConsoleServer.Configuration(listen: $0, maxConnections: 1) },
+            operations: SlowPlainOperation.operations
+        ) { fixture in
+            let port = try #require(URLComponents(string: fixture.url)?.port)
+            let gate = "cap-\(UUID().uuidString)"
+            let body = #"{"gate":"\#(gate)"}"#
+            let busy = try RawConnection(port: port)
+            busy.send(
+                "POST /v1/ops/test.slowPlain HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(ServerFixture.text(fixture.rootToken))\r\n"
+                    + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)")
+            #expect(await eventually { Gates.hasStarted(gate) })
+            // The only slot serves a request: the second connection (from another address, so
+            // the server's cap decides, not its address's) is not taken in. (Slowness can only
+            // make this pass, never fail: an answer would come within milliseconds.)
+            let second = try RawConnection(port: port, from: "127.0.0.2")
+            second.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            let early = await second.receive(within: 300)
+            #expect(early.isEmpty, "served while the only slot was busy: \(early)")
+            Gates.open(gate)
+            #expect(await busy.receive(within: 30_000).hasPrefix("HTTP/1.1 200"))
+            // Once the busy connection is idle it gives way, and the waiting one is served.
+            #expect(await second.receive(within: 30_000).hasPrefix("HTTP/1.1 200"))
         }
     }
 

@@ -107,6 +107,22 @@ final class ServerFixture: @unchecked Sendable {
         return (Int(response.status.code), buffer.readString(length: buffer.readableBytes) ?? "")
     }
 
+    /// A raw request with the answer's headers.
+    func requestWithHeaders(
+        _ method: HTTPMethod, _ path: String, bearer: String? = nil, tenant: String? = nil, body: String = "{}"
+    ) async throws -> (status: Int, body: String, headers: [String: String]) {
+        var request = HTTPClientRequest(url: url + path)
+        request.method = method
+        if let bearer { request.headers.add(name: "Authorization", value: "Bearer " + bearer) }
+        if let tenant { request.headers.add(name: Wire.tenantHeader, value: tenant) }
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.body = .bytes(ByteBuffer(string: body))
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        var buffer = try await response.body.collect(upTo: 16 << 20)
+        let headers = Dictionary(response.headers.map { ($0.name, $0.value) }) { $1 }
+        return (Int(response.status.code), buffer.readString(length: buffer.readableBytes) ?? "", headers)
+    }
+
     /// The `error.code` of an error document.
     static func errorCode(_ body: String) -> String? {
         let object = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]

@@ -89,9 +89,20 @@ func canConnect(port: Int) -> Bool {
 }
 
 /// A new TCP connection to 127.0.0.1:`port`: its descriptor, or nil when refused.
-func connectLoopback(port: Int) -> Int32? {
+func connectLoopback(port: Int, from source: String = "127.0.0.1") -> Int32? {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { return nil }
+    // Any 127.0.0.0/8 address is this machine: a test plays clients at several addresses.
+    var local = sockaddr_in()
+    local.sin_family = sa_family_t(AF_INET)
+    local.sin_addr.s_addr = inet_addr(source)
+    let bound = withUnsafePointer(to: &local) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard bound == 0 else {
+        close(fd)
+        return nil
+    }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = in_port_t(UInt16(port).bigEndian)

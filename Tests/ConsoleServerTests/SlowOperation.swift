@@ -33,7 +33,8 @@ struct SlowOperation: ConsoleOperation {
 }
 
 /// A plain (not streamed) operation for the tests only: it notes that it started, then waits
-/// for its gate to open.
+/// for its gate to open (at most 300 s: a loaded machine must not end it before its test
+/// opens it).
 struct SlowPlainOperation: ConsoleOperation {
     static let name = "test.slowPlain"
     var gate: String
@@ -41,7 +42,7 @@ struct SlowPlainOperation: ConsoleOperation {
     func run(_ context: OperationContext) async throws(ConsoleError) -> Done {
         _ = try await context.operatorRecord()
         Gates.noteStarted(gate)
-        for _ in 0..<3000 where !Gates.isOpen(gate) {
+        for _ in 0..<30_000 where !Gates.isOpen(gate) {
             try? await Task.sleep(nanoseconds: 10_000_000)
         }
         return Done()

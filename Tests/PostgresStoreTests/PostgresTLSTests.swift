@@ -51,7 +51,7 @@ struct PostgresTLSTests {
                 let database = PostgresStoreDatabase(
                     configuration: try PostgresStoreConfiguration(url: url, environment: [:]))
                 let error = try await #require(throws: ConsoleError.self) { try await database.start() }
-                #expect(error.code == "database_unavailable" && error.message.contains("TLS failed: "), "\(error)")
+                #expect(error.code == "tls_untrusted" && error.message.contains("TLS failed: "), "\(error)")
                 #expect(error.message.contains(why), "\(error)")
                 #expect(!error.message.contains(password))
                 await database.shutdown()

@@ -58,7 +58,10 @@ struct AuditCommand: ParsableCommand {
             output.records = ListRecords(
                 ["seq", "at", "operator", "action", "target", "details"],
                 entries.map {
-                    [String($0.seq), String($0.at), $0.operatorName, $0.action, $0.target ?? "", Self.details($0)]
+                    [
+                        String($0.seq), UTCMillis.format($0.at), $0.operatorName, $0.action, $0.target ?? "",
+                        Self.details($0),
+                    ]
                 })
             return output
         }
@@ -221,10 +224,9 @@ struct AuditCommand: ParsableCommand {
 
         /// The public key file's text (it is not secret; the server checks it is a P-256 point).
         static func readPublicKey(_ path: String) throws(ConsoleError) -> String {
-            guard let data = FileManager.default.contents(atPath: path), data.count <= 4096 else {
-                throw .invalid("invalid_public_key", "Cannot read the public key file \(path) (at most 4 KiB).")
-            }
-            return String(decoding: data, as: UTF8.self)
+            let bytes = try InputFile.read(
+                path, what: "The public key file", maxBytes: 4096, code: "invalid_public_key")
+            return String(decoding: bytes, as: UTF8.self)
         }
     }
 

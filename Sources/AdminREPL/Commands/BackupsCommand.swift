@@ -53,7 +53,7 @@ struct BackupsCommand: ParsableCommand {
                 ["backupId", "createdAt", "factors", "syncFactors", "blobBytes", "health"],
                 listing.backups.map {
                     [
-                        $0.backupId, $0.createdAt.map(String.init) ?? "", $0.factors.joined(separator: " "),
+                        $0.backupId, $0.createdAt.map(Timestamp.format) ?? "", $0.factors.joined(separator: " "),
                         "\($0.syncFactors)", $0.blobBytes.map(String.init) ?? "", $0.health.rawValue,
                     ]
                 })

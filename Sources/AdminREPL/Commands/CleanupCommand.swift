@@ -3,6 +3,7 @@ import BackupModel
 import Cleanup
 import ConsoleService
 import Foundation
+import Inspect
 
 /// `cleanup …`: find and delete orphaned Turnkey sub-organizations (DESIGN §2, issue 5).
 struct CleanupCommand: ParsableCommand {
@@ -26,7 +27,7 @@ struct CleanupCommand: ParsableCommand {
                 var head =
                     "listed \(report.listed), referenced \(report.referenced), orphans \(report.orphans.count) (\(report.orphans.filter(\.eligible).count) eligible, \(report.waitingForSnapshot) waiting for a snapshot)"
                 if let at = report.snapshotAt, let age = report.snapshotAgeSeconds {
-                    head += "\nnewest complete snapshot: \(at) (\(age / 3600)h \(age % 3600 / 60)m old)"
+                    head += "\nnewest complete snapshot: \(at) (\(SnapshotAge.age(age)) old)"
                 } else if !scanned.sandbox {
                     head += "\nno complete snapshot with a known time: nothing unreferenced can be proven orphaned yet"
                 }
@@ -35,7 +36,7 @@ struct CleanupCommand: ParsableCommand {
                         ["SUB-ORG", "REASON", "FIRST SEEN", "ELIGIBLE"],
                         report.orphans.map {
                             [
-                                $0.subOrgId, $0.reason, Timestamp.format($0.firstSeenAt),
+                                $0.subOrgId, $0.reason, Readable.time($0.firstSeenAt),
                                 $0.eligible
                                     ? "yes (\($0.provenBy ?? "grace"))" : "no, waiting for \($0.waitingFor ?? "grace")",
                             ]
@@ -154,7 +155,7 @@ struct CleanupCommand: ParsableCommand {
                             String(report.pending), String(report.deleted), String(report.alreadyGone),
                             String(report.failed),
                             String(report.needsUser), String(report.skipped), String(report.stamped),
-                            report.oldestPendingFirstSeenAt.map(Timestamp.format) ?? "-",
+                            report.oldestPendingFirstSeenAt.map { Readable.time($0) } ?? "-",
                         ]
                     ]
                 ).render(style)
@@ -165,7 +166,7 @@ struct CleanupCommand: ParsableCommand {
                         ["SUB-ORG", "STATE", "REASON", "FIRST SEEN", "ATTEMPTS", "LAST ERROR"],
                         report.items.map {
                             [
-                                $0.subOrgId, style.status($0.state), $0.reason, Timestamp.format($0.firstSeenAt),
+                                $0.subOrgId, style.status($0.state), $0.reason, Readable.time($0.firstSeenAt),
                                 String($0.attempts), $0.lastError ?? "",
                             ]
                         }
@@ -236,9 +237,7 @@ struct CleanupCommand: ParsableCommand {
         @Option(help: "The X-Stamp value from `recovery stamp`.") var stamp: String
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-            guard let body = FileManager.default.contents(atPath: bodyFile) else {
-                throw ConsoleError.invalid("invalid_file", "Cannot read the body file \(bodyFile).")
-            }
+            let body = Data(try InputFile.read(bodyFile, what: "The body file", maxBytes: 1 << 20))
             let item = try await Progress.waiting("cleanup submit") {
                 try await ctx.perform(CleanupSubmitOperation(body: body, stamp: stamp))
             }
@@ -247,17 +246,16 @@ struct CleanupCommand: ParsableCommand {
     }
 }
 
-/// SIGTERM during `cleanup run`: raises the same flag as Ctrl-C, then the default comes back.
+/// SIGTERM during `cleanup run`: raises the same flag as Ctrl-C, then the default comes back
+/// (in the REPL; a batch or a direct command keeps its handler for the whole run, see ``Interrupts``).
 enum TermSignal {
     static func install() {
-        var action = sigaction()
-        action.__sigaction_handler.sa_handler = { _ in SignalFlag.raise() }
-        sigemptyset(&action.sa_mask)
-        action.sa_flags = SA_RESTART
-        sigaction(SIGTERM, &action, nil)
+        SignalFlag.install()
+        SignalFlag.handle(SIGTERM)
     }
 
     static func restore() {
+        guard !Interrupts.heldForRun else { return }
         var action = sigaction()
         action.__sigaction_handler.sa_handler = SIG_DFL
         sigemptyset(&action.sa_mask)

@@ -40,7 +40,8 @@ struct ContextCommand: ParsableCommand {
                 throw ConsoleError.invalid(
                     "invalid_context", "A context name is 1 to 64 letters, digits, '-', '_' or '.'.")
             }
-            _ = try RemoteConsole(server: server)
+            // The URL's form only: plain HTTP beyond loopback is refused when it is used.
+            _ = try RemoteConsole(server: server, allowPlainHTTP: true)
             let tokenFile = try tokenFile.map { (path) throws(ConsoleError) in try Self.existing(path, "--token-file") }
             let caFile = try caFile.map { (path) throws(ConsoleError) in try Self.existing(path, "--ca-file") }
             var config = try ClientConfig.load(environment: ctx.environment)

@@ -45,7 +45,8 @@ struct DemoCommand: ConsoleCommand {
             seeded = try await DataAdminService(store: store, clock: ctx.clock).seed(
                 backups: backups, orphans: orphans, seed: 42, session: session, progress: progress.update)
         } else {
-            guard let bytes = FileManager.default.contents(atPath: tokenFile) else {
+            guard let bytes = try? InputFile.read(tokenFile, what: "The demo token", maxBytes: 4096, access: .ownerOnly)
+            else {
                 throw ConsoleError.internalError("Cannot read the demo token \(tokenFile); run `demo --fresh`.")
             }
             ctx.tokenOverride = try OperatorToken.parse(Array(bytes))

@@ -1,3 +1,4 @@
+import Access
 import ArgumentParser
 import BackupModel
 import ConsoleService
@@ -32,13 +33,54 @@ extension OperatorCommand {
                     "Issue a new token for an operator (yourself, or as admin); the old one stops working at once.")
 
             @Argument var name: String
+            @Option(help: "Write the new token to this new file (mode 0600) instead of printing it.")
+            var tokenOut: String?
 
+            struct Result: Encodable {
+                var `operator`: String
+                /// Absent when the token went to a file.
+                var token: String?
+                var tokenFile: String?
+            }
+
+            /// Rotating your own token also rewrites the token file this run signed in with (a
+            /// context's, or `--token-file`), so the next command still works; without a file
+            /// (`BACKUPCTL_TOKEN`) the session keeps the new token and the variable is stale.
             func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-                let rotated = try await ctx.perform(OperatorTokenRotateOperation(operatorName: name))
-                return CommandOutput(json: rotated) { style in
-                    keyValueBlock([("operator", rotated.operator), ("token", rotated.token)], style) + "\n"
+                let out = try tokenOut.map { (path) throws(ConsoleError) in
+                    try SecretFile.create(path, what: "--token-out")
+                }
+                let own = (try? await ctx.perform(WhoamiOperation()))?.operator == name
+                let rotated: OperatorTokenRotateOperation.Output
+                do {
+                    rotated = try await ctx.perform(OperatorTokenRotateOperation(operatorName: name))
+                } catch {
+                    out?.discard()
+                    throw error
+                }
+                let bytes = Array(rotated.token.utf8) + [0x0A]
+                try out?.write(bytes)
+                var note = "The old token no longer works."
+                var file = out?.path
+                if own, let path = ctx.settings.tokenFile {
+                    try SecretFile.replace(path, with: bytes)
+                    file = file ?? path
+                    note += " Your token file \(path) now holds the new one."
+                } else if own {
+                    ctx.tokenOverride = try OperatorToken.parse(Array(rotated.token.utf8))
+                    note += " This session uses the new one; BACKUPCTL_TOKEN still holds the old."
+                }
+                let result = Result(
+                    operator: rotated.operator, token: file == nil ? rotated.token : nil, tokenFile: file)
+                return CommandOutput(json: result) { style in
+                    keyValueBlock(
+                        [
+                            ("operator", rotated.operator),
+                            ("token", file.map { "written to \($0) (mode 0600)" } ?? rotated.token),
+                        ],
+                        style) + "\n"
                         + style.dim(
-                            "The old token no longer works. The new one is shown only now; store it with umask 077.")
+                            file == nil ? note + " The new one is shown only now; store it with umask 077." : note)
                 }
             }
         }

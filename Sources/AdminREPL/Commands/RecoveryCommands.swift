@@ -16,7 +16,7 @@ struct RecoveryCommand: ParsableCommand {
             """,
         subcommands: [Derive.self, Sign.self, Stamp.self])
 
-    struct Derive: ConsoleCommand {
+    struct Derive: ConsoleCommand, ReadsStdin {
         static let configuration = CommandConfiguration(abstract: "Print the Backup Account ID of a Root Key.")
 
         @Option(help: "File holding the Root Key JSON (default: hidden prompt, else stdin).") var rootKeyFile: String?
@@ -30,7 +30,7 @@ struct RecoveryCommand: ParsableCommand {
         }
     }
 
-    struct Sign: ConsoleCommand {
+    struct Sign: ConsoleCommand, ReadsStdin {
         static let configuration = CommandConfiguration(
             abstract: "Sign a reset challenge with the Backup Account Key (standard base64 DER).")
 
@@ -49,7 +49,7 @@ struct RecoveryCommand: ParsableCommand {
         }
     }
 
-    struct Stamp: ConsoleCommand {
+    struct Stamp: ConsoleCommand, ReadsStdin {
         static let configuration = CommandConfiguration(
             abstract: "Stamp a Turnkey request body as the break-glass user (X-Stamp, secp256k1 scheme).")
 
@@ -57,9 +57,8 @@ struct RecoveryCommand: ParsableCommand {
         @Option(help: "File holding the Root Key JSON (default: hidden prompt, else stdin).") var rootKeyFile: String?
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
-            guard let body = FileManager.default.contents(atPath: bodyFile) else {
-                throw ConsoleError.invalid("invalid_body_file", "Cannot read the body file \(bodyFile).")
-            }
+            let body = try InputFile.read(
+                bodyFile, what: "The body file", maxBytes: 1 << 20, code: "invalid_body_file")
             guard !body.isEmpty else {
                 throw ConsoleError.invalid("invalid_body_file", "The body file \(bodyFile) is empty.")
             }
@@ -79,11 +78,18 @@ enum RootKeyInput {
     /// wiped as soon as they are parsed into the ``RootKey``'s ``SecretBytes``.
     /// - Throws: ``ConsoleError`` `invalid_root_key_file` for an unreadable file; `invalid_root_key`
     ///   for empty or malformed input, naming the rule broken.
+    /// Why the Root Key cannot come from stdin (it carries the script's commands), if so.
+    static func stdinRefusal(file: String?) -> ConsoleError? {
+        guard file == nil, !Terminal.stdinIsTerminal, Terminal.stdinCarriesCommands else { return nil }
+        return .usage("stdin carries the commands here, so it cannot carry the Root Key too; pass --root-key-file.")
+    }
+
     static func read(file: String?, prompt: String = "Root Key JSON (input hidden): ") throws(ConsoleError) -> RootKey {
         var bytes: [UInt8]
         if let file {
-            guard let data = FileManager.default.contents(atPath: file) else {
-                // The value is not repeated: a key pasted here by mistake must not be printed.
+            // A FIFO or device is refused, never waited on; the value is not repeated: a key
+            // pasted here by mistake must not be printed.
+            guard let data = try? InputFile.read(file, what: "The Root Key file", maxBytes: 64 << 10) else {
                 throw .invalid(
                     "invalid_root_key_file",
                     "Cannot read the file given to --root-key-file (the value is not repeated here in case it is the key itself); pass the path of a readable file holding the Root Key JSON."
@@ -91,13 +97,22 @@ enum RootKeyInput {
             }
             bytes = Array(data)
         } else {
-            guard Terminal.stdinIsTerminal || !Terminal.stdinCarriesCommands else {
-                throw .usage(
-                    "stdin carries the commands here, so it cannot carry the Root Key too; pass --root-key-file.")
-            }
+            if let refusal = stdinRefusal(file: nil) { throw refusal }
             bytes = Terminal.readSecret(prompt: prompt) ?? []
         }
         defer { bytes.withUnsafeMutableBytes { for i in $0.indices { $0[i] = 0 } } }
         return try UserRecovery.rootKey(json: bytes)
     }
+}
+
+extension RecoveryCommand.Derive {
+    var stdinRefusal: ConsoleError? { RootKeyInput.stdinRefusal(file: rootKeyFile) }
+}
+
+extension RecoveryCommand.Sign {
+    var stdinRefusal: ConsoleError? { RootKeyInput.stdinRefusal(file: rootKeyFile) }
+}
+
+extension RecoveryCommand.Stamp {
+    var stdinRefusal: ConsoleError? { RootKeyInput.stdinRefusal(file: rootKeyFile) }
 }

@@ -29,12 +29,14 @@ enum SecretInput {
             }
             bytes = Terminal.readAllOrLine(fd: STDIN_FILENO) ?? []
         case (nil, .some(let path)):
-            guard let data = FileManager.default.contents(atPath: path) else {
+            // A FIFO or device is refused, never waited on; the path is not repeated (it may be
+            // the secret itself, given to the wrong option).
+            guard let data = try? InputFile.read(path, what: "The \(what) file", maxBytes: 64 << 10) else {
                 throw .invalid(
                     "invalid_input_file",
-                    "Cannot read the \(what) file given to --\(flag)-file (missing or unreadable).")
+                    "Cannot read the \(what) file given to --\(flag)-file (missing, unreadable or not a regular file).")
             }
-            bytes = Array(data)
+            bytes = data
         case (nil, nil):
             guard Terminal.stdinIsTerminal else {
                 throw .usage("Give the \(what) with --\(flag)-file PATH (or - for stdin).")
@@ -79,6 +81,19 @@ struct SecretFile {
         guard written == bytes.count else {
             unlink(path)
             throw .internalError("Writing \(path) failed: \(String(cString: strerror(errno))).")
+        }
+    }
+
+    /// Replaces the file at `path` with `bytes` (a rotated token for the file a context names):
+    /// written to a new 0600 file beside it, then renamed over it, so the old token stays until
+    /// the new one is whole.
+    static func replace(_ path: String, with bytes: [UInt8]) throws(ConsoleError) {
+        let temporary = path + ".new-\(getpid())"
+        let file = try create(temporary, what: "token")
+        try file.write(bytes)
+        guard rename(temporary, path) == 0 else {
+            unlink(temporary)
+            throw .internalError("Replacing \(path) failed: \(String(cString: strerror(errno))).")
         }
     }
 

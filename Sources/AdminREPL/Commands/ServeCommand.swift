@@ -5,6 +5,7 @@ import ConsoleServer
 import ConsoleService
 import Foundation
 import Logging
+import NIOCore
 import PostgresStore
 
 /// `serve --listen ADDR [--tls-cert F --tls-key F] [--insecure-plain-http]`: the store behind an
@@ -44,10 +45,48 @@ struct ServeCommand: ConsoleCommand {
     @Option(help: "With --audit-key: sign a checkpoint every N audit entries.") var checkpointEntries: Int64 = 100
     @Option(help: "With --audit-key: and every N seconds while entries arrive.") var checkpointSeconds: Int = 60
     @Option(
+        name: .customLong("tls-min-version"),
+        help: ArgumentHelp("The oldest TLS version served: 1.2 (default) or 1.3.", valueName: "version"))
+    var tlsMinVersion: String = "1.2"
+    @Option(
         help: ArgumentHelp(
-            "Connections served at once (1…65536); more wait until one closes. Default: half the open-file limit, 16…1024.",
+            "Connections served at once (1…65536); past it a connection still sending its request head (or idle) makes room. Default: half the open-file limit, 16…1024.",
             valueName: "n"))
     var maxConnections: Int?
+    @Option(
+        help: ArgumentHelp(
+            "Connections from one client address (default: a quarter of --max-connections, at least 4).",
+            valueName: "n"))
+    var maxConnectionsPerAddress: Int?
+    @Option(help: ArgumentHelp("Seconds to send a whole request head, TLS handshake included.", valueName: "s"))
+    var headerTimeout: Double = 10
+    @Option(help: ArgumentHelp("Seconds to send a request body once its head arrived.", valueName: "s"))
+    var bodyTimeout: Double = 30
+    @Option(help: ArgumentHelp("Seconds a kept connection may wait for its next request.", valueName: "s"))
+    var idleTimeout: Double = 60
+    @Option(help: ArgumentHelp("Seconds a client may leave an answer unread.", valueName: "s"))
+    var writeTimeout: Double = 30
+    @Option(
+        help: ArgumentHelp(
+            "Requests one operator may make a second (bursts twice that); 0 for no limit.", valueName: "n"))
+    var operatorRate: Int = 1000
+    @Option(help: ArgumentHelp("Refused requests (audited) one operator may cause a window.", valueName: "n"))
+    var operatorDenials: Int = 30
+    @Option(
+        help: ArgumentHelp(
+            "The window of the failed sign-in and refusal budgets (5 per credential, 30 per address, 300 in all, --operator-denials).",
+            valueName: "s"))
+    var limitWindow: Int = 60
+    @Option(
+        help: ArgumentHelp(
+            "Tenant T's `import` reads below DIR/T on this host, and nowhere else; without it the server takes no imports.",
+            valueName: "dir"))
+    var importRoot: String?
+    @Option(
+        help: ArgumentHelp(
+            "A loopback, private or link-local host a tenant's Turnkey or Backup Service URL may name (repeatable).",
+            valueName: "host"))
+    var allowPrivateHost: [String] = []
     @Option(help: "Cleanup workers to run beside the API (0…64), on items `cleanup run --execute --queue` queued.")
     var workers: Int = 0
     @Option(help: "With --workers: a claim lapses this many seconds after the worker's last heartbeat (1…3600).")
@@ -61,10 +100,7 @@ struct ServeCommand: ConsoleCommand {
         guard (0...64).contains(workers), (1...3600).contains(workerLeaseSeconds) else {
             throw ConsoleError.usage("--workers must be 0…64 and --worker-lease-seconds 1…3600.")
         }
-        let configuration = ConsoleServer.Configuration(
-            listen: try ListenAddress(parsing: listen), tlsCertificate: tlsCert, tlsKey: tlsKey,
-            allowPlainHTTP: insecurePlainHTTP, checkpointEverySeconds: checkpointSeconds,
-            maxConnections: maxConnections ?? ConsoleServer.Configuration.defaultMaxConnections())
+        let configuration = try serverConfiguration()
         try configuration.validate()
         let console = try LocalConsole(
             storePath: ctx.settings.dbPath, clock: ctx.clock, random: ctx.random, environment: ctx.environment,
@@ -77,6 +113,14 @@ struct ServeCommand: ConsoleCommand {
         guard auditWitness == nil || auditKey != nil else {
             throw ConsoleError.usage("--audit-witness goes with --audit-key.")
         }
+        if let importRoot {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: importRoot, isDirectory: &isDirectory), isDirectory.boolValue
+            else {
+                throw ConsoleError.usage("--import-root must be an existing directory, got \(importRoot.prefix(200)).")
+            }
+        }
+        console.serve(ServerPolicy(importRoot: importRoot, allowedPrivateHosts: Set(allowPrivateHost)))
         // Fails now, not on the first request, when there is no store — or when its audit
         // chain does not extend what the signer last signed (a rewritten store is never signed).
         _ = try await console.store()
@@ -115,5 +159,29 @@ struct ServeCommand: ConsoleCommand {
                 "backupctl serve could not run on \(listen.prefix(80)): \(String(describing: error).prefix(200)).")
         }
         return .empty
+    }
+
+    /// The options as the server's configuration (validated by the caller).
+    func serverConfiguration() throws(ConsoleError) -> ConsoleServer.Configuration {
+        func seconds(_ value: Double, _ option: String) throws(ConsoleError) -> TimeAmount {
+            guard value.isFinite, (0.1...3600).contains(value) else {
+                throw .usage("--\(option) must be 0.1…3600 seconds.")
+            }
+            return .milliseconds(Int64(value * 1000))
+        }
+        let maxConnections = maxConnections ?? ConsoleServer.Configuration.defaultMaxConnections()
+        let connections = ConnectionLimits(
+            maxConnections: maxConnections, maxPerAddress: maxConnectionsPerAddress,
+            headerTimeout: try seconds(headerTimeout, "header-timeout"),
+            bodyTimeout: try seconds(bodyTimeout, "body-timeout"),
+            idleTimeout: try seconds(idleTimeout, "idle-timeout"),
+            writeTimeout: try seconds(writeTimeout, "write-timeout"))
+        return ConsoleServer.Configuration(
+            listen: try ListenAddress(parsing: listen), tlsCertificate: tlsCert, tlsKey: tlsKey,
+            allowPlainHTTP: insecurePlainHTTP, checkpointEverySeconds: checkpointSeconds, connections: connections,
+            tlsMinimumVersion: try ServerTLS.Version(parsing: tlsMinVersion),
+            requestLimits: RequestLimits(
+                operatorRate: operatorRate, operatorDenials: operatorDenials,
+                windowMillis: Int64(clamping: limitWindow) * 1000))
     }
 }

@@ -47,18 +47,36 @@ struct WhoamiCommand: ConsoleCommand {
     static let configuration = CommandConfiguration(
         commandName: "whoami", abstract: "Show the operator, the current tenant and your roles.")
 
+    /// The server's answer, and where it came from: `server` (its URL) and `context` (the saved
+    /// context used), both absent in-process.
+    struct Result: Encodable {
+        var answer: WhoamiOperation.Output
+        var server: String?
+        var context: String?
+
+        private enum Keys: String, CodingKey { case server, context }
+
+        func encode(to encoder: any Encoder) throws {
+            try answer.encode(to: encoder)
+            var container = encoder.container(keyedBy: Keys.self)
+            try container.encodeIfPresent(server, forKey: .server)
+            try container.encodeIfPresent(context, forKey: .context)
+        }
+    }
+
     func execute(_ ctx: CommandContext) async throws -> CommandOutput {
         let result = try await ctx.perform(WhoamiOperation())
-        return CommandOutput(json: result) { style in
-            keyValueBlock(
-                [
-                    ("operator", result.operator),
-                    ("tenant", result.tenant.map { "\($0) (\(result.role ?? "?"))" } ?? "none selected"),
-                    (
-                        "roles",
-                        result.grants.map { "\($0["tenant"] ?? "")=\($0["role"] ?? "")" }.joined(separator: ", ")
-                    ),
-                ], style)
+        let shown = Result(answer: result, server: ctx.settings.server, context: ctx.settings.contextName)
+        return CommandOutput(json: shown) { style in
+            var rows = [
+                ("operator", result.operator),
+                ("tenant", result.tenant.map { "\($0) (\(result.role ?? "?"))" } ?? "none selected"),
+                ("roles", result.grants.map { "\($0["tenant"] ?? "")=\($0["role"] ?? "")" }.joined(separator: ", ")),
+            ]
+            if let server = shown.server {
+                rows.append(("server", server + (shown.context.map { " (context \($0))" } ?? "")))
+            }
+            return keyValueBlock(rows, style)
         }
     }
 }

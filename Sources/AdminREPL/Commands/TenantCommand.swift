@@ -37,13 +37,15 @@ struct TenantCommand: ParsableCommand {
     struct Update: ConsoleCommand {
         static let configuration = CommandConfiguration(
             abstract:
-                "Point a live tenant at its Backup Service (checked with /health first), or set its snapshot retire threshold.",
+                "Point a live tenant at its Backup Service (checked with /health first), rotate its Turnkey credentials, or set its snapshot retire threshold.",
             discussion: """
                 A complete snapshot that would retire more than the threshold — --retire-max-percent of the \
                 tenant's backups (at least one) and at most --retire-max-count (defaults 1 and 100) — changes \
-                nothing unless imported with --retire-at-most N. The URL and the threshold are changed by \
-                separate commands.
-                Example: tenant update prod --backup-service-url https://backup.example.com
+                nothing unless imported with --retire-at-most N. The URL, the Turnkey credentials and the \
+                threshold are changed by separate commands.
+                Examples: tenant update prod --backup-service-url https://backup.example.com
+                tenant update prod --turnkey-api-key-file /etc/backupctl/prod-api-2.key   (checked with Turnkey's whoami; \
+                needs tenants:create, since the files are the server's)
                 """)
 
         @Argument(help: "The tenant.") var name: String
@@ -55,13 +57,20 @@ struct TenantCommand: ParsableCommand {
         var retireMaxPercent: Int?
         @Option(help: ArgumentHelp("… and at most this many backups (0…1000000000).", valueName: "n"))
         var retireMaxCount: Int?
+        @Option(help: "The Turnkey API's URL.") var turnkeyUrl: String?
+        @Option(help: "A new Turnkey API key file (mode 0600, on the console's host).") var turnkeyApiKeyFile: String?
+        @Option(help: "A new cleanup key file (mode 0600, on the console's host).") var cleanupKeyFile: String?
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
+            let serviceURL = backupServiceUrl != nil || clearBackupServiceUrl
             let threshold = retireMaxPercent != nil || retireMaxCount != nil
+            let turnkey = turnkeyUrl != nil || turnkeyApiKeyFile != nil || cleanupKeyFile != nil
+            guard [serviceURL, threshold, turnkey].filter({ $0 }).count <= 1 else {
+                throw ConsoleError.usage(
+                    "Change the Backup Service URL, the Turnkey credentials and the retire threshold in separate commands."
+                )
+            }
             if threshold {
-                guard backupServiceUrl == nil, !clearBackupServiceUrl else {
-                    throw ConsoleError.usage("Change the Backup Service URL and the retire threshold in two commands.")
-                }
                 let updated = try await ctx.perform(
                     TenantRetireThresholdOperation(
                         tenant: name, retireMaxPercent: retireMaxPercent, retireMaxCount: retireMaxCount))
@@ -69,9 +78,18 @@ struct TenantCommand: ParsableCommand {
                     "A complete snapshot may now retire at most \(updated.retireMaxPercent)% of tenant \(name)'s backups (at least one), and at most \(updated.retireMaxCount), without --retire-at-most.",
                     json: updated)
             }
+            if turnkey {
+                let updated = try await ctx.performJob(
+                    TenantTurnkeyUpdateOperation(
+                        tenant: name, turnkeyURL: turnkeyUrl, apiKeyFile: turnkeyApiKeyFile,
+                        cleanupKeyFile: cleanupKeyFile
+                    ), label: "tenant update")
+                return .message(
+                    "Tenant \(name) now uses the Turnkey credentials given (checked with whoami).", json: updated)
+            }
             guard (backupServiceUrl != nil) != clearBackupServiceUrl else {
                 throw ConsoleError.usage(
-                    "Give --backup-service-url URL or --clear-backup-service-url (or --retire-max-percent / --retire-max-count)."
+                    "Give --backup-service-url URL or --clear-backup-service-url, new Turnkey credentials, or --retire-max-percent / --retire-max-count."
                 )
             }
             let updated = try await ctx.perform(TenantUpdateOperation(tenant: name, backupServiceURL: backupServiceUrl))

@@ -4,165 +4,6 @@ import ConsoleStore
 import Foundation
 import Turnkey
 
-/// `tenant create`: a sandbox, or a live deployment saved only once Turnkey accepts its URL,
-/// parent org and API key and its Backup Service answers `/health` (checked from here, the
-/// console that will use them).
-public struct TenantCreateOperation: ConsoleOperation {
-    public static let name = "tenant.create"
-    /// The live checks can take seconds; their progress is shown.
-    public static let streams = true
-    public var spec: TenantSpec
-
-    public struct Output: Codable, Sendable, Equatable {
-        public var tenant: String
-        public var sandbox: Bool
-        public var role: String
-    }
-
-    public init(_ spec: TenantSpec) { self.spec = spec }
-
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
-        let record = try spec.record(createdAt: context.clock.seconds)
-        try await context.access.createTenant(record, by: try context.operatorRecord()) {
-            tenant throws(ConsoleError) in
-            guard !tenant.isSandbox, let url = tenant.turnkeyURL, let org = tenant.turnkeyOrgId,
-                let keyFile = tenant.turnkeyAPIKeyFile
-            else { return }
-            if let service = tenant.backupServiceURL {
-                try context.progress(ProgressEvent(done: 0, detail: "checking the Backup Service"))
-                try await BackupServiceHealth.check(service)
-            }
-            try context.progress(ProgressEvent(done: 0, detail: "checking Turnkey"))
-            _ = try await TurnkeyClient.verifyTenant(url: url, organizationId: org, apiKeyFile: keyFile)
-        }
-        return Output(tenant: record.name.rawValue, sandbox: record.isSandbox, role: Role.admin.name)
-    }
-}
-
-/// `tenant update NAME --backup-service-url URL | --clear-backup-service-url`.
-public struct TenantUpdateOperation: ConsoleOperation {
-    public static let name = "tenant.update"
-    public var tenant: String
-    /// The new URL; `nil` clears it.
-    public var backupServiceURL: String?
-
-    public struct Output: Codable, Sendable, Equatable {
-        public var tenant: String
-        public var backupServiceUrl: String
-    }
-
-    public init(tenant: String, backupServiceURL: String?) {
-        self.tenant = tenant
-        self.backupServiceURL = backupServiceURL
-    }
-
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
-        let url = try backupServiceURL.map { (text) throws(ConsoleError) in try TenantSpec.serviceURL(text) }
-        let session = try await context.session(in: tenant)
-        try await context.access.setBackupServiceURL(url, session: session) { url throws(ConsoleError) in
-            try await BackupServiceHealth.check(url)
-        }
-        return Output(tenant: tenant, backupServiceUrl: url ?? "")
-    }
-}
-
-/// `tenant update NAME --retire-max-percent P --retire-max-count N`: how much of the tenant a
-/// complete snapshot may retire without `import --retire-at-most` (a separate operation from
-/// ``TenantUpdateOperation``, whose absent URL means "clear": a server that predates this one
-/// answers an unknown operation rather than clearing the URL).
-public struct TenantRetireThresholdOperation: ConsoleOperation {
-    public static let name = "tenant.retireThreshold"
-    public var tenant: String
-    /// `nil`: unchanged.
-    public var retireMaxPercent: Int?
-    public var retireMaxCount: Int?
-
-    public struct Output: Codable, Sendable, Equatable {
-        public var tenant: String
-        public var retireMaxPercent: Int
-        public var retireMaxCount: Int
-    }
-
-    public init(tenant: String, retireMaxPercent: Int?, retireMaxCount: Int?) {
-        self.tenant = tenant
-        self.retireMaxPercent = retireMaxPercent
-        self.retireMaxCount = retireMaxCount
-    }
-
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
-        let session = try await context.session(in: tenant)
-        let policy = try await context.access.setRetireThreshold(
-            maxPercent: retireMaxPercent, maxCount: retireMaxCount, session: session)
-        return Output(tenant: tenant, retireMaxPercent: policy.retireMaxPercent, retireMaxCount: policy.retireMaxCount)
-    }
-}
-
-/// `tenant list`: the caller's tenants. Key files are never named: they are the server's.
-public struct TenantListOperation: ConsoleOperation {
-    public static let name = "tenant.list"
-
-    public struct Row: Codable, Sendable, Equatable {
-        public var name: String
-        public var sandbox: Bool
-        public var role: String
-        public var turnkeyOrg: String?
-        public var backupServiceUrl: String?
-        /// Whether the tenant has a Turnkey API key / a cleanup key file; never where it is.
-        public var turnkeyApiKey: Bool
-        public var cleanupKey: Bool
-        /// The retire threshold (``TenantPolicy/retireMaxPercent``, ``TenantPolicy/retireMaxCount``);
-        /// absent from a server that predates it.
-        public var retireMaxPercent: Int?
-        public var retireMaxCount: Int?
-    }
-
-    public struct Output: Codable, Sendable, Equatable {
-        public var tenants: [Row]
-    }
-
-    public init() {}
-
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
-        Output(
-            tenants: try await context.access.tenants(visibleTo: try context.operatorRecord()).map {
-                Row(
-                    name: $0.0.name.rawValue, sandbox: $0.0.isSandbox, role: $0.1.name, turnkeyOrg: $0.0.turnkeyOrgId,
-                    backupServiceUrl: $0.0.backupServiceURL, turnkeyApiKey: $0.0.turnkeyAPIKeyFile != nil,
-                    cleanupKey: $0.0.cleanupKeyFile != nil, retireMaxPercent: $0.0.policy.retireMaxPercent,
-                    retireMaxCount: $0.0.policy.retireMaxCount)
-            })
-    }
-}
-
-/// `tenant delete NAME`. With `checkOnly` it only checks the caller may (the client asks for
-/// confirmation in between, so a refusal never waits for one).
-public struct TenantDeleteOperation: ConsoleOperation {
-    public static let name = "tenant.delete"
-    public var tenant: String
-    public var checkOnly: Bool
-
-    public struct Output: Codable, Sendable, Equatable {
-        public var tenant: String
-        public var deleted: Bool
-        public var backups: Int
-    }
-
-    public init(tenant: String, checkOnly: Bool) {
-        self.tenant = tenant
-        self.checkOnly = checkOnly
-    }
-
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
-        let name = try TenantName(tenant)
-        let session = try await context.session(in: name.rawValue)
-        try await session.require(.manageOperators)
-        guard !checkOnly else { return Output(tenant: name.rawValue, deleted: false, backups: 0) }
-        let backups = try await context.access.deleteTenant(session: session)
-        context.console.forgetSessions()
-        return Output(tenant: name.rawValue, deleted: true, backups: backups)
-    }
-}
-
 /// `operator add NAME --tenant T --role R`: the new operator's token travels back once.
 public struct OperatorAddOperation: ConsoleOperation {
     public static let name = "operator.add"
@@ -227,6 +68,37 @@ public struct OperatorGrantOperation: ConsoleOperation {
         // A role changed here must not live on in this process's session cache.
         context.console.forgetSessions()
         return Output(operator: name.rawValue, tenant: tenant, role: role?.name)
+    }
+}
+
+/// `operator grant|revoke NAME --right tenants:create`: the global right to create tenants,
+/// given or taken by an operator who holds it.
+public struct OperatorRightOperation: ConsoleOperation {
+    public static let name = "operator.right"
+    public var operatorName: String
+    public var right: String
+    public var allowed: Bool
+
+    public struct Output: Codable, Sendable, Equatable {
+        public var `operator`: String
+        public var right: String
+        public var granted: Bool
+    }
+
+    public init(operatorName: String, right: String, allowed: Bool) {
+        self.operatorName = operatorName
+        self.right = right
+        self.allowed = allowed
+    }
+
+    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
+        let name = try OperatorName(operatorName)
+        guard right == AccessService.tenantsCreate else {
+            throw .usage("--right must be \(AccessService.tenantsCreate), got \(right.prefix(40)).")
+        }
+        try await context.access.setTenantCreation(name, allowed: allowed, by: try context.operatorRecord())
+        context.console.forgetSessions()
+        return Output(operator: name.rawValue, right: right, granted: allowed)
     }
 }
 
@@ -321,8 +193,16 @@ public struct ImportOperation: ConsoleOperation {
         self.retireAtMost = retireAtMost
     }
 
+    /// On a server the directory is the server's, below `--import-root/TENANT` only
+    /// (``ServerPolicy/importDirectory(_:tenant:)``), checked after the role so that nobody
+    /// but the tenant's admin learns anything of the server's disk.
     public func run(_ context: OperationContext) async throws(ConsoleError) -> ImportReport {
         let session = try await context.session()
+        try await session.require(.importBackups)
+        let directory =
+            try context.console.serverPolicy.map { (policy) throws(ConsoleError) in
+                try policy.importDirectory(self.directory, tenant: session.tenantName)
+            } ?? self.directory
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         let total = entries.filter { $0 != "factor_lookup.jsonl" && $0 != SnapshotManifest.fileName }.count
         return try await DataAdminService(store: try await context.store(), clock: context.clock).importExport(

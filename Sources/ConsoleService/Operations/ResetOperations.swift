@@ -19,8 +19,8 @@ public struct ResetBeginOperation: ConsoleOperation {
         public var challenge: String
         /// The single-use token (secret: shown once, never logged).
         public var token: String
-        /// Unix seconds.
-        public var expiresAt: Int64
+        /// Unix seconds (RFC 3339 on the wire).
+        @UTCSeconds public var expiresAt: Int64
         /// The live backup's main factors, as `/v1/backup/status` listed them.
         public var factors: [BackupServiceWire.StatusFactor]
 

@@ -50,6 +50,21 @@ extension SQLRuleStore {
         }
     }
 
+    public func setTurnkeyCredentials(
+        tenant: TenantName, url: String, apiKeyFile: String, cleanupKeyFile: String?, audit: AuditDraft
+    ) async throws(ConsoleError) {
+        try await audited("setting the Turnkey credentials of \(tenant)", audit) { session in
+            guard
+                try await session.changes(
+                    """
+                    UPDATE tenants SET turnkey_url = \(url), turnkey_api_key_file = \(apiKeyFile),
+                        cleanup_key_file = \(cleanupKeyFile)
+                    WHERE name = \(tenant.rawValue) AND NOT is_sandbox
+                    """) == 1
+            else { throw ConsoleError.notFound("No live tenant \(tenant).") }
+        }
+    }
+
     /// The policy is read under the row's lock (where the backend locks rows) and written back in
     /// the same transaction, so a concurrent change of another knob waits and is kept.
     @discardableResult
@@ -170,6 +185,19 @@ extension SQLRuleStore {
             guard
                 try await session.changes(
                     "UPDATE operators SET token_hash = \(tokenHash) WHERE name = \(name.rawValue)") > 0
+            else { return false }
+            _ = try await appendChained(audit, session)
+            return true
+        }
+    }
+
+    public func setCanCreateTenants(_ name: OperatorName, _ allowed: Bool, audit: AuditDraft)
+        async throws(ConsoleError) -> Bool
+    {
+        try await driver.transaction("changing the global rights of \(name)") { session in
+            guard
+                try await session.changes(
+                    "UPDATE operators SET can_create_tenants = \(allowed) WHERE name = \(name.rawValue)") > 0
             else { return false }
             _ = try await appendChained(audit, session)
             return true

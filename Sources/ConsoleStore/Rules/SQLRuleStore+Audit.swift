@@ -11,7 +11,8 @@ extension SQLRuleStore {
     /// first, so the head read next is the one its predecessor committed: `seq` is the head's
     /// plus one and `prevHash` its hash (64 zeros for the first), and the chain stays one
     /// gap-free sequence across processes.
-    public func appendChained(_ draft: AuditDraft, _ session: Driver.Session) async throws -> AuditEntry {
+    public func appendChained(_ given: AuditDraft, _ session: Driver.Session) async throws -> AuditEntry {
+        let draft = given.stamped
         try await lockChain(session)
         let head = try await session.first("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")
         let seq = (try head?.get("seq", as: Int64.self) ?? 0) + 1

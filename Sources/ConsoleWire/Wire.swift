@@ -24,6 +24,8 @@ public enum Wire {
         case .remote: 502
         case .usage: 400
         case .internalError: 500
+        case .rateLimited: 429
+        case .configuration: 500
         }
     }
 
@@ -73,5 +75,18 @@ public enum Wire {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return encoder
+    }
+}
+
+/// How far a long operation is: `done` of `total` (when known), with a short detail.
+public struct ProgressEvent: Codable, Sendable, Equatable {
+    public var done: Int
+    public var total: Int?
+    public var detail: String?
+
+    public init(done: Int, total: Int? = nil, detail: String? = nil) {
+        self.done = done
+        self.total = total
+        self.detail = detail
     }
 }

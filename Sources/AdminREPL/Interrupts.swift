@@ -1,0 +1,57 @@
+import Foundation
+
+/// SIGINT and SIGTERM outside the REPL: what a batch, a direct command or a script learns
+/// when it is interrupted, and how it ends.
+///
+/// A job (import, seed, check, cleanup run) stops after the call it is in, writes its one
+/// output line (`"interrupted": true`, what was done, what is left), and the run ends with
+/// 128 + the signal (130 for SIGINT, 143 for SIGTERM) — never 0, and never going on to the
+/// next command, even with `--continue-on-error`. A signal that arrives while nothing is
+/// running (between commands, while reading the next line of stdin) ends the process at once
+/// with the same status: nothing is in flight then.
+enum Interrupts {
+    /// The last SIGINT or SIGTERM received (0: none). Written by the handler only.
+    nonisolated(unsafe) private static var received: sig_atomic_t = 0
+    /// How many commands that must be let finish are running (a batch command, the job inside
+    /// it); while any is, a signal raises ``SignalFlag`` instead of ending the process.
+    nonisolated(unsafe) private static var letFinish: sig_atomic_t = 0
+    /// Whether the whole run holds the handlers (not the REPL, where Ctrl-C only cancels).
+    nonisolated(unsafe) private(set) static var heldForRun = false
+
+    /// The one handler of both signals: async-signal-safe (stores, `write`, `_exit`).
+    static let handler: @convention(c) (Int32) -> Void = { signal in
+        Interrupts.received = signal
+        if Interrupts.heldForRun, Interrupts.letFinish == 0 { _exit(128 + signal) }
+        SignalFlag.raise()
+    }
+
+    /// Takes SIGINT and SIGTERM for the whole run of a batch or a direct command.
+    static func holdForRun() {
+        heldForRun = true
+        SignalFlag.install()
+        SignalFlag.handle(SIGTERM)
+    }
+
+    /// Hands Ctrl-C back to the REPL (which cancels a command and goes on) after a direct command.
+    static func releaseForREPL() { heldForRun = false }
+
+    /// Runs `body` with signals turned into the flag: the command in it is let finish.
+    @MainActor
+    static func finishing<T>(_ body: () async -> T) async -> T {
+        letFinish += 1
+        defer { letFinish -= 1 }
+        return await body()
+    }
+
+    /// The signal received since the run began, if any.
+    static var signal: Int32? { received == 0 ? nil : received }
+
+    /// The exit status of a run that was interrupted: 128 + the signal.
+    static var exitStatus: Int32? { signal.map { 128 + $0 } }
+
+    /// Forgets a signal the command took as its normal end (`audit list --follow` ends on Ctrl-C).
+    static func consume() { received = 0 }
+
+    /// The signal's name for messages.
+    static func name(_ signal: Int32) -> String { signal == SIGTERM ? "SIGTERM" : "SIGINT" }
+}

@@ -1,0 +1,107 @@
+import BackupModel
+import ConsoleService
+import Foundation
+import Hummingbird
+import NIOCore
+
+/// Every answer of `backupctl serve` is made here: its status, its body and the headers that
+/// go with the status. Keeping statuses in one place keeps the API honest (and merges small).
+///
+/// Each answer carries `Cache-Control: no-store` (answers hold tokens and user data) and the
+/// request's `X-Request-Id`; a 401 says how to authenticate (`WWW-Authenticate`), a 429 when
+/// to come back (`Retry-After`), a 405 what the route takes (`Allow`).
+enum HTTPAnswer {
+    /// `X-Request-Id` (not a standard field: its name is checked, never force-unwrapped).
+    static let requestIdField = HTTPFields.Element.Name("X-Request-Id")
+
+    /// The largest operation body accepted (413 past it).
+    static let maxBody = 1 << 20
+
+    /// The caller's `X-Request-Id` when it is a plain token (1–128 of `A-Z a-z 0-9 . _ : -`),
+    /// else a new random one: a hostile id never reaches the log or the audit.
+    static func requestId(_ given: String?) -> String {
+        if let given, (1...128).contains(given.utf8.count),
+            given.utf8.allSatisfy({ byte in
+                (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                    || [0x2E, 0x5F, 0x3A, 0x2D].contains(byte)
+            })
+        {
+            return given
+        }
+        var bytes = [UInt8](repeating: 0, count: 12)
+        for index in bytes.indices { bytes[index] = UInt8.random(in: 0...255) }
+        return bytes.map { String($0, radix: 16).leftPadded(2) }.joined()
+    }
+
+    /// The headers every answer gets, and those its status calls for.
+    static func finish(_ response: inout Response, requestId: String, retryAfterSeconds: Int64) {
+        response.headers[.cacheControl] = "no-store"
+        if let requestIdField { response.headers[requestIdField] = requestId }
+        switch response.status.code {
+        case 401: response.headers[.wwwAuthenticate] = #"Bearer realm="backupctl""#
+        case 429: response.headers[.retryAfter] = String(retryAfterSeconds)
+        default: break
+        }
+    }
+
+    static func json(_ status: Int, _ body: Data, contentType: String = "application/json") -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = contentType
+        return Response(
+            status: .init(code: status), headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
+    }
+
+    /// `{"error": {code, kind, message}}` with the status of its kind (or `status`).
+    static func error(_ error: ConsoleError, status: Int? = nil) -> Response {
+        let body = (try? encode(Wire.ErrorDocument(error))) ?? Data(#"{"error":{"code":"internal_error"}}"#.utf8)
+        return json(status ?? Wire.status(for: error.kind, code: error.code), body)
+    }
+
+    /// An operation's own refusal. A usage error raised by the operation (a value out of range,
+    /// a missing option) concerns a body that was well-formed JSON of its schema: 422, not the
+    /// 400 of a body that could not be read.
+    static func refusal(_ error: ConsoleError) -> Response {
+        Self.error(error, status: error.kind == .usage ? 422 : nil)
+    }
+
+    /// 405 with the methods the route takes.
+    static func wrongMethod(_ path: Substring, allow: String) -> Response {
+        var response = error(.usage("\(path.prefix(64)) takes \(allow)."), status: 405)
+        response.headers[.allow] = allow
+        return response
+    }
+
+    /// 415 unless the body is declared JSON (`application/json`, parameters allowed).
+    static func unsupportedMediaType(_ contentType: String?) -> Response? {
+        let type = contentType?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
+        guard type != "application/json" else { return nil }
+        return error(
+            ConsoleError(
+                .usage, code: "unsupported_media_type",
+                "An operation's body must be application/json, got \(type.map { String($0.prefix(64)) } ?? "none")."),
+            status: 415)
+    }
+
+    static let tooLarge = error(
+        ConsoleError(.usage, code: "body_too_large", "The body is over \(maxBody) bytes."), status: 413)
+
+    static func encode(_ value: some Encodable) throws(ConsoleError) -> Data {
+        do {
+            return try Wire.encoder().encode(value)
+        } catch {
+            throw .internalError("Could not encode the answer: \(error)")
+        }
+    }
+
+    static func line(_ value: some Encodable) throws(ConsoleError) -> ByteBuffer {
+        var data = try encode(value)
+        data.append(0x0A)
+        return ByteBuffer(bytes: data)
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(_ width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}

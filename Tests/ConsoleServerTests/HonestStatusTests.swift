@@ -1,0 +1,127 @@
+import AsyncHTTPClient
+import BackupModel
+import ConsoleService
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Testing
+
+/// Every answer says what happened in its status and headers: a long job refused before it
+/// runs gets its real status (never a 200 with the error inside), 413, 415, 405 with `Allow`,
+/// 401 with `WWW-Authenticate`, 429 with `Retry-After`, `Cache-Control: no-store` and an
+/// `X-Request-Id` on every answer, and the same id in the audit entries of the request.
+@Suite struct HonestStatusTests {
+    struct Answer {
+        var status: Int
+        var headers: HTTPHeaders
+        var body: String
+        var code: String? { ServerFixture.errorCode(body) }
+    }
+
+    static func send(
+        _ fixture: ServerFixture, _ path: String, method: HTTPMethod = .POST, bearer: String? = nil,
+        headers extra: [(String, String)] = [("Content-Type", "application/json")], body: String? = "{}"
+    ) async throws -> Answer {
+        var request = HTTPClientRequest(url: fixture.url + path)
+        request.method = method
+        if let bearer { request.headers.add(name: "Authorization", value: "Bearer " + bearer) }
+        for (name, value) in extra { request.headers.add(name: name, value: value) }
+        if let body { request.body = .bytes(ByteBuffer(string: body)) }
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        var buffer = try await response.body.collect(upTo: 16 << 20)
+        return Answer(
+            status: Int(response.status.code), headers: response.headers,
+            body: buffer.readString(length: buffer.readableBytes) ?? "")
+    }
+
+    @Test func longJobsAreRefusedWithTheirRealStatusBeforeAny200() async throws {
+        try await ServerFixture.with { fixture in
+            let bob = ServerFixture.text(fixture.bobToken)
+            let root = ServerFixture.text(fixture.rootToken)
+            let tenant = [("Content-Type", "application/json"), (Wire.tenantHeader, "sandbox")]
+            // A viewer may not seed: 403 and an error document, not a 200 stream.
+            let refused = try await Self.send(
+                fixture, "/v1/ops/seed", bearer: bob, headers: tenant, body: #"{"backups":5,"orphans":0,"seed":1}"#)
+            #expect(refused.status == 403 && refused.code == "permission_denied", "\(refused.body)")
+            #expect(refused.headers["Content-Type"].first == "application/json")
+            // No body, random bytes, a body of another shape: 400 before anything runs.
+            #expect(
+                try await Self.send(fixture, "/v1/ops/seed", bearer: root, headers: tenant, body: nil).status == 400)
+            #expect(
+                try await Self.send(fixture, "/v1/ops/seed", bearer: root, headers: tenant, body: "\u{1}x").status
+                    == 400)
+            let shape = try await Self.send(
+                fixture, "/v1/ops/seed", bearer: root, headers: tenant, body: #"{"backups":"5"}"#)
+            #expect(shape.status == 400 && shape.body.contains("backups"), "\(shape.body)")
+            // Input the operation refuses: 422.
+            let bad = try await Self.send(
+                fixture, "/v1/ops/check", bearer: root, headers: tenant,
+                body: #"{"filter":{"minimum":"warn"},"limit":0}"#)
+            #expect(bad.status == 422 && bad.code == "invalid_limit", "\(bad.body)")
+            // A job that runs: 200 with JSON lines ending in a result frame.
+            let ran = try await Self.send(
+                fixture, "/v1/ops/seed", bearer: root, headers: tenant, body: #"{"backups":3,"orphans":0,"seed":1}"#)
+            #expect(ran.status == 200 && ran.headers["Content-Type"].first == Wire.jsonLines)
+            #expect(ran.body.split(separator: "\n").last?.hasPrefix(#"{"result":"#) == true, "\(ran.body)")
+        }
+    }
+
+    @Test func bodiesMediaTypesAndMethodsAreJudgedAtTheDoor() async throws {
+        try await ServerFixture.with { fixture in
+            let root = ServerFixture.text(fixture.rootToken)
+            let form = try await Self.send(
+                fixture, "/v1/ops/whoami", bearer: root,
+                headers: [("Content-Type", "application/x-www-form-urlencoded")])
+            #expect(form.status == 415 && form.code == "unsupported_media_type")
+            let huge = try await Self.send(
+                fixture, "/v1/ops/whoami", bearer: root, body: String(repeating: " ", count: (1 << 20) + 10) + "{}")
+            #expect(huge.status == 413 && huge.code == "body_too_large")
+            // A field-less operation takes {} and nothing else.
+            #expect(try await Self.send(fixture, "/v1/ops/whoami", bearer: root, body: "42").status == 400)
+            #expect(try await Self.send(fixture, "/v1/ops/whoami", bearer: root, body: #"{"x":1}"#).status == 400)
+            #expect(try await Self.send(fixture, "/v1/ops/whoami", bearer: root).status == 200)
+            let get = try await Self.send(fixture, "/v1/ops/whoami", method: .GET, body: nil)
+            #expect(get.status == 405 && get.headers["Allow"].first == "POST")
+            let post = try await Self.send(fixture, "/healthz", body: nil)
+            #expect(post.status == 405 && post.headers["Allow"].first == "GET, HEAD")
+        }
+    }
+
+    @Test func everyAnswerCarriesItsRequestIdAndNoStore() async throws {
+        try await ServerFixture.with { fixture in
+            let root = ServerFixture.text(fixture.rootToken)
+            let anonymous = try await Self.send(fixture, "/v1/ops/whoami")
+            #expect(
+                anonymous.status == 401 && anonymous.headers["WWW-Authenticate"].first == #"Bearer realm="backupctl""#)
+            for answer in [anonymous, try await Self.send(fixture, "/healthz", method: .GET, body: nil)] {
+                #expect(answer.headers["Cache-Control"].first == "no-store")
+                #expect((answer.headers["X-Request-Id"].first ?? "").count == 24)
+            }
+            // The caller's id is kept, and names the audit entry of what it did.
+            let headers = [
+                ("Content-Type", "application/json"), ("X-Request-Id", "ticket-4711.a"), (Wire.tenantHeader, "sandbox"),
+            ]
+            let shown = try await Self.send(fixture, "/v1/ops/stats", bearer: root, headers: headers)
+            #expect(shown.status == 200 && shown.headers["X-Request-Id"].first == "ticket-4711.a", "\(shown.body)")
+            let entries = try await fixture.audit().filter { $0.details["requestId"] == "ticket-4711.a" }
+            #expect(entries.map(\.action) == ["backup.stats"], "\(entries)")
+            // An id that is not a plain token is replaced, never echoed.
+            let hostile = try await Self.send(
+                fixture, "/healthz", method: .GET, headers: [("X-Request-Id", "a b;<c>")], body: nil)
+            #expect(hostile.headers["X-Request-Id"].first?.count == 24)
+        }
+    }
+
+    @Test func aLimitedAddressIsToldWhenToComeBack() async throws {
+        try await ServerFixture.with { fixture in
+            for index in 0..<10 {
+                let token = unknownToken(Character(String(UnicodeScalar(UInt8(65 + index)))))
+                #expect(try await Self.send(fixture, "/v1/ops/whoami", bearer: token).status == 401)
+            }
+            let limited = try await Self.send(fixture, "/v1/ops/whoami", bearer: ServerFixture.text(fixture.rootToken))
+            #expect(limited.status == 429 && limited.headers["Retry-After"].first == "60")
+            // No token at all is not a guess: 401 at once, even from a limited address.
+            #expect(try await Self.send(fixture, "/v1/ops/whoami").status == 401)
+        }
+    }
+}
