@@ -43,13 +43,21 @@ let package = Package(
             name: "BackupCrypto",
             dependencies: ["BackupModel", "CSecp256k1", "COpenSSL"],
             swiftSettings: strict),
+        // The store protocols, records and the rules every backend shares (over a small SQL driver).
         .target(
             name: "ConsoleStore",
             dependencies: [
                 "BackupModel", "BackupCrypto",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
+        // The SQLite store: GRDB, its migrations, the driver and the raw-cursor hot paths.
+        .target(
+            name: "SQLiteStore",
+            dependencies: [
+                "BackupModel", "ConsoleStore",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
-                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
         // The PostgreSQL store: connection configuration, the client pool and its schema migrations.
@@ -148,8 +156,8 @@ let package = Package(
             name: "ConsoleService",
             dependencies: [
                 "BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Inspect", "Recovery", "Turnkey",
-                "TurnkeySandbox", "Cleanup", "BackupService", "BackupServiceSandbox", "PostgresStore", "ConsoleWire",
-                "Simulation",
+                "TurnkeySandbox", "Cleanup", "BackupService", "BackupServiceSandbox", "PostgresStore", "SQLiteStore",
+                "ConsoleWire", "Simulation",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
@@ -201,7 +209,7 @@ let package = Package(
             dependencies: [
                 "BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Inspect", "Recovery", "Turnkey",
                 "TurnkeySandbox", "Cleanup", "CSecp256k1", "COpenSSL", "BackupService", "BackupServiceSandbox",
-                "ConsoleService", "ConsoleClient", "PostgresStore", "BackupctlTestSupport", "Simulation",
+                "ConsoleService", "ConsoleClient", "PostgresStore", "SQLiteStore", "BackupctlTestSupport", "Simulation",
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -217,6 +225,7 @@ let package = Package(
         .target(
             name: "BackupctlTestSupport",
             dependencies: [
+                "SQLiteStore",
                 "BackupModel", "ConsoleStore", "PostgresStore", .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             path: "Tests/BackupctlTestSupport", swiftSettings: strict),
@@ -235,12 +244,14 @@ let package = Package(
         .testTarget(
             name: "ConsoleStoreTests",
             dependencies: [
+                "SQLiteStore",
                 "ConsoleStore", "BackupCrypto", "BackupModel", "BackupctlTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]),
         .testTarget(
             name: "PostgresStoreTests",
             dependencies: [
+                "SQLiteStore",
                 "PostgresStore", "BackupModel", "BackupctlTestSupport", "ConsoleStore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -249,6 +260,7 @@ let package = Package(
         .testTarget(
             name: "AccessTests",
             dependencies: [
+                "SQLiteStore",
                 "Access", "ConsoleStore", "BackupCrypto", "BackupModel", "BackupctlTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]),
@@ -273,6 +285,7 @@ let package = Package(
         .testTarget(
             name: "CleanupTests",
             dependencies: [
+                "SQLiteStore",
                 "Cleanup", "TurnkeySandbox", "Turnkey", "Access", "ConsoleStore", "BackupCrypto", "BackupModel",
                 "BackupctlTestSupport", "BackupService", "BackupServiceSandbox",
             ]),
@@ -280,21 +293,26 @@ let package = Package(
             name: "SimulationTests",
             dependencies: [
                 "Simulation", "BackupServiceSandbox", "TurnkeySandbox", "Turnkey", "SandboxIdentity", "BackupModel",
-                "BackupCrypto", "BackupService", "BackupctlTestSupport", "ConsoleService", "ConsoleStore", "Access",
-                "Inspect", "Cleanup",
+                "BackupCrypto", "BackupService", "BackupctlTestSupport", "ConsoleService", "ConsoleStore", "SQLiteStore",
+                "Access", "Inspect", "Cleanup",
             ]),
         .testTarget(
             name: "InspectTests",
-            dependencies: ["Inspect", "Access", "ConsoleStore", "BackupCrypto", "BackupModel", "BackupctlTestSupport"]),
+            dependencies: [
+                "SQLiteStore", "Inspect", "Access", "ConsoleStore", "BackupCrypto", "BackupModel",
+                "BackupctlTestSupport",
+            ]),
         .testTarget(
             name: "RecoveryTests",
             dependencies: [
+                "PostgresStore", "SQLiteStore",
                 "Recovery", "Turnkey", "Access", "ConsoleStore", "BackupCrypto", "BackupModel", "BackupctlTestSupport",
                 "BackupService", "BackupServiceSandbox", "Inspect",
             ]),
         .testTarget(
             name: "ConsoleServiceTests",
             dependencies: [
+                "SQLiteStore",
                 "ConsoleService", "ConsoleClient", "ConsoleStore", "Access", "Inspect", "Cleanup", "Recovery",
                 "BackupModel", "BackupCrypto", "BackupctlTestSupport",
             ]),
@@ -309,6 +327,7 @@ let package = Package(
         .testTarget(
             name: "ConsoleServerTests",
             dependencies: [
+                "SQLiteStore",
                 "ConsoleServer", "ConsoleService", "ConsoleClient", "ConsoleStore", "Access", "BackupModel",
                 "BackupCrypto", "PostgresStore", "ConsoleWire",
                 "BackupctlTestSupport", "Inspect",
@@ -317,6 +336,7 @@ let package = Package(
         .testTarget(
             name: "AdminREPLTests",
             dependencies: [
+                "SQLiteStore",
                 "AdminREPL", "ConsoleService", "ConsoleStore", "BackupctlTestSupport", "PostgresStore", "ConsoleWire",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],

@@ -11,5 +11,6 @@ enum BenchRegistry {
         PostgresBench(),
         PostgresLookupBench(),
         PostgresWorkersBench(),
+        SeedBench(),
     ]
 }

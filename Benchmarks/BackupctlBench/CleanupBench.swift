@@ -5,6 +5,7 @@ import Cleanup
 import ConsoleStore
 import Foundation
 import GRDBSQLite
+import SQLiteStore
 import Turnkey
 import TurnkeySandbox
 

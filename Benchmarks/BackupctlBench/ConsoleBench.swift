@@ -4,6 +4,7 @@ import BackupModel
 import BackupctlTestSupport
 import ConsoleStore
 import Foundation
+import SQLiteStore
 
 #if canImport(Glibc)
     import Glibc

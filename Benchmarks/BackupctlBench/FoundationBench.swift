@@ -3,6 +3,7 @@ import BackupCrypto
 import BackupModel
 import ConsoleStore
 import Foundation
+import SQLiteStore
 
 /// The audit log's cost: appends per second (each its own write transaction with the chain
 /// hash) and verification speed, beside the raw SHA-256 chain computation alone.

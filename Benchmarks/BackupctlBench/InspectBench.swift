@@ -4,6 +4,7 @@ import ConsoleStore
 import Foundation
 import GRDBSQLite
 import Inspect
+import SQLiteStore
 
 #if canImport(Glibc)
     import Glibc

@@ -1,5 +1,6 @@
 import BackupModel
 import GRDBSQLite
+import SQLiteStore
 
 /// The reference: the store's own indexed queries on a separate read-only connection through
 /// the SQLite C API, each prepared once and reused with bind/step/reset. The connection gets
@@ -11,18 +12,8 @@ final class RawLookup {
     private var backupStatement: OpaquePointer?
     private var resolveStatement: OpaquePointer?
 
-    /// The statement of `SQLiteConsoleStore.resolveLookup`, verbatim: the index row, whether the
-    /// backup's metadata implies the key, and (only when it does not) whether the backup exists.
-    static let resolveSQL = """
-        SELECT fl.backup_id, bf.factor_id,
-            CASE WHEN bf.factor_id IS NOT NULL THEN 1 ELSE EXISTS (
-                SELECT 1 FROM backup_summary s WHERE s.tenant = fl.tenant AND s.backup_id = fl.backup_id)
-            END
-        FROM factor_lookup fl
-        LEFT JOIN backup_factors bf
-            ON bf.tenant = fl.tenant AND bf.backup_id = fl.backup_id AND bf.pk = fl.pk
-        WHERE fl.tenant = ? AND fl.pk = ?
-        """
+    /// The statement of `SQLiteConsoleStore.resolveLookup`, the store's own text.
+    static let resolveSQL = SQLiteConsoleStore.resolveSQL
 
     init(path: String) throws {
         guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, nil) == SQLITE_OK,

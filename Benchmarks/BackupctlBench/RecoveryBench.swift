@@ -8,6 +8,7 @@ import CSecp256k1
 import ConsoleStore
 import Foundation
 import Recovery
+import SQLiteStore
 
 /// Recovery's cost beside the C calls it wraps: Backup Account ID derivations per second vs
 /// raw `EVP_MAC` BLAKE2BMAC + `secp256k1_ec_pubkey_create` + serialize, and `reset complete`

@@ -7,6 +7,7 @@ import ConsoleService
 import ConsoleStore
 import Foundation
 import Inspect
+import SQLiteStore
 
 /// Lookups through `backupctl serve` on loopback against the same lookups in-process
 /// (``LocalConsole`` on the same store file), and lookups/s with 16 concurrent clients

@@ -4,6 +4,7 @@ import BackupModel
 import ConsoleStore
 import Foundation
 import Inspect
+import SQLiteStore
 import Simulation
 import Turnkey
 import TurnkeySandbox

@@ -6,10 +6,10 @@ import Foundation
 /// Bringing data into a tenant: `import DIR` of a backup-service export and `seed` of a
 /// sandbox tenant. Admin only.
 public struct DataAdminService: Sendable {
-    let store: any ConsoleStore
+    let store: any SandboxStore
     let clock: WallClock
 
-    public init(store: any ConsoleStore, clock: WallClock = .system) {
+    public init(store: any SandboxStore, clock: WallClock = .system) {
         self.store = store
         self.clock = clock
     }

@@ -117,7 +117,7 @@ final class CommandContext {
         }
     }
 
-    func store() async throws(ConsoleError) -> any ConsoleStore {
+    func store() async throws(ConsoleError) -> any FullConsoleStore {
         try await local.store(create: true)
     }
 

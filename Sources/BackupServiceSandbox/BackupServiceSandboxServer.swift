@@ -81,7 +81,7 @@ extension BackupServiceEmulator {
     /// derived from the tenant name, like the sandbox Turnkey's keys: not a secret, it only
     /// ever unlocks this emulator, and every `backupctl` process on the store sees the same one.
     public static func sandbox(
-        store: any LiveTenantStore, tenant: TenantName, clock: WallClock = .system,
+        store: any SandboxStore, tenant: TenantName, clock: WallClock = .system,
         faults: ServiceFaults = ServiceFaults()
     ) -> BackupServiceEmulator {
         BackupServiceEmulator(

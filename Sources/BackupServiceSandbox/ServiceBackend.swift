@@ -22,10 +22,10 @@ public protocol ServiceBackend: Sendable {
 /// DynamoDB and Redis of its own, which ``ServiceStorage`` provides; the console's store is the
 /// console's copy, and nothing but an import writes it.
 public struct StoreBackend: ServiceBackend {
-    let store: any LiveTenantStore
+    let store: any SandboxStore
     let tenant: TenantName
 
-    public init(store: any LiveTenantStore, tenant: TenantName) {
+    public init(store: any SandboxStore, tenant: TenantName) {
         self.store = store
         self.tenant = tenant
     }

@@ -4,6 +4,7 @@ import BackupModel
 import ConsoleStore
 import Foundation
 import PostgresStore
+import SQLiteStore
 import Synchronization
 
 /// The service layer in this process, on the store it opens on first use: a SQLite file, or a
@@ -28,9 +29,9 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
 
     private let lock = NSLock()
     // Guarded by `lock`.
-    private var opened: (any LiveTenantStore)?
+    private var opened: (any FullConsoleStore)?
     /// The one opening of a PostgreSQL store that concurrent first calls all wait for.
-    private var opening: Task<Result<any LiveTenantStore, ConsoleError>, Never>?
+    private var opening: Task<Result<any FullConsoleStore, ConsoleError>, Never>?
     private var database: PostgresStoreDatabase?
     private var retired: [AuditPublicKey] = []
     /// The store held no signed checkpoint when first checked: `--db` writes are its normal path.
@@ -75,7 +76,7 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
 
     /// A console over an already open store (tests, and `demo`, which builds its store first).
     public convenience init(
-        store: any LiveTenantStore, path: String, clock: WallClock = .system,
+        store: any FullConsoleStore, path: String, clock: WallClock = .system,
         random: any RandomSource = SystemRandom(), environment: [String: String] = [:],
         auditSigner: AuditSigner? = nil
     ) {
@@ -201,7 +202,7 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
     public func trustRetiredAuditKeys(_ keys: [AuditPublicKey]) { lock.withLock { retired = keys } }
 
     /// The store, opened on first use; `create` allows making a new file (`init`, `demo`).
-    public func store(create: Bool = false) async throws(ConsoleError) -> any LiveTenantStore {
+    public func store(create: Bool = false) async throws(ConsoleError) -> any FullConsoleStore {
         if let store = lock.withLock({ opened }) { return store }
         if PostgresStoreConfiguration.isURL(storePath) { return try await openPostgres() }
         if !create, !FileManager.default.fileExists(atPath: storePath) {
@@ -220,16 +221,17 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
 
     /// Connects the pool (checking the server answers), migrates, and keeps the store; one
     /// attempt at a time, and a failed one is retried by the next call.
-    private func openPostgres() async throws(ConsoleError) -> any LiveTenantStore {
-        let task = lock.withLock { () -> Task<Result<any LiveTenantStore, ConsoleError>, Never> in
+    private func openPostgres() async throws(ConsoleError) -> any FullConsoleStore {
+        let task = lock.withLock { () -> Task<Result<any FullConsoleStore, ConsoleError>, Never> in
             if let opening { return opening }
-            let made = Task { [storePath, environment, clock] () -> Result<any LiveTenantStore, ConsoleError> in
+            let made = Task { [storePath, environment, clock] () -> Result<any FullConsoleStore, ConsoleError> in
                 do throws(ConsoleError) {
                     let configuration = try PostgresStoreConfiguration(url: storePath, environment: environment)
                     let database = PostgresStoreDatabase(configuration: configuration)
                     try await database.start()
                     do throws(ConsoleError) {
-                        let store = try await PostgresConsoleStore.open(database, clock: clock.millis)
+                        let store = try await PostgresConsoleStore.open(
+                            database, clock: clock.millis, checkpoints: .crash(at: environment["BACKUPCTL_CRASH_AT"]))
                         return .success(store)
                     } catch {
                         await database.shutdown()
@@ -366,7 +368,7 @@ public struct OperationContext: Sendable {
     public var clock: WallClock { console.clock }
     public var random: any RandomSource { console.random }
 
-    public func store() async throws(ConsoleError) -> any LiveTenantStore { try await console.store() }
+    public func store() async throws(ConsoleError) -> any FullConsoleStore { try await console.store() }
 
     public var access: AccessService {
         get async throws(ConsoleError) { try await console.access }

@@ -19,7 +19,7 @@ actor Wiring {
     private var sandboxes: [String: BackupServiceSandboxServer] = [:]
 
     func sandboxBackupService(
-        _ tenant: TenantName, store: any LiveTenantStore, clock: WallClock
+        _ tenant: TenantName, store: any FullConsoleStore, clock: WallClock
     ) async throws(ConsoleError) -> String {
         if let running = sandboxes[tenant.rawValue] { return running.baseURL }
         let emulator = BackupServiceEmulator.sandbox(store: store, tenant: tenant, clock: clock)

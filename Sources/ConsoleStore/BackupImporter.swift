@@ -79,7 +79,9 @@ extension ConsoleStore {
             directory: directory, tenant: tenant, dryRun: dryRun, operatorName: operatorName, setAside: setAside,
             progress: progress)
     }
+}
 
+extension SandboxStore {
     /// Seeds the sandbox tenant by ``SandboxSeeder``'s rules.
     public func seedSandbox(
         tenant: TenantRecord, backups: Int, orphans: Int, seed: UInt64, operatorName: String,

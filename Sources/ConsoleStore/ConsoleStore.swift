@@ -5,8 +5,9 @@ import Foundation
 ///
 /// Every backup-level operation takes the tenant: no call can read or write across tenants.
 /// Every mutation takes an ``AuditDraft`` and appends the chained audit entry in the same
-/// transaction, so the log and the data cannot disagree. The SQLite implementation is
-/// ``SQLiteConsoleStore``; a PostgreSQL one can implement the same protocol.
+/// transaction, so the log and the data cannot disagree. Every requirement is implemented once,
+/// by ``SQLRuleStore`` over a backend's ``SQLDriver`` (SQLite in `SQLiteStore`, PostgreSQL in
+/// `PostgresStore`).
 ///
 /// Every requirement is `async` and takes values only: no caller code runs inside a store
 /// transaction, so a store whose transactions live on a server (PostgreSQL) implements it as
@@ -57,6 +58,8 @@ public protocol ConsoleStore: Sendable {
 
     func backup(tenant: TenantName, id: String) async throws(ConsoleError) -> BackupRecord?
     func backupExists(tenant: TenantName, id: String) async throws(ConsoleError) -> Bool
+    /// Which of `ids` the tenant holds: one read per 500 ids (a batch of a seed or an import).
+    func existingBackupIds(tenant: TenantName, among ids: [String]) async throws(ConsoleError) -> Set<String>
     func backupCount(tenant: TenantName) async throws(ConsoleError) -> Int
     /// Backup ids starting with `prefix`, in id order, at most `limit` (id prefixes, completion).
     func backupIds(tenant: TenantName, prefix: String, limit: Int) async throws(ConsoleError) -> [String]
@@ -102,11 +105,6 @@ public protocol ConsoleStore: Sendable {
         directory: URL, tenant: TenantName, dryRun: Bool, operatorName: String, setAside: Set<String>,
         clock: @escaping @Sendable () -> Int64, progress: ((Int) throws(ConsoleError) -> Void)?
     ) async throws(ConsoleError) -> ImportReport
-    /// Writes synthetic backups and orphan sub-orgs into a sandbox tenant by ``SandboxSeeder``'s rules.
-    func seedSandbox(
-        tenant: TenantRecord, backups: Int, orphans: Int, seed: UInt64, operatorName: String,
-        clock: @escaping @Sendable () -> Int64, progress: ((Int) throws(ConsoleError) -> Void)?
-    ) async throws(ConsoleError) -> SeedReport
 
     // MARK: Turnkey sub-organization references
 
@@ -114,17 +112,6 @@ public protocol ConsoleStore: Sendable {
     func subOrgReference(tenant: TenantName, subOrgId: String) async throws(ConsoleError) -> String?
     /// Up to `limit` distinct referenced sub-org ids greater than `after`, in id order.
     func referencedSubOrgs(tenant: TenantName, after: String?, limit: Int) async throws(ConsoleError) -> [String]
-
-    // MARK: Sandbox Turnkey sub-organizations (sandbox tenants only)
-
-    /// Records sub-orgs the Turnkey sandbox lists under the tenant's parent org; existing ids
-    /// keep their first `createdAt`. Returns how many were new.
-    @discardableResult
-    func addSandboxSubOrgs(tenant: TenantName, _ subOrgIds: [String], createdAt: Int64, audit: AuditDraft?)
-        async throws(ConsoleError) -> Int
-    /// Removes one (the sandbox's `delete_sub_organization`); returns whether it was there.
-    func removeSandboxSubOrg(tenant: TenantName, subOrgId: String, audit: AuditDraft?) async throws(ConsoleError)
-        -> Bool
 
     // MARK: Reset
 

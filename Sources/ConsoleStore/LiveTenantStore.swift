@@ -2,8 +2,8 @@ import BackupModel
 import Foundation
 
 /// What acting on a live tenant needs of the store, beyond ``CleanupJournalStore``: the Backup
-/// Service URL, snapshots that know their age, the reset ledger, the sandbox service's state,
-/// and the one-run-per-tenant cleanup lease.
+/// Service URL, snapshots that know their age, the reset ledger and the one-run-per-tenant
+/// cleanup lease.
 public protocol LiveTenantStore: CleanupJournalStore, AuditCheckpointStore {
     /// Sets (or clears, with `nil`) the tenant's Backup Service URL.
     func setBackupServiceURL(tenant: TenantName, url: String?, audit: AuditDraft) async throws(ConsoleError)
@@ -59,15 +59,6 @@ public protocol LiveTenantStore: CleanupJournalStore, AuditCheckpointStore {
         tenant: TenantName, tokenHash: String?, backupId: String, subOrgIds: [String], now: Int64,
         audit: ResetAuditDraft
     ) async throws(ConsoleError) -> ResetWipe
-
-    // MARK: The sandbox Backup Service's own state
-
-    /// The sandbox service's `/v1/reset` steps 6–7 in one transaction: mark the token used and
-    /// delete the backup (blob, metadata, lookup rows), without queueing or auditing — the
-    /// sandbox service is not the console. Returns `false`, changing nothing, when the token
-    /// was already used (`already_used`).
-    func sandboxServiceReset(tenant: TenantName, tokenHash: String, backupId: String, now: Int64)
-        async throws(ConsoleError) -> Bool
 
     // MARK: The cleanup run lease
 

@@ -10,13 +10,13 @@ import Foundation
 /// transaction and one audit entry each). Every sub-org a TURNKEY key references, and `M`
 /// orphans nothing references, go to the sandbox sub-org table that the Turnkey sandbox lists.
 public struct SandboxSeeder: Sendable {
-    public let store: any ConsoleStore
+    public let store: any SandboxStore
     /// Unix seconds.
     public let clock: @Sendable () -> Int64
     public var batchSize = 1000
 
     public init(
-        store: any ConsoleStore, clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+        store: any SandboxStore, clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
     ) {
         self.store = store
         self.clock = clock
@@ -45,14 +45,10 @@ public struct SandboxSeeder: Sendable {
         while start < backups {
             let count = min(batchSize, backups - start)
             // A re-run with the same seed makes the same backups: write and audit only the new ones.
-            var made: [SyntheticBackup] = []
-            for backup in try Self.make(seed: seed, range: start..<(start + count), now: now) {
-                if try await store.backupExists(tenant: name, id: backup.write.record.backupId) {
-                    report.existing += 1
-                } else {
-                    made.append(backup)
-                }
-            }
+            let batch = try Self.make(seed: seed, range: start..<(start + count), now: now)
+            let existing = try await store.existingBackupIds(tenant: name, among: batch.map(\.write.record.backupId))
+            let made = batch.filter { !existing.contains($0.write.record.backupId) }
+            report.existing += batch.count - made.count
             let writes = made.map(\.write)
             if !writes.isEmpty {
                 try await store.writeBackups(

@@ -25,15 +25,18 @@ public struct PostgresCleanupQueue: Sendable {
         let bounded = max(0, limit)
         return try await database.withTransaction("claiming cleanup items of \(tenant)") { connection in
             let rows = try await connection.query(
+                // A materialized pick, as in PostgresConsoleStore.claimCleanup: `IN (SELECT …
+                // LIMIT n)` may be run once per updated row and claim more than `limit`.
                 """
-                UPDATE cleanup_items SET claimed_by = \(worker), lease_expires_at = \(until)
-                WHERE tenant = \(tenant.rawValue) AND suborg_id IN (
+                WITH picked AS MATERIALIZED (
                     SELECT suborg_id FROM cleanup_items
                     WHERE tenant = \(tenant.rawValue) AND state = ANY(\(stateNames))
                         AND (claimed_by IS NULL OR lease_expires_at < \(now))
                     ORDER BY suborg_id LIMIT \(bounded)
                     FOR UPDATE SKIP LOCKED)
-                RETURNING \(unescaped: Self.columns)
+                UPDATE cleanup_items c SET claimed_by = \(worker), lease_expires_at = \(until)
+                FROM picked WHERE c.tenant = \(tenant.rawValue) AND c.suborg_id = picked.suborg_id
+                RETURNING \(unescaped: Self.qualifiedColumns)
                 """, logger: database.logger)
             var items: [CleanupItemRecord] = []
             for try await row in rows { items.append(try Self.item(row)) }
@@ -89,6 +92,8 @@ public struct PostgresCleanupQueue: Sendable {
 
     static let columns =
         "suborg_id, reason, first_seen_at, state, body, attempts::BIGINT, last_error, updated_at, last_backup_id, version"
+    /// ``columns`` of the claimed rows (`picked` has a `suborg_id` too).
+    static let qualifiedColumns = columns.split(separator: ", ").map { "c.\($0)" }.joined(separator: ", ")
 
     static func item(_ row: PostgresRow) throws -> CleanupItemRecord {
         let (id, reason, firstSeen, stateName, body, attempts, lastError, updated, lastBackup, version) =

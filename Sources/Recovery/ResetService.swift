@@ -148,7 +148,7 @@ public struct ResetService: Sendable {
             "tokenHashPrefix": ResetToken.auditPrefix(ofHash: plan.tokenHash), "via": "backup_service",
         ]
         if let resolvedBy { details["resolvedBy"] = resolvedBy }
-        // The `wiped` checkpoint fires inside the store's transaction (SQLiteConsoleStore's crash point).
+        // The `wiped` checkpoint fires inside the store's transaction (the shared rules' StoreCheckpoint.resetWiped, on every backend).
         let wipe = try await store.recordServiceReset(
             tenant: session.tenantName, tokenHash: plan.fromLedger ? plan.tokenHash : nil, backupId: plan.backupId,
             subOrgIds: subOrgs, now: clock.seconds,

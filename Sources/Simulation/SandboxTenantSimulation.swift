@@ -11,10 +11,10 @@ import TurnkeySandbox
 /// so the tenant's in-process Turnkey answers `check --turnkey` and cleanup as the simulated one
 /// would. The ground truth describes the whole tenant, so the tenant must be empty.
 public struct SandboxTenantSimulation: Sendable {
-    let store: any CleanupJournalStore
+    let store: any CleanupJournalStore & SandboxStore
     let clock: WallClock
 
-    public init(store: any CleanupJournalStore, clock: WallClock = .system) {
+    public init(store: any CleanupJournalStore & SandboxStore, clock: WallClock = .system) {
         self.store = store
         self.clock = clock
     }

@@ -169,10 +169,10 @@ extension String {
 
 /// The sandbox tenant's sub-orgs, read from and deleted in the store's `sandbox_suborgs` table.
 public struct StoreDirectory: SandboxDirectory {
-    public let store: any CleanupJournalStore
+    public let store: any SandboxStore
     public let tenant: TenantName
 
-    public init(store: any CleanupJournalStore, tenant: TenantName) {
+    public init(store: any SandboxStore, tenant: TenantName) {
         self.store = store
         self.tenant = tenant
     }

@@ -1,13 +1,16 @@
 import Access
 import BackupCrypto
 import BackupModel
+import BackupctlTestSupport
 import ConsoleStore
 import Foundation
 import Testing
 
 @Suite struct AccessServiceTests {
-    @Test func bootstrapCreatesAdminSandboxAndRefusesTwice() async throws {
-        let fixture = try TempStore()
+    @Test(arguments: TestBackend.available) func bootstrapCreatesAdminSandboxAndRefusesTwice(backend: TestBackend)
+        async throws
+    {
+        let fixture = try await TempStore(backend)
         let access = fixture.access()
         let token = try await access.bootstrap(admin: try OperatorName("root"))
         let text = token.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
@@ -34,8 +37,8 @@ import Testing
         #expect(try await fixture.store.operatorRecord(tokenHash: OperatorToken.hash(token)) != nil)
     }
 
-    @Test func unknownTokenIsDenied() async throws {
-        let fixture = try TempStore()
+    @Test(arguments: TestBackend.available) func unknownTokenIsDenied(backend: TestBackend) async throws {
+        let fixture = try await TempStore(backend)
         _ = try await fixture.bootstrap()
         let stranger = OperatorToken.generate(using: SeededRandom(seed: 99))
         let error = await #expect(throws: ConsoleError.self) {
@@ -56,8 +59,8 @@ import Testing
         #expect(parsed == token)
     }
 
-    @Test func grantsAreScopedToTheirTenant() async throws {
-        let fixture = try TempStore()
+    @Test(arguments: TestBackend.available) func grantsAreScopedToTheirTenant(backend: TestBackend) async throws {
+        let fixture = try await TempStore(backend)
         let (root, rootSandbox) = try await fixture.bootstrap()
         let access = fixture.access(seed: 8)
         try await access.createTenant(
@@ -78,8 +81,10 @@ import Testing
         #expect(try await access.tenants(visibleTo: alice).map(\.0.name.rawValue) == ["sandbox"])
     }
 
-    @Test func nonAdminCannotManageOperatorsAndNothingChanges() async throws {
-        let fixture = try TempStore()
+    @Test(arguments: TestBackend.available) func nonAdminCannotManageOperatorsAndNothingChanges(backend: TestBackend)
+        async throws
+    {
+        let fixture = try await TempStore(backend)
         let (_, rootSandbox) = try await fixture.bootstrap()
         let access = fixture.access(seed: 9)
         let bobToken = try await access.addOperator(try OperatorName("bob"), role: .cleaner, session: rootSandbox)
@@ -106,8 +111,8 @@ import Testing
         }
     }
 
-    @Test func grantRevokeAndList() async throws {
-        let fixture = try TempStore()
+    @Test(arguments: TestBackend.available) func grantRevokeAndList(backend: TestBackend) async throws {
+        let fixture = try await TempStore(backend)
         let (_, rootSandbox) = try await fixture.bootstrap()
         let access = fixture.access(seed: 10)
         _ = try await access.addOperator(try OperatorName("carol"), role: .viewer, session: rootSandbox)

@@ -1,6 +1,7 @@
 import Access
 import BackupCrypto
 import BackupModel
+import BackupctlTestSupport
 import ConsoleStore
 import Foundation
 import GRDB
@@ -8,8 +9,10 @@ import Testing
 
 @Suite struct AuditCheckpointTests {
     /// A store with `n` entries beyond the bootstrap ones, and checkpoints signed every `every` entries.
-    func signed(_ n: Int, every: Int64, key: SecretBytes) async throws -> (TempStore, [AuditCheckpoint]) {
-        let fixture = try TempStore()
+    func signed(_ n: Int, every: Int64, key: SecretBytes, _ backend: TestBackend) async throws
+        -> (TempStore, [AuditCheckpoint])
+    {
+        let fixture = try await TempStore(backend)
         let (_, session) = try await fixture.bootstrap()
         for i in 0..<n {
             fixture.time.advance(byMillis: 1000)
@@ -27,16 +30,20 @@ import Testing
         return (fixture, checkpoints)
     }
 
-    func raw(_ fixture: TempStore, _ sql: String) throws {
-        let queue = try DatabaseQueue(path: fixture.path)
-        try queue.write { try $0.execute(sql: sql) }
+    /// Runs `sql` (statements separated by `;`) straight on the store's tables, as a tamperer would.
+    func raw(_ fixture: TempStore, _ sql: String) async throws {
+        for statement in sql.split(separator: ";") where !statement.allSatisfy(\.isWhitespace) {
+            _ = try await storeSQL(fixture.store, SQLStatement(stringLiteral: String(statement)))
+        }
     }
 
     let key = P256.generatePrivateKey()
     func publicKey() throws -> [UInt8] { try P256.publicKey(privateKey: key, compressed: true) }
 
-    @Test func aRotatedKeyVerifiesWithTheRetiredKeyBesideIt() async throws {
-        let fixture = try TempStore()
+    @Test(arguments: TestBackend.available) func aRotatedKeyVerifiesWithTheRetiredKeyBesideIt(backend: TestBackend)
+        async throws
+    {
+        let fixture = try await TempStore(backend)
         let (_, session) = try await fixture.bootstrap()
         let newKey = P256.generatePrivateKey()
         var checkpoints: [AuditCheckpoint] = []
@@ -63,8 +70,8 @@ import Testing
             ).ok))
     }
 
-    @Test func intactChainAndCheckpointsVerify() async throws {
-        let (fixture, checkpoints) = try await signed(20, every: 5, key: key)
+    @Test(arguments: TestBackend.available) func intactChainAndCheckpointsVerify(backend: TestBackend) async throws {
+        let (fixture, checkpoints) = try await signed(20, every: 5, key: key, backend)
         let result = try await AuditLog.verifyCheckpoints(
             store: fixture.store, checkpoints: checkpoints, publicKey: try publicKey())
         let head = try #require(try await fixture.store.latestAuditEntries(tenant: nil, limit: 1).last).seq
@@ -73,8 +80,10 @@ import Testing
         #expect(result.uncoveredEntries == Int(head % 5))
     }
 
-    @Test func rewrittenEntryWithRecomputedChainIsDetected() async throws {
-        let (fixture, checkpoints) = try await signed(12, every: 5, key: key)
+    @Test(arguments: TestBackend.available) func rewrittenEntryWithRecomputedChainIsDetected(backend: TestBackend)
+        async throws
+    {
+        let (fixture, checkpoints) = try await signed(12, every: 5, key: key, backend)
         // Rewrite entry 3 and recompute every later hash: the chain alone verifies again.
         var entries = try await fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 100)
         var prev = AuditEntry.genesisHash
@@ -84,14 +93,13 @@ import Testing
             entries[index].hash = SHA256.hex(Array(prev.utf8) + Array(entries[index].canonicalBytes))
             prev = entries[index].hash
         }
-        let queue = try DatabaseQueue(path: fixture.path)
-        let forged = entries
-        try await queue.write { db in
-            for entry in forged {
-                try db.execute(
-                    sql: "UPDATE audit SET target = ?, prev_hash = ?, hash = ? WHERE seq = ?",
-                    arguments: [entry.target, entry.prevHash, entry.hash, entry.seq])
-            }
+        for entry in entries {
+            _ = try await storeSQL(
+                fixture.store,
+                """
+                UPDATE audit SET target = \(entry.target), prev_hash = \(entry.prevHash), hash = \(entry.hash)
+                WHERE seq = \(entry.seq)
+                """)
         }
         await #expect(try AuditLog.verify(store: fixture.store).ok)
         let result = try await AuditLog.verifyCheckpoints(
@@ -99,18 +107,18 @@ import Testing
         #expect(!result.ok && result.code == "recomputed_chain" && result.badSeq == 5)
     }
 
-    @Test func truncatedTailIsDetected() async throws {
-        let (fixture, checkpoints) = try await signed(12, every: 5, key: key)
+    @Test(arguments: TestBackend.available) func truncatedTailIsDetected(backend: TestBackend) async throws {
+        let (fixture, checkpoints) = try await signed(12, every: 5, key: key, backend)
         let last = try #require(checkpoints.last)
-        try raw(fixture, "DELETE FROM audit WHERE seq >= \(last.seq - 1)")
+        try await raw(fixture, "DELETE FROM audit WHERE seq >= \(last.seq - 1)")
         await #expect(try AuditLog.verify(store: fixture.store).ok)
         let result = try await AuditLog.verifyCheckpoints(
             store: fixture.store, checkpoints: checkpoints, publicKey: try publicKey())
         #expect(!result.ok && result.code == "truncated_tail" && result.badSeq == last.seq)
     }
 
-    @Test func deletedCheckpointIsDetected() async throws {
-        let (fixture, checkpoints) = try await signed(16, every: 5, key: key)
+    @Test(arguments: TestBackend.available) func deletedCheckpointIsDetected(backend: TestBackend) async throws {
+        let (fixture, checkpoints) = try await signed(16, every: 5, key: key, backend)
         #expect(checkpoints.count >= 3)
         var remaining = checkpoints
         remaining.remove(at: 1)
@@ -119,9 +127,11 @@ import Testing
         #expect(!result.ok && result.code == "checkpoint_missing" && result.badSeq == checkpoints[2].seq)
     }
 
-    @Test func checkpointSignedByAnotherKeyIsRefused() async throws {
+    @Test(arguments: TestBackend.available) func checkpointSignedByAnotherKeyIsRefused(backend: TestBackend)
+        async throws
+    {
         let other = P256.generatePrivateKey()
-        let (fixture, checkpoints) = try await signed(10, every: 5, key: other)
+        let (fixture, checkpoints) = try await signed(10, every: 5, key: other, backend)
         let result = try await AuditLog.verifyCheckpoints(
             store: fixture.store, checkpoints: checkpoints, publicKey: try publicKey())
         #expect(!result.ok && result.code == "bad_signature" && result.badSeq == checkpoints.first?.seq)
@@ -131,8 +141,9 @@ import Testing
             })
     }
 
-    @Test func alteredSignedFieldBreaksTheSignature() async throws {
-        let (fixture, checkpoints) = try await signed(10, every: 5, key: key)
+    @Test(arguments: TestBackend.available) func alteredSignedFieldBreaksTheSignature(backend: TestBackend) async throws
+    {
+        let (fixture, checkpoints) = try await signed(10, every: 5, key: key, backend)
         var altered = checkpoints
         altered[0].atMillis += 1
         let result = try await AuditLog.verifyCheckpoints(
@@ -169,8 +180,10 @@ import Testing
 }
 
 @Suite struct AuditCheckpointPolicyTests {
-    @Test func checkpointsAreWrittenEveryNEntriesAndAfterAQuietPeriod() async throws {
-        let fixture = try TempStore()
+    @Test(arguments: TestBackend.available) func checkpointsAreWrittenEveryNEntriesAndAfterAQuietPeriod(
+        backend: TestBackend
+    ) async throws {
+        let fixture = try await TempStore(backend)
         let (_, session) = try await fixture.bootstrap()
         let key = P256.generatePrivateKey()
         let now: Int64 = 1_000_000

@@ -1,6 +1,7 @@
 import Access
 import BackupCrypto
 import BackupModel
+import BackupctlTestSupport
 import ConsoleStore
 import Foundation
 import GRDB
@@ -8,8 +9,8 @@ import Testing
 
 @Suite struct AuditLogTests {
     /// A store with `n` audit entries beyond the bootstrap ones.
-    func populated(_ n: Int) async throws -> (TempStore, Session) {
-        let fixture = try TempStore()
+    func populated(_ n: Int, _ backend: TestBackend) async throws -> (TempStore, Session) {
+        let fixture = try await TempStore(backend)
         let (_, session) = try await fixture.bootstrap()
         for i in 0..<n {
             fixture.time.advance(byMillis: 1000)
@@ -19,13 +20,15 @@ import Testing
         return (fixture, session)
     }
 
-    func raw(_ fixture: TempStore, _ sql: String) throws {
-        let queue = try DatabaseQueue(path: fixture.path)
-        try queue.write { try $0.execute(sql: sql) }
+    /// Runs `sql` (statements separated by `;`) straight on the store's tables, as a tamperer would.
+    func raw(_ fixture: TempStore, _ sql: String) async throws {
+        for statement in sql.split(separator: ";") where !statement.allSatisfy(\.isWhitespace) {
+            _ = try await storeSQL(fixture.store, SQLStatement(stringLiteral: String(statement)))
+        }
     }
 
-    @Test func intactChainVerifies() async throws {
-        let (fixture, session) = try await populated(20)
+    @Test(arguments: TestBackend.available) func intactChainVerifies(backend: TestBackend) async throws {
+        let (fixture, session) = try await populated(20, backend)
         let result = try await AuditLog(store: fixture.store).verify(session: session)
         #expect(result.ok && result.firstBadSeq == nil)
         #expect(result.entries == (try await fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 10_000).count))
@@ -34,24 +37,24 @@ import Testing
         #expect(result.headHash == last.first?.hash)
     }
 
-    @Test func alteredEntryIsFound() async throws {
-        let (fixture, session) = try await populated(10)
-        try raw(fixture, "UPDATE audit SET target = 'someone_else' WHERE seq = 5")
+    @Test(arguments: TestBackend.available) func alteredEntryIsFound(backend: TestBackend) async throws {
+        let (fixture, session) = try await populated(10, backend)
+        try await raw(fixture, "UPDATE audit SET target = 'someone_else' WHERE seq = 5")
         let result = try await AuditLog(store: fixture.store).verify(session: session)
         #expect(!result.ok && result.firstBadSeq == 5)
     }
 
-    @Test func removedEntryIsFound() async throws {
-        let (fixture, session) = try await populated(10)
-        try raw(fixture, "DELETE FROM audit WHERE seq = 4")
+    @Test(arguments: TestBackend.available) func removedEntryIsFound(backend: TestBackend) async throws {
+        let (fixture, session) = try await populated(10, backend)
+        try await raw(fixture, "DELETE FROM audit WHERE seq = 4")
         let result = try await AuditLog(store: fixture.store).verify(session: session)
         #expect(!result.ok && result.firstBadSeq == 5)
     }
 
-    @Test func reorderedEntriesAreFound() async throws {
-        let (fixture, session) = try await populated(10)
+    @Test(arguments: TestBackend.available) func reorderedEntriesAreFound(backend: TestBackend) async throws {
+        let (fixture, session) = try await populated(10, backend)
         // Swap the content of 6 and 7 but keep each row's own hashes: the chain no longer links.
-        try raw(
+        try await raw(
             fixture,
             """
             UPDATE audit SET seq = 100006 WHERE seq = 6;
@@ -62,19 +65,21 @@ import Testing
         #expect(!result.ok && result.firstBadSeq == 6)
     }
 
-    @Test func rehashedForgeryStillBreaksTheNextLink() async throws {
-        let (fixture, session) = try await populated(10)
+    @Test(arguments: TestBackend.available) func rehashedForgeryStillBreaksTheNextLink(backend: TestBackend)
+        async throws
+    {
+        let (fixture, session) = try await populated(10, backend)
         let entries = try await fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 100)
         var forged = try #require(entries.first { $0.seq == 3 })
         forged.target = "forged"
         let hash = SHA256.hex(Array(forged.prevHash.utf8) + Array(forged.canonicalBytes))
-        try raw(fixture, "UPDATE audit SET target = 'forged', hash = '\(hash)' WHERE seq = 3")
+        try await raw(fixture, "UPDATE audit SET target = 'forged', hash = '\(hash)' WHERE seq = 3")
         let result = try await AuditLog(store: fixture.store).verify(session: session)
         #expect(!result.ok && result.firstBadSeq == 4)
     }
 
-    @Test func listIsAdminOnlyAndTenantScoped() async throws {
-        let (fixture, admin) = try await populated(3)
+    @Test(arguments: TestBackend.available) func listIsAdminOnlyAndTenantScoped(backend: TestBackend) async throws {
+        let (fixture, admin) = try await populated(3, backend)
         let access = fixture.access(seed: 12)
         let token = try await access.addOperator(try OperatorName("viewer1"), role: .viewer, session: admin)
         let viewer = try await access.session(

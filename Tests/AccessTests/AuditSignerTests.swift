@@ -1,6 +1,7 @@
 import Access
 import BackupCrypto
 import BackupModel
+import BackupctlTestSupport
 import ConsoleStore
 import Foundation
 import GRDB
@@ -17,8 +18,8 @@ import Testing
             publicKey: signer.publicKey.bytes)
     }
 
-    @Test func signsOnceEveryNEntriesAfterAppends() async throws {
-        let fixture = try TempStore()
+    @Test(arguments: TestBackend.available) func signsOnceEveryNEntriesAfterAppends(backend: TestBackend) async throws {
+        let fixture = try await TempStore(backend)
         let (_, session) = try await fixture.bootstrap()
         let signer = try AuditSigner(privateKey: key, clock: fixture.clock, everyEntries: 4)
         // No checkpoint yet: the first call signs what the bootstrap wrote.
@@ -40,8 +41,10 @@ import Testing
         #expect(signer.lastError == nil)
     }
 
-    @Test func readAuditsAreInTheChainAsSoonAsTheyAreAppended() async throws {
-        let fixture = try TempStore()
+    @Test(arguments: TestBackend.available) func readAuditsAreInTheChainAsSoonAsTheyAreAppended(backend: TestBackend)
+        async throws
+    {
+        let fixture = try await TempStore(backend)
         let (_, session) = try await fixture.bootstrap()
         let signer = try AuditSigner(privateKey: key, clock: fixture.clock, everyEntries: 2)
         await signer.checkpointAfterAppends(store: fixture.store)
@@ -51,8 +54,10 @@ import Testing
         await #expect(try verify(fixture, signer).ok)
     }
 
-    @Test func theLoopSignsEachIntervalWhileEntriesArriveAndOnceMoreWhenStopped() async throws {
-        let fixture = try TempStore()
+    @Test(arguments: TestBackend.available) func theLoopSignsEachIntervalWhileEntriesArriveAndOnceMoreWhenStopped(
+        backend: TestBackend
+    ) async throws {
+        let fixture = try await TempStore(backend)
         let (_, session) = try await fixture.bootstrap()
         let signer = try AuditSigner(privateKey: key, clock: fixture.clock, everyEntries: 1000)
         // What arrives during each interval; the sleep after the last one is cancelled, and
@@ -80,8 +85,10 @@ import Testing
         #expect(result.ok && result.checkpoints == 3 && result.uncoveredEntries == 0)
     }
 
-    @Test func aFailingStoreIsKeptAsTheLastErrorAndTheLoopGoesOn() async throws {
-        let fixture = try TempStore()
+    @Test(arguments: TestBackend.available) func aFailingStoreIsKeptAsTheLastErrorAndTheLoopGoesOn(backend: TestBackend)
+        async throws
+    {
+        let fixture = try await TempStore(backend)
         _ = try await fixture.bootstrap()
         let signer = try AuditSigner(privateKey: key, clock: fixture.clock)
         var calls = 0
@@ -103,8 +110,10 @@ import Testing
         #expect(try await fixture.store.auditCheckpoints().count == 1)
     }
 
-    @Test func aForgedCheckpointTimeNeitherCrashesTheSignerNorVerifies() async throws {
-        let fixture = try TempStore()
+    @Test(arguments: TestBackend.available) func aForgedCheckpointTimeNeitherCrashesTheSignerNorVerifies(
+        backend: TestBackend
+    ) async throws {
+        let fixture = try await TempStore(backend)
         let (_, session) = try await fixture.bootstrap()
         try await fixture.store.appendAuditCheckpoint(
             AuditCheckpoint(
@@ -118,8 +127,10 @@ import Testing
         #expect(!result.ok && result.code == "bad_signature" && result.badSeq == 1)
     }
 
-    @Test func twoSignersNeverChainToTheSamePredecessor() async throws {
-        let fixture = try TempStore()
+    @Test(arguments: TestBackend.available) func twoSignersNeverChainToTheSamePredecessor(backend: TestBackend)
+        async throws
+    {
+        let fixture = try await TempStore(backend)
         let (_, session) = try await fixture.bootstrap()
         let signer = try AuditSigner(privateKey: key, clock: fixture.clock, everyEntries: 1)
         let store = fixture.store

@@ -4,6 +4,7 @@ import BackupModel
 import ConsoleStore
 import Foundation
 import GRDB
+import SQLiteStore
 import Testing
 
 /// A signed store's SQLite file as someone who can write it sees it: plain SQL, and the store's

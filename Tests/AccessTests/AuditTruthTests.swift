@@ -1,6 +1,7 @@
 import Access
 import BackupCrypto
 import BackupModel
+import BackupctlTestSupport
 import ConsoleStore
 import Foundation
 import GRDB
@@ -13,8 +14,10 @@ import Testing
         try await fixture.store.auditEntries(tenant: nil, afterSeq: 0, limit: 10_000)
     }
 
-    @Test func revokingAMissingGrantFailsWithoutAnEntry() async throws {
-        let fixture = try TempStore()
+    @Test(arguments: TestBackend.available) func revokingAMissingGrantFailsWithoutAnEntry(backend: TestBackend)
+        async throws
+    {
+        let fixture = try await TempStore(backend)
         let (_, root) = try await fixture.bootstrap()
         let access = fixture.access(seed: 11)
         _ = try await access.addOperator(try OperatorName("bob"), role: .viewer, session: root)
@@ -32,8 +35,10 @@ import Testing
         await #expect(try entries(fixture) == before)
     }
 
-    @Test func deniedCommandsAreAuditedAsFailuresWithTheirCode() async throws {
-        let fixture = try TempStore()
+    @Test(arguments: TestBackend.available) func deniedCommandsAreAuditedAsFailuresWithTheirCode(backend: TestBackend)
+        async throws
+    {
+        let fixture = try await TempStore(backend)
         let (rootOp, root) = try await fixture.bootstrap()
         let access = fixture.access(seed: 11)
         let token = try await access.addOperator(try OperatorName("vera"), role: .viewer, session: root)
@@ -74,8 +79,8 @@ import Testing
         await #expect(try AuditLog.verify(store: fixture.store).ok)
     }
 
-    @Test func aTenantAdminVerifiesOnlyItsTenant() async throws {
-        let fixture = try TempStore()
+    @Test(arguments: TestBackend.available) func aTenantAdminVerifiesOnlyItsTenant(backend: TestBackend) async throws {
+        let fixture = try await TempStore(backend)
         let (rootOp, root) = try await fixture.bootstrap()
         let access = fixture.access(seed: 11)
         try await access.createTenant(
@@ -99,7 +104,7 @@ import Testing
 
         // A break in another tenant's entry: not ok, but not located for the tenant admin.
         let victim = try #require(everything.first { $0.tenant == "sandbox" && $0.action == "note" })
-        try tamper(fixture, seq: victim.seq)
+        try await tamper(fixture, seq: victim.seq)
         let brokenScoped = try await log.verify(session: adaSession)
         #expect(!brokenScoped.ok && brokenScoped.firstBadSeq == nil && brokenScoped.scope == "acme")
         let brokenAll = try await log.verify(session: root)
@@ -107,8 +112,7 @@ import Testing
     }
 
     /// Rewrites one entry's target behind the store's back, as an attacker with the file would.
-    func tamper(_ fixture: TempStore, seq: Int64) throws {
-        let queue = try DatabaseQueue(path: fixture.path)
-        try queue.write { try $0.execute(sql: "UPDATE audit SET target = 'forged' WHERE seq = \(seq)") }
+    func tamper(_ fixture: TempStore, seq: Int64) async throws {
+        _ = try await storeSQL(fixture.store, "UPDATE audit SET target = 'forged' WHERE seq = \(seq)")
     }
 }

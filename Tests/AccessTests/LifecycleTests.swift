@@ -8,8 +8,8 @@ import Testing
 
 /// Token rotation, operator removal and tenant deletion: who may, and what is left afterwards.
 @Suite struct LifecycleTests {
-    @Test func rotationKillsTheOldTokenAtOnce() async throws {
-        let t = try TempStore()
+    @Test(arguments: TestBackend.available) func rotationKillsTheOldTokenAtOnce(backend: TestBackend) async throws {
+        let t = try await TempStore(backend)
         let (_, root) = try await t.bootstrap()
         let access = t.access(seed: 11)
         let bob = try OperatorName("bob")
@@ -31,8 +31,10 @@ import Testing
         #expect(actions.filter { $0 == "operator.token_rotate" }.count == 2)
     }
 
-    @Test func anAdminOfOneTenantCannotRotateOrRemoveAnOperatorOfAnother() async throws {
-        let t = try TempStore()
+    @Test(arguments: TestBackend.available) func anAdminOfOneTenantCannotRotateOrRemoveAnOperatorOfAnother(
+        backend: TestBackend
+    ) async throws {
+        let t = try await TempStore(backend)
         let (rootOp, root) = try await t.bootstrap()
         let access = t.access(seed: 12)
         try await access.createTenant(
@@ -65,8 +67,10 @@ import Testing
         #expect(selfRemoval?.code == "cannot_remove_self")
     }
 
-    @Test func deletingATenantLeavesOthersAndTheAuditChainIntact() async throws {
-        let t = try TempStore()
+    @Test(arguments: TestBackend.available) func deletingATenantLeavesOthersAndTheAuditChainIntact(backend: TestBackend)
+        async throws
+    {
+        let t = try await TempStore(backend)
         let (rootOp, root) = try await t.bootstrap()
         let access = t.access(seed: 13)
         let scratch = try TenantName("scratch")

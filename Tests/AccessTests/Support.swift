@@ -1,24 +1,31 @@
 import Access
 import BackupCrypto
 import BackupModel
+import BackupctlTestSupport
 import ConsoleStore
 import Foundation
 
-/// A real SQLite store in a fresh temporary directory, removed when the fixture goes away.
+/// A real store of a fresh backend (a SQLite file in a temporary directory, or a PostgreSQL
+/// database of its own), removed when the fixture goes away.
 final class TempStore {
-    let directory: URL
-    let path: String
     let time = ManualTime(1_790_000_000_000)
-    let store: SQLiteConsoleStore
+    let opened: OpenedStore
+    var store: any FullConsoleStore { opened.store }
+    /// The SQLite file (SQLite fixtures only: the tests that read or tamper with the file).
+    var path: String { opened.location }
+    var directory: URL { URL(fileURLWithPath: path).deletingLastPathComponent() }
 
+    /// A SQLite store.
     init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("access-\(UUID().uuidString)")
-        path = directory.appendingPathComponent("console.db").path
         let time = self.time
-        store = try SQLiteConsoleStore(path: path, clock: { time.now })
+        opened = try TestBackend.openSQLite(clock: { time.now })
     }
 
-    deinit { try? FileManager.default.removeItem(at: directory) }
+    /// A store of `backend`.
+    init(_ backend: TestBackend) async throws {
+        let time = self.time
+        opened = try await backend.open(clock: { time.now })
+    }
 
     var clock: WallClock { .manual(time) }
 

@@ -5,6 +5,7 @@ import ConsoleService
 import ConsoleStore
 import Foundation
 import GRDB
+import SQLiteStore
 import Testing
 
 /// `audit keygen`, `audit verify --public-key` and `audit export` through the real binary

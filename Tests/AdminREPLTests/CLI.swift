@@ -2,6 +2,7 @@ import BackupctlTestSupport
 import ConsoleStore
 import Foundation
 import PostgresStore
+import SQLiteStore
 import Synchronization
 import Testing
 

@@ -52,7 +52,7 @@ extension ConsoleStore {
     }
 }
 
-extension CleanupJournalStore {
+extension SandboxStore {
     public func forEachSandboxSubOrg(
         tenant: TenantName, batchSize: Int, _ body: ([String]) async throws -> Void
     ) async throws {

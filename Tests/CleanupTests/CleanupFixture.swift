@@ -13,8 +13,10 @@ import Turnkey
 /// A store with seeded backups, a loopback sandbox server listing their sub-orgs plus orphans,
 /// and a cleanup service talking to it over real HTTP with virtual time.
 final class CleanupFixture: @unchecked Sendable {
+    /// A scratch directory of the test's own (exports, a service's store), removed by ``stop()``.
     let directory: URL
-    let store: SQLiteConsoleStore
+    let opened: OpenedStore
+    var store: any FullConsoleStore { opened.store }
     let time = ManualTime(1_790_000_000_000)
     let session: Session
     let server: SandboxServer
@@ -27,13 +29,16 @@ final class CleanupFixture: @unchecked Sendable {
     /// - Parameters:
     ///   - live: a live tenant (its store is a snapshot) instead of a sandbox one.
     ///   - sandboxSeed: seeds the sandbox's fault draws (runs with different seeds see different faults).
+    ///   - backend: the store's backend.
     init(
         backups: Int = 12, orphanCount: Int = 10, faults: SandboxFaults = .none, attempts: Int = 3, live: Bool = false,
-        sandboxSeed: UInt64 = 5
+        sandboxSeed: UInt64 = 5, backend: TestBackend = .sqlite
     ) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("cleanup-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let time = self.time
-        store = try SQLiteConsoleStore(path: directory.appendingPathComponent("c.db").path, clock: { time.now })
+        opened = try await backend.open(clock: { time.now })
+        let store = opened.store
         let access = AccessService(store: store, clock: .manual(time), random: SeededRandom(seed: 3))
         let token = try await access.bootstrap(admin: try OperatorName("root"))
         let op = try await access.authenticate(token: token)

@@ -1,5 +1,6 @@
 import Access
 import BackupModel
+import BackupctlTestSupport
 import ConsoleStore
 import Foundation
 import Testing
@@ -25,9 +26,11 @@ import Turnkey
         return worker
     }
 
-    @Test("three workers drain a queued backlog: each orphan deleted once, with one body, audited as its queuer")
-    func threeWorkersDrainTheQueue() async throws {
-        let fixture = try await CleanupFixture(orphanCount: 24)
+    @Test(
+        "three workers drain a queued backlog: each orphan deleted once, with one body, audited as its queuer",
+        arguments: TestBackend.available)
+    func threeWorkersDrainTheQueue(backend: TestBackend) async throws {
+        let fixture = try await CleanupFixture(orphanCount: 24, backend: backend)
         defer { Task { await fixture.stop() } }
         let service = fixture.service(budget: 1000)
         let queued = try await queueEverything(fixture, service)
@@ -55,9 +58,11 @@ import Turnkey
         #expect(try await worker(fixture, service, "late").drain(tenant: fixture.session.tenantName).isEmpty)
     }
 
-    @Test("a worker that died holding an item loses it when its lease expires; another re-sends its journaled body")
-    func aDeadWorkersItemIsFinishedWithItsBody() async throws {
-        let fixture = try await CleanupFixture(orphanCount: 3)
+    @Test(
+        "a worker that died holding an item loses it when its lease expires; another re-sends its journaled body",
+        arguments: TestBackend.available)
+    func aDeadWorkersItemIsFinishedWithItsBody(backend: TestBackend) async throws {
+        let fixture = try await CleanupFixture(orphanCount: 3, backend: backend)
         defer { Task { await fixture.stop() } }
         let service = fixture.service(budget: 1000)
         _ = try await queueEverything(fixture, service)
@@ -86,9 +91,11 @@ import Turnkey
         #expect(try await fixture.store.cleanupItem(tenant: tenant, subOrgId: item.subOrgId)?.state == .deleted)
     }
 
-    @Test("the tenant's Turnkey rate is one for all workers: burst at once, then one per interval")
-    func oneSharedRate() async throws {
-        let fixture = try await CleanupFixture(orphanCount: 1)
+    @Test(
+        "the tenant's Turnkey rate is one for all workers: burst at once, then one per interval",
+        arguments: TestBackend.available)
+    func oneSharedRate(backend: TestBackend) async throws {
+        let fixture = try await CleanupFixture(orphanCount: 1, backend: backend)
         defer { Task { await fixture.stop() } }
         let tenant = fixture.session.tenantName
         let now: Int64 = 1_790_000_000_000_000
@@ -110,9 +117,11 @@ import Turnkey
         #expect(bad?.kind == .usage)
     }
 
-    @Test("--queue needs no Turnkey call until a worker runs, and a refused queuer's items wait")
-    func aQueuerWithoutTheRoleLeavesItemsQueued() async throws {
-        let fixture = try await CleanupFixture(orphanCount: 2)
+    @Test(
+        "--queue needs no Turnkey call until a worker runs, and a refused queuer's items wait",
+        arguments: TestBackend.available)
+    func aQueuerWithoutTheRoleLeavesItemsQueued(backend: TestBackend) async throws {
+        let fixture = try await CleanupFixture(orphanCount: 2, backend: backend)
         defer { Task { await fixture.stop() } }
         let service = fixture.service(budget: 1000)
         _ = try await queueEverything(fixture, service)

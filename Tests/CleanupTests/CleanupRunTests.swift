@@ -3,6 +3,7 @@ import BackupModel
 import BackupctlTestSupport
 import ConsoleStore
 import Foundation
+import SQLiteStore
 import Testing
 import Turnkey
 
@@ -11,10 +12,13 @@ import Turnkey
 
 @Suite("cleanup over loopback HTTP against the sandbox server")
 struct CleanupRunTests {
-    @Test("30% 5xx and 10% rate-limit 429: every eligible orphan deleted, bodies identical, references kept")
-    func flakyTurnkey() async throws {
+    @Test(
+        "30% 5xx and 10% rate-limit 429: every eligible orphan deleted, bodies identical, references kept",
+        arguments: TestBackend.available)
+    func flakyTurnkey(backend: TestBackend) async throws {
         let fixture = try await CleanupFixture(
-            orphanCount: 20, faults: SandboxFaults(serverErrorRate: 0.3, rateLimitErrorRate: 0.1), attempts: 6)
+            orphanCount: 20, faults: SandboxFaults(serverErrorRate: 0.3, rateLimitErrorRate: 0.1), attempts: 6,
+            backend: backend)
         defer { Task { await fixture.stop() } }
         let service = fixture.service(budget: 1000)
         var deleted: Set<String> = []
@@ -42,9 +46,12 @@ struct CleanupRunTests {
         #expect(audit.filter { $0.action == "cleanup.delete" }.count == fixture.orphans.count)
     }
 
-    @Test("a 100% 503 outage longer than the retry budget stops with exit-2 error; the next run finishes")
-    func outage() async throws {
-        let fixture = try await CleanupFixture(orphanCount: 30, faults: SandboxFaults(serverErrorRate: 1))
+    @Test(
+        "a 100% 503 outage longer than the retry budget stops with exit-2 error; the next run finishes",
+        arguments: TestBackend.available)
+    func outage(backend: TestBackend) async throws {
+        let fixture = try await CleanupFixture(
+            orphanCount: 30, faults: SandboxFaults(serverErrorRate: 1), backend: backend)
         defer { Task { await fixture.stop() } }
         // The scan itself must get through: the outage starts after listing.
         let first = fixture.service(
@@ -77,9 +84,9 @@ struct CleanupRunTests {
         #expect(try await fixture.listed() == Set(fixture.referenced))
     }
 
-    @Test("a backup imported mid-run that references a pending sub-org survives")
-    func importMidRun() async throws {
-        let fixture = try await CleanupFixture(orphanCount: 5)
+    @Test("a backup imported mid-run that references a pending sub-org survives", arguments: TestBackend.available)
+    func importMidRun(backend: TestBackend) async throws {
+        let fixture = try await CleanupFixture(orphanCount: 5, backend: backend)
         defer { Task { await fixture.stop() } }
         let target = try #require(fixture.orphans.last)
         let store = fixture.store
@@ -104,7 +111,7 @@ struct CleanupRunTests {
     }
 
     /// Adds a TURNKEY key referencing `subOrgId` to an existing backup and rewrites it.
-    static func reference(_ subOrgId: String, store: SQLiteConsoleStore, tenant: TenantName) async throws {
+    static func reference(_ subOrgId: String, store: any ConsoleStore, tenant: TenantName) async throws {
         var first: BackupRecord?
         try await store.forEachBackup(tenant: tenant, batchSize: 1) { page throws(ConsoleError) in
             if first == nil { first = page.first }

@@ -2,6 +2,7 @@ import BackupCrypto
 import BackupModel
 import BackupctlTestSupport
 import Foundation
+import SQLiteStore
 import Testing
 import Turnkey
 

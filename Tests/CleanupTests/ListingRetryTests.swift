@@ -43,9 +43,11 @@ struct ListingRetryTests {
         print("listing pages resumed across the 20 runs: \(resumedPages)")
     }
 
-    @Test("a page that fails all its attempts is asked for again from the last good cursor")
-    func resumesFromCursor() async throws {
-        let fixture = try await CleanupFixture(orphanCount: 150)
+    @Test(
+        "a page that fails all its attempts is asked for again from the last good cursor",
+        arguments: TestBackend.available)
+    func resumesFromCursor(backend: TestBackend) async throws {
+        let fixture = try await CleanupFixture(orphanCount: 150, backend: backend)
         defer { Task { await fixture.stop() } }
         let listCalls = ListCalls()
         let service = fixture.service(
@@ -69,9 +71,11 @@ struct ListingRetryTests {
         #expect(fixture.sleeps.all.count >= 5 && fixture.sleeps.all.allSatisfy { (0...2000).contains($0) })
     }
 
-    @Test("a listing that cannot finish says how far it got, exits 2 and deletes nothing")
-    func listingGivesUp() async throws {
-        let fixture = try await CleanupFixture(orphanCount: 150)
+    @Test(
+        "a listing that cannot finish says how far it got, exits 2 and deletes nothing",
+        arguments: TestBackend.available)
+    func listingGivesUp(backend: TestBackend) async throws {
+        let fixture = try await CleanupFixture(orphanCount: 150, backend: backend)
         defer { Task { await fixture.stop() } }
         let listCalls = ListCalls()
         let service = fixture.service(

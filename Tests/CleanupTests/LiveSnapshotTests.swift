@@ -3,8 +3,10 @@ import BackupCrypto
 import BackupModel
 import BackupService
 import BackupServiceSandbox
+import BackupctlTestSupport
 import ConsoleStore
 import Foundation
+import SQLiteStore
 import Testing
 import Turnkey
 
@@ -22,9 +24,11 @@ import Turnkey
 
     var now: (CleanupFixture) -> Int64 { { $0.time.now / 1000 } }
 
-    @Test("a sub-org first seen after the newest snapshot is never deleted; a fresh complete snapshot lets it go")
-    func staleSnapshotNeverDeletes() async throws {
-        let f = try await CleanupFixture(orphanCount: 3, live: true)
+    @Test(
+        "a sub-org first seen after the newest snapshot is never deleted; a fresh complete snapshot lets it go",
+        arguments: TestBackend.available)
+    func staleSnapshotNeverDeletes(backend: TestBackend) async throws {
+        let f = try await CleanupFixture(orphanCount: 3, live: true, backend: backend)
         let service = f.service()
         let execute = CleanupRunOptions(execute: true, graceSeconds: 3600)
         // The import the tenant has is from before anyone saw these sub-orgs unreferenced.
@@ -49,9 +53,11 @@ import Turnkey
         await f.stop()
     }
 
-    @Test("teardown-request for a sub-org a backup still references is refused; nothing is journaled")
-    func teardownOfAReferencedSubOrg() async throws {
-        let f = try await CleanupFixture(orphanCount: 1)
+    @Test(
+        "teardown-request for a sub-org a backup still references is refused; nothing is journaled",
+        arguments: TestBackend.available)
+    func teardownOfAReferencedSubOrg(backend: TestBackend) async throws {
+        let f = try await CleanupFixture(orphanCount: 1, backend: backend)
         let service = f.service()
         let referenced = try #require(f.referenced.first)
         let before = try await f.store.cleanupItems(tenant: f.session.tenantName, states: nil)
@@ -63,9 +69,9 @@ import Turnkey
         await f.stop()
     }
 
-    @Test("a complete snapshot older than the tenant's maximum age is not trusted")
-    func tooOldSnapshot() async throws {
-        let f = try await CleanupFixture(orphanCount: 2, live: true)
+    @Test("a complete snapshot older than the tenant's maximum age is not trusted", arguments: TestBackend.available)
+    func tooOldSnapshot(backend: TestBackend) async throws {
+        let f = try await CleanupFixture(orphanCount: 2, live: true, backend: backend)
         let service = f.service()
         _ = try await service.scan(session: f.session, graceSeconds: 0)
         try await snapshot(f, at: now(f))
@@ -129,9 +135,11 @@ import Turnkey
         await f.stop()
     }
 
-    @Test("two runs at once: one holds the lease, the other refuses; every sub-org is deleted once")
-    func concurrentRuns() async throws {
-        let f = try await CleanupFixture(orphanCount: 6)
+    @Test(
+        "two runs at once: one holds the lease, the other refuses; every sub-org is deleted once",
+        arguments: TestBackend.available)
+    func concurrentRuns(backend: TestBackend) async throws {
+        let f = try await CleanupFixture(orphanCount: 6, backend: backend)
         let a = f.service()
         let b = f.service()
         let options = CleanupRunOptions(execute: true, concurrency: 2, graceSeconds: 0)
@@ -167,10 +175,12 @@ import Turnkey
         await f.stop()
     }
 
-    @Test("20% 5xx and 10% 429 with the default policy: later passes finish every eligible sub-org")
-    func faultsLeaveNothingFailed() async throws {
+    @Test(
+        "20% 5xx and 10% 429 with the default policy: later passes finish every eligible sub-org",
+        arguments: TestBackend.available)
+    func faultsLeaveNothingFailed(backend: TestBackend) async throws {
         let f = try await CleanupFixture(
-            orphanCount: 40, faults: SandboxFaults(serverErrorRate: 0.2, rateLimitErrorRate: 0.1))
+            orphanCount: 40, faults: SandboxFaults(serverErrorRate: 0.2, rateLimitErrorRate: 0.1), backend: backend)
         let report = try await f.service(budget: 200).run(
             session: f.session, options: CleanupRunOptions(execute: true, concurrency: 8, graceSeconds: 0))
         #expect(report.failed == 0 && report.deleted + report.alreadyGone == 40)

@@ -1,13 +1,16 @@
 import BackupModel
+import BackupctlTestSupport
 import ConsoleStore
 import Foundation
 import Testing
 
 @Suite("which sub-orgs of a page the store references")
 struct ReferenceQueryTests {
-    @Test("the range scan and the IN fallback both find exactly the referenced ids of a page")
-    func rangeAndFallback() async throws {
-        let fixture = try await CleanupFixture(backups: 300, orphanCount: 30)
+    @Test(
+        "the range scan and the IN fallback both find exactly the referenced ids of a page",
+        arguments: TestBackend.available)
+    func rangeAndFallback(backend: TestBackend) async throws {
+        let fixture = try await CleanupFixture(backups: 300, orphanCount: 30, backend: backend)
         defer { Task { await fixture.stop() } }
         let tenant = fixture.session.tenantName
         let referenced = fixture.referenced.sorted()

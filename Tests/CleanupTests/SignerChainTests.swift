@@ -1,6 +1,7 @@
 import Access
 import BackupCrypto
 import BackupModel
+import BackupctlTestSupport
 import ConsoleStore
 import Foundation
 import Testing
@@ -30,9 +31,11 @@ struct SignerChainTests {
         }
     }
 
-    @Test("cleanup key PUBLIC_KEY_NOT_FOUND → needsUser; the user's stamped teardown request then deletes it")
-    func breakGlassAfterPublicKeyNotFound() async throws {
-        let fixture = try await CleanupFixture(orphanCount: 3)
+    @Test(
+        "cleanup key PUBLIC_KEY_NOT_FOUND → needsUser; the user's stamped teardown request then deletes it",
+        arguments: TestBackend.available)
+    func breakGlassAfterPublicKeyNotFound(backend: TestBackend) async throws {
+        let fixture = try await CleanupFixture(orphanCount: 3, backend: backend)
         defer { Task { await fixture.stop() } }
         let target = fixture.orphans[0]
         let user = try BreakGlass(seed: 5)
@@ -81,9 +84,11 @@ struct SignerChainTests {
         await #expect(try service.status(session: session).needsUser == 0)
     }
 
-    @Test("no signer left: a stamp by another key, or no cleanup key and no stamp, is needsUser")
-    func needsUserWhenNoSignerLeft() async throws {
-        let fixture = try await CleanupFixture(orphanCount: 2)
+    @Test(
+        "no signer left: a stamp by another key, or no cleanup key and no stamp, is needsUser",
+        arguments: TestBackend.available)
+    func needsUserWhenNoSignerLeft(backend: TestBackend) async throws {
+        let fixture = try await CleanupFixture(orphanCount: 2, backend: backend)
         defer { Task { await fixture.stop() } }
         let target = fixture.orphans[0]
         await fixture.sandbox.setUsers(try BreakGlass(seed: 5).users, of: target)
@@ -109,9 +114,12 @@ struct SignerChainTests {
         #expect(await fixture.sandbox.deleteBodies[fixture.orphans[1]] == nil)
     }
 
-    @Test("PENDING is polled a bounded number of times; the next run re-sends the same body and finishes")
-    func pendingBoundedPolling() async throws {
-        let fixture = try await CleanupFixture(orphanCount: 4, faults: SandboxFaults(pendingRate: 1, pendingPolls: 6))
+    @Test(
+        "PENDING is polled a bounded number of times; the next run re-sends the same body and finishes",
+        arguments: TestBackend.available)
+    func pendingBoundedPolling(backend: TestBackend) async throws {
+        let fixture = try await CleanupFixture(
+            orphanCount: 4, faults: SandboxFaults(pendingRate: 1, pendingPolls: 6), backend: backend)
         defer { Task { await fixture.stop() } }
         let counter = RequestCounter()
         let service = fixture.service(transport: CountingTransport(inner: HTTPClientTransport(), counter: counter))
@@ -135,9 +143,9 @@ struct SignerChainTests {
         #expect(try await fixture.listed() == Set(fixture.referenced))
     }
 
-    @Test("CONSENSUS_NEEDED and REJECTED are reported at once, never polled")
-    func consensusAndRejectedNotWaitedOn() async throws {
-        let fixture = try await CleanupFixture(orphanCount: 3)
+    @Test("CONSENSUS_NEEDED and REJECTED are reported at once, never polled", arguments: TestBackend.available)
+    func consensusAndRejectedNotWaitedOn(backend: TestBackend) async throws {
+        let fixture = try await CleanupFixture(orphanCount: 3, backend: backend)
         defer { Task { await fixture.stop() } }
         let held = fixture.orphans[0]
         let refused = fixture.orphans[1]
@@ -156,9 +164,11 @@ struct SignerChainTests {
         #expect(try await fixture.listed().isSuperset(of: [held, refused]))
     }
 
-    @Test("404 after our own delete (answer lost, activity forgotten) is alreadyGone, same body")
-    func notFoundAfterOwnDeleteIsAlreadyGone() async throws {
-        let fixture = try await CleanupFixture(orphanCount: 3)
+    @Test(
+        "404 after our own delete (answer lost, activity forgotten) is alreadyGone, same body",
+        arguments: TestBackend.available)
+    func notFoundAfterOwnDeleteIsAlreadyGone(backend: TestBackend) async throws {
+        let fixture = try await CleanupFixture(orphanCount: 3, backend: backend)
         defer { Task { await fixture.stop() } }
         let target = fixture.orphans[1]
         let sandbox = fixture.sandbox
@@ -188,9 +198,11 @@ struct SignerChainTests {
                 == .alreadyGone)
     }
 
-    @Test("--max refuses a run with more eligible sub-orgs, says how many and how to go on, deletes nothing")
-    func maxExceeded() async throws {
-        let fixture = try await CleanupFixture(orphanCount: 7)
+    @Test(
+        "--max refuses a run with more eligible sub-orgs, says how many and how to go on, deletes nothing",
+        arguments: TestBackend.available)
+    func maxExceeded(backend: TestBackend) async throws {
+        let fixture = try await CleanupFixture(orphanCount: 7, backend: backend)
         defer { Task { await fixture.stop() } }
         let service = fixture.service()
         do {

@@ -3,8 +3,10 @@ import BackupCrypto
 import BackupModel
 import BackupService
 import BackupServiceSandbox
+import BackupctlTestSupport
 import ConsoleStore
 import Foundation
+import SQLiteStore
 import Testing
 import Turnkey
 
@@ -129,9 +131,9 @@ import Turnkey
         await f.stop()
     }
 
-    @Test("a conflict inside the snapshot still makes it partial and retires nothing")
-    func conflictInsideTheSnapshot() async throws {
-        let f = try await CleanupFixture(backups: 12, orphanCount: 0, live: true)
+    @Test("a conflict inside the snapshot still makes it partial and retires nothing", arguments: TestBackend.available)
+    func conflictInsideTheSnapshot(backend: TestBackend) async throws {
+        let f = try await CleanupFixture(backups: 12, orphanCount: 0, live: true, backend: backend)
         let tenant = f.session.tenantName
         let ids = try await f.store.backupIds(tenant: tenant)
         var all: [BackupMetadata] = []

@@ -10,6 +10,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOHTTP1
+import SQLiteStore
 
 /// A real store in a temporary directory — admin `root` (tenant `sandbox`), a second tenant
 /// `beta`, and `bob`, a viewer of `sandbox` only — served by a ``ConsoleServer`` on 127.0.0.1

@@ -4,6 +4,7 @@ import BackupModel
 import ConsoleService
 import ConsoleStore
 import Foundation
+import SQLiteStore
 import Synchronization
 import Testing
 

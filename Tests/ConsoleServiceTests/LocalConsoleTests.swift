@@ -1,6 +1,7 @@
 import Access
 import BackupCrypto
 import BackupModel
+import BackupctlTestSupport
 import ConsoleService
 import ConsoleStore
 import Foundation
@@ -11,23 +12,23 @@ import Testing
 /// session read from the store is trusted (by the injected clock, not the process's).
 @Suite struct LocalConsoleTests {
     struct Fixture {
-        let directory: URL
         let time = ManualTime(1_800_000_000_000)
         let console: LocalConsole
-        let store: SQLiteConsoleStore
+        let opened: OpenedStore
+        var store: any FullConsoleStore { opened.store }
         let admin: SecretBytes
 
-        init() async throws {
-            directory = FileManager.default.temporaryDirectory.appendingPathComponent("local-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let path = directory.appendingPathComponent("console.db").path
+        /// A console over a store of `backend`.
+        init(_ backend: TestBackend = .sqlite) async throws {
             let clock = WallClock.manual(time)
-            store = try SQLiteConsoleStore(path: path, clock: clock.millis)
-            admin = try await AccessService(store: store, clock: clock).bootstrap(admin: try OperatorName("root"))
-            console = LocalConsole(store: store, path: path, clock: clock)
+            opened = try await backend.open(clock: clock.millis)
+            admin = try await AccessService(store: opened.store, clock: clock).bootstrap(
+                admin: try OperatorName("root"))
+            console = LocalConsole(store: opened.store, path: opened.location, clock: clock)
         }
 
-        func cleanUp() { try? FileManager.default.removeItem(at: directory) }
+        /// The store goes with the fixture (``OpenedStore``).
+        func cleanUp() {}
 
         func session(_ token: SecretBytes) async throws -> Session {
             let access = AccessService(store: store, clock: .manual(time))
@@ -36,8 +37,9 @@ import Testing
         }
     }
 
-    @Test func noTokenAndUnknownTokenAreRefusedAsUnauthenticated() async throws {
-        let fixture = try await Fixture()
+    @Test(arguments: TestBackend.available)
+    func noTokenAndUnknownTokenAreRefusedAsUnauthenticated(backend: TestBackend) async throws {
+        let fixture = try await Fixture(backend)
         defer { fixture.cleanUp() }
         do {
             _ = try await fixture.console.perform(WhoamiOperation(), as: Caller(token: nil, tenant: nil))
@@ -64,8 +66,9 @@ import Testing
         return (access, rootSession, Caller(token: bob, tenant: "sandbox"))
     }
 
-    @Test func aRevokedRoleStopsWorkingOnTheNextCall() async throws {
-        let fixture = try await Fixture()
+    @Test(arguments: TestBackend.available)
+    func aRevokedRoleStopsWorkingOnTheNextCall(backend: TestBackend) async throws {
+        let fixture = try await Fixture(backend)
         defer { fixture.cleanUp() }
         let (access, rootSession, caller) = try await viewerBob(fixture)
         #expect(try await fixture.console.perform(StatsOperation(), as: caller).tenant == "sandbox")
@@ -83,8 +86,9 @@ import Testing
 
     /// Without `--tenant`, an operator whose last grant was revoked is refused as one (403, exit
     /// 77), not told to name a tenant: none would let them in.
-    @Test func anOperatorWithNoRoleLeftIsRefusedEvenWithoutATenant() async throws {
-        let fixture = try await Fixture()
+    @Test(arguments: TestBackend.available)
+    func anOperatorWithNoRoleLeftIsRefusedEvenWithoutATenant(backend: TestBackend) async throws {
+        let fixture = try await Fixture(backend)
         defer { fixture.cleanUp() }
         let (access, rootSession, caller) = try await viewerBob(fixture)
         try await access.revoke(try OperatorName("bob"), session: rootSession)
@@ -99,8 +103,9 @@ import Testing
         }
     }
 
-    @Test func aRemovedOperatorIsRefusedOnTheNextCall() async throws {
-        let fixture = try await Fixture()
+    @Test(arguments: TestBackend.available)
+    func aRemovedOperatorIsRefusedOnTheNextCall(backend: TestBackend) async throws {
+        let fixture = try await Fixture(backend)
         defer { fixture.cleanUp() }
         let (access, rootSession, caller) = try await viewerBob(fixture)
         _ = try await fixture.console.perform(StatsOperation(), as: caller)
@@ -114,8 +119,9 @@ import Testing
         }
     }
 
-    @Test func theTenantIsTheChosenOneOrTheOnlyOne() async throws {
-        let fixture = try await Fixture()
+    @Test(arguments: TestBackend.available)
+    func theTenantIsTheChosenOneOrTheOnlyOne(backend: TestBackend) async throws {
+        let fixture = try await Fixture(backend)
         defer { fixture.cleanUp() }
         let only = try await fixture.console.perform(WhoamiOperation(), as: Caller(token: fixture.admin, tenant: nil))
         #expect(only.tenant == "sandbox")
@@ -132,8 +138,9 @@ import Testing
         #expect(chosen.role == "admin")
     }
 
-    @Test func cancellingTheCallerStopsALongJobWithInterrupted() async throws {
-        let fixture = try await Fixture()
+    @Test(arguments: TestBackend.available)
+    func cancellingTheCallerStopsALongJobWithInterrupted(backend: TestBackend) async throws {
+        let fixture = try await Fixture(backend)
         defer { fixture.cleanUp() }
         let caller = Caller(token: fixture.admin, tenant: "sandbox")
         let session = try await fixture.session(fixture.admin)

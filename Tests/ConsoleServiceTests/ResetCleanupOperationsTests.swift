@@ -1,6 +1,7 @@
 import Access
 import BackupCrypto
 import BackupModel
+import BackupctlTestSupport
 import Cleanup
 import ConsoleService
 import ConsoleStore
@@ -180,18 +181,16 @@ import Testing
     /// A store in a temporary directory with an admin, a sandbox tenant of seeded backups and
     /// `orphans` sub-orgs nothing references, and an in-process console over it.
     struct SandboxConsole {
-        let directory: URL
-        let store: SQLiteConsoleStore
+        let opened: OpenedStore
+        var store: any FullConsoleStore { opened.store }
         let console: LocalConsole
         let caller: Caller
         let tenant: TenantName
         let access: AccessService
 
-        init(orphans: Int) async throws {
-            directory = FileManager.default.temporaryDirectory.appendingPathComponent("ops-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let path = directory.appendingPathComponent("console.db").path
-            store = try SQLiteConsoleStore(path: path)
+        init(orphans: Int, backend: TestBackend) async throws {
+            opened = try await backend.open(clock: WallClock.system.millis)
+            let store = opened.store
             access = AccessService(store: store)
             let token = try await access.bootstrap(admin: try OperatorName("root"))
             let op = try await access.authenticate(token: token)
@@ -203,14 +202,11 @@ import Testing
             try await access.createTenant(record, by: op)
             _ = try await SandboxSeeder(store: store).run(
                 tenant: record, backups: 5, orphans: orphans, seed: 21, operatorName: "root")
-            console = LocalConsole(store: store, path: path)
+            console = LocalConsole(store: store, path: opened.location)
             caller = Caller(token: token, tenant: tenant.rawValue)
         }
 
-        func cleanUp() async {
-            await console.stopSandboxes()
-            try? FileManager.default.removeItem(at: directory)
-        }
+        func cleanUp() async { await console.stopSandboxes() }
 
         /// Another operator of the tenant, with `role`.
         func caller(_ name: String, role: Role) async throws -> Caller {
@@ -244,8 +240,10 @@ import Testing
     }
 
     /// Runs `body` on a fresh sandbox console, then stops its emulators and removes its files.
-    func withSandbox(orphans: Int, _ body: (SandboxConsole) async throws -> Void) async throws {
-        let f = try await SandboxConsole(orphans: orphans)
+    func withSandbox(orphans: Int, _ backend: TestBackend, _ body: (SandboxConsole) async throws -> Void)
+        async throws
+    {
+        let f = try await SandboxConsole(orphans: orphans, backend: backend)
         do {
             try await body(f)
         } catch {
@@ -255,9 +253,11 @@ import Testing
         await f.cleanUp()
     }
 
-    @Test func cancellingARunStopsItWithEveryItemJournaled() async throws {
+    @Test(arguments: TestBackend.available) func cancellingARunStopsItWithEveryItemJournaled(backend: TestBackend)
+        async throws
+    {
         let orphans = 40
-        try await withSandbox(orphans: orphans) { f in
+        try await withSandbox(orphans: orphans, backend) { f in
             let scan = try await f.console.perform(CleanupScanOperation(graceSeconds: 0), as: f.caller)
             #expect(scan.sandbox && scan.tenant == "drill")
             #expect(scan.report.orphans.filter(\.eligible).count == orphans)
@@ -312,8 +312,8 @@ import Testing
         }
     }
 
-    @Test func anExecutingRunNeedsConfirmation() async throws {
-        try await withSandbox(orphans: 2) { f in
+    @Test(arguments: TestBackend.available) func anExecutingRunNeedsConfirmation(backend: TestBackend) async throws {
+        try await withSandbox(orphans: 2, backend) { f in
             let refused = await #expect(throws: ConsoleError.self) {
                 try await f.console.perform(
                     CleanupRunOperation(execute: true, max: 10, concurrency: 1, graceSeconds: 0, confirmed: false),
@@ -341,8 +341,8 @@ import Testing
     /// The walkthrough's state machine over the operations (what the console runs, in-process
     /// here and against `backupctl serve` there): find, proof with the Root Key, wipe, and the
     /// teardown submit that only a cleaner may send.
-    @Test func walkthroughRunsOnTheOperations() async throws {
-        try await withSandbox(orphans: 0) { f in
+    @Test(arguments: TestBackend.available) func walkthroughRunsOnTheOperations(backend: TestBackend) async throws {
+        try await withSandbox(orphans: 0, backend) { f in
             let imported = try await BackupImporter(store: f.store).run(
                 directory: Self.fixtures.appendingPathComponent("export"), tenant: f.tenant, dryRun: false,
                 operatorName: "root")

@@ -6,6 +6,7 @@ import GRDB
 import Testing
 
 @testable import ConsoleStore
+@testable import SQLiteStore
 
 /// The derived index (`backup_factors`, `backup_summary`) must always equal what the stored
 /// metadata implies, whichever path wrote the backup.

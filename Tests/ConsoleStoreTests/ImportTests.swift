@@ -1,5 +1,6 @@
 import BackupModel
 import Foundation
+import SQLiteStore
 import Testing
 
 @testable import ConsoleStore

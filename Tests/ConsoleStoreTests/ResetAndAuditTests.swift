@@ -1,6 +1,7 @@
 import BackupCrypto
 import BackupModel
 import Foundation
+import SQLiteStore
 import Testing
 
 @testable import ConsoleStore

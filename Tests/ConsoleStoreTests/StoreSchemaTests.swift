@@ -5,6 +5,7 @@ import GRDB
 import Testing
 
 @testable import ConsoleStore
+@testable import SQLiteStore
 
 @Suite("Schema and tenant isolation")
 struct StoreSchemaTests {

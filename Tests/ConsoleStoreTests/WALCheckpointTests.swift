@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import ConsoleStore
+@testable import SQLiteStore
 
 /// `backupctl serve` checkpoints the WAL in the background: commits no longer checkpoint, a
 /// background turn copies their pages into the database file, and stopping restores SQLite's

@@ -1,5 +1,6 @@
 import BackupCrypto
 import BackupModel
+import BackupctlTestSupport
 import ConsoleStore
 import Foundation
 import Testing
@@ -20,8 +21,8 @@ import Testing
         Dictionary(uniqueKeysWithValues: report.health.filter { $0.status != .ok }.map { ($0.check, $0.status) })
     }
 
-    @Test func cleanBackupIsAllOk() async throws {
-        let t = try await TempStore()
+    @Test(arguments: TestBackend.available) func cleanBackupIsAllOk(backend: TestBackend) async throws {
+        let t = try await TempStore(backend)
         let id = try t.backupId()
         var metadata = try t.healthyMetadata(id: id)
         metadata.factors.append(t.google("1045"))

@@ -1,5 +1,6 @@
 import BackupCrypto
 import BackupModel
+import BackupctlTestSupport
 import ConsoleStore
 import Foundation
 import Testing
@@ -16,8 +17,8 @@ import Testing
         let device: (uncompressed: [UInt8], compressed: [UInt8])
         var service: LookupService { LookupService(store: t.store) }
 
-        init() async throws {
-            t = try await TempStore()
+        init(_ backend: TestBackend = .sqlite) async throws {
+            t = try await TempStore(backend)
             id = try t.backupId()
             // 32 bytes: base64 needs one padding character, so padded and unpadded forms differ;
             // 0xfb/0xff make '+', '/', '-' and '_' appear.
@@ -98,24 +99,24 @@ import Testing
         #expect(sync.lookupKey == "SYNC#EC_KEYPAIR|" + Base64.encode(w.device.uncompressed))
     }
 
-    @Test func scopeMatters() async throws {
-        let w = try await World()
+    @Test(arguments: TestBackend.available) func scopeMatters(backend: TestBackend) async throws {
+        let w = try await World(backend)
         let error = await consoleError {
             _ = try await w.lookup(.keypair(publicKey: Base64.encode(w.device.uncompressed), sync: false))
         }
         #expect(error?.code == "not_found")
     }
 
-    @Test func accountLookup() async throws {
-        let w = try await World()
+    @Test(arguments: TestBackend.available) func accountLookup(backend: TestBackend) async throws {
+        let w = try await World(backend)
         let result = try await w.lookup(.account(w.id))
         #expect(result == LookupResult(backupId: w.id, scope: "ACCOUNT", lookupKey: w.id, kind: "account"))
         let missing = try w.t.backupId()
         #expect(await consoleError { _ = try await w.lookup(.account(missing)) }?.code == "not_found")
     }
 
-    @Test func unauthorizedFactorIsNotAHit() async throws {
-        let w = try await World()
+    @Test(arguments: TestBackend.available) func unauthorizedFactorIsNotAHit(backend: TestBackend) async throws {
+        let w = try await World(backend)
         let stale = "MAIN#PK|" + Base64.encode([1, 2, 3, 4, 5, 6], alphabet: .url, padding: false)
         try await w.t.writeRows([LookupRow(pk: stale, backupId: w.id)])
         let error = await consoleError { _ = try await w.lookup(.passkey(credentialId: "AQIDBAUG")) }
@@ -125,8 +126,8 @@ import Testing
         #expect(audited.last?.details["outcome"] == "unauthorized_factor")
     }
 
-    @Test func danglingRow() async throws {
-        let w = try await World()
+    @Test(arguments: TestBackend.available) func danglingRow(backend: TestBackend) async throws {
+        let w = try await World(backend)
         let ghost = try w.t.backupId()
         try await w.t.writeRows([LookupRow(pk: "MAIN#OIDC|https://accounts.google.com|999", backupId: ghost)])
         let error = await consoleError { _ = try await w.lookup(.oidc(provider: "google", sub: "999")) }
@@ -134,8 +135,8 @@ import Testing
         #expect(error?.message.contains(ghost) == true)
     }
 
-    @Test func misses() async throws {
-        let w = try await World()
+    @Test(arguments: TestBackend.available) func misses(backend: TestBackend) async throws {
+        let w = try await World(backend)
         #expect(
             await consoleError { _ = try await w.lookup(.passkey(credentialId: "AAAAAAAAAAAAAAAAAAAAAA")) }?.code
                 == "not_found")
@@ -172,8 +173,8 @@ import Testing
         #expect(error?.message.contains("\n") == false)
     }
 
-    @Test func offCurvePointsAreBadInput() async throws {
-        let w = try await World()
+    @Test(arguments: TestBackend.available) func offCurvePointsAreBadInput(backend: TestBackend) async throws {
+        let w = try await World(backend)
         // An uncompressed point with one bit of y flipped is off the curve.
         var bad = w.device.uncompressed
         bad[64] ^= 1
@@ -186,8 +187,8 @@ import Testing
         #expect(idError?.code == "invalid_backup_account_id")
     }
 
-    @Test func hitsAreAudited() async throws {
-        let w = try await World()
+    @Test(arguments: TestBackend.available) func hitsAreAudited(backend: TestBackend) async throws {
+        let w = try await World(backend)
         _ = try await w.lookup(.oidc(provider: "google", sub: "104512345"))
         _ = try await w.lookup(.account(w.id))
         let entries = try await w.t.audit("backup.lookup")
@@ -198,8 +199,8 @@ import Testing
         await #expect(try w.t.audit("backup.lookup").count == 2)
     }
 
-    @Test func otherTenantsBackupsAreInvisible() async throws {
-        let w = try await World()
+    @Test(arguments: TestBackend.available) func otherTenantsBackupsAreInvisible(backend: TestBackend) async throws {
+        let w = try await World(backend)
         let other = try await w.t.otherSession()
         let error = await consoleError { _ = try await w.service.lookup(.account(w.id), session: other) }
         #expect(error?.code == "not_found")

@@ -1,6 +1,7 @@
 import Access
 import BackupCrypto
 import BackupModel
+import BackupctlTestSupport
 import ConsoleStore
 import Foundation
 import Testing
@@ -8,8 +9,8 @@ import Testing
 @testable import Inspect
 
 @Suite struct ReportTests {
-    @Test func showListsEverythingButKeyBytes() async throws {
-        let t = try await TempStore()
+    @Test(arguments: TestBackend.available) func showListsEverythingButKeyBytes(backend: TestBackend) async throws {
+        let t = try await TempStore(backend)
         let id = try t.backupId()
         var metadata = try t.healthyMetadata(id: id)
         metadata.factors.append(t.google("1045"))
@@ -58,16 +59,16 @@ import Testing
         #expect(json.hasPrefix("{\"backupId\":"))
     }
 
-    @Test func showWithoutBlobHasNullBlobFields() async throws {
-        let t = try await TempStore()
+    @Test(arguments: TestBackend.available) func showWithoutBlobHasNullBlobFields(backend: TestBackend) async throws {
+        let t = try await TempStore(backend)
         let id = try t.backupId()
         try await t.write(try t.healthyMetadata(id: id), blob: nil)
         let report = try await BackupInspector(store: t.store).show(backupId: id, session: t.session)
         #expect(report.jsonLine().contains("\"sealedBlob\":{\"bytes\":null,\"sha256\":null}"))
     }
 
-    @Test func showIsAuditedAndChecksTheId() async throws {
-        let t = try await TempStore()
+    @Test(arguments: TestBackend.available) func showIsAuditedAndChecksTheId(backend: TestBackend) async throws {
+        let t = try await TempStore(backend)
         let id = try t.backupId()
         try await t.write(try t.healthyMetadata(id: id))
         let inspector = BackupInspector(store: t.store)
@@ -86,8 +87,8 @@ import Testing
         await #expect(try t.audit("backup.show").count == 1)
     }
 
-    @Test func checkOneBackup() async throws {
-        let t = try await TempStore()
+    @Test(arguments: TestBackend.available) func checkOneBackup(backend: TestBackend) async throws {
+        let t = try await TempStore(backend)
         let id = try t.backupId()
         var metadata = try t.healthyMetadata(id: id)
         metadata.manifestHash = "short"
@@ -100,8 +101,8 @@ import Testing
         await #expect(try t.audit("backup.check").first?.target == id)
     }
 
-    @Test func checkSeededTenantStreams() async throws {
-        let t = try await TempStore()
+    @Test(arguments: TestBackend.available) func checkSeededTenantStreams(backend: TestBackend) async throws {
+        let t = try await TempStore(backend)
         let seeded = try await SandboxSeeder(store: t.store).run(
             tenant: t.session.tenant, backups: 300, orphans: 0, seed: 5, operatorName: "root")
         // Two crafted problems on top of the seeder's ~2% drift.
@@ -127,8 +128,8 @@ import Testing
         await #expect(try t.audit("backup.check").first?.details["backups"] == "301")
     }
 
-    @Test func statsOverSeededTenant() async throws {
-        let t = try await TempStore()
+    @Test(arguments: TestBackend.available) func statsOverSeededTenant(backend: TestBackend) async throws {
+        let t = try await TempStore(backend)
         _ = try await SandboxSeeder(store: t.store).run(
             tenant: t.session.tenant, backups: 200, orphans: 3, seed: 9, operatorName: "root")
         let stats = try await StatsService(store: t.store).stats(session: t.session)

@@ -25,8 +25,8 @@ import Testing
     }
 
     /// A seeded tenant plus one backup for each kind of drift and damage the checks look at.
-    func driftedTenant() async throws -> TempStore {
-        let t = try await TempStore()
+    func driftedTenant(_ backend: TestBackend) async throws -> TempStore {
+        let t = try await TempStore(backend)
         _ = try await SandboxSeeder(store: t.store).run(
             tenant: t.session.tenant, backups: 250, orphans: 0, seed: 11, operatorName: "root")
         // Unauthorized rows (two) and a missing row.
@@ -54,8 +54,10 @@ import Testing
         return t
     }
 
-    @Test func tenantScanEqualsCheckingEveryBackupsMetadata() async throws {
-        let t = try await driftedTenant()
+    @Test(arguments: TestBackend.available) func tenantScanEqualsCheckingEveryBackupsMetadata(backend: TestBackend)
+        async throws
+    {
+        let t = try await driftedTenant(backend)
         for limit in [5, 10_000] {
             let expected = try await checkViaMetadata(t, limit: limit)
             #expect(expected.backups == 253)
@@ -67,8 +69,9 @@ import Testing
         }
     }
 
-    @Test func everyBackupsInputIsTheSameEitherWay() async throws {
-        let t = try await driftedTenant()
+    @Test(arguments: TestBackend.available) func everyBackupsInputIsTheSameEitherWay(backend: TestBackend) async throws
+    {
+        let t = try await driftedTenant(backend)
         let inspector = BackupInspector(store: t.store)
         var seen = 0
         try await t.store.forEachBackupHealth(tenant: t.tenant, batchSize: 13) { page throws(ConsoleError) in
@@ -86,8 +89,8 @@ import Testing
         #expect(seen == 253)
     }
 
-    @Test func statsFromSummariesMatchTheMetadata() async throws {
-        let t = try await driftedTenant()
+    @Test(arguments: TestBackend.available) func statsFromSummariesMatchTheMetadata(backend: TestBackend) async throws {
+        let t = try await driftedTenant(backend)
         let stats = try await StatsService(store: t.store).stats(session: t.session)
         var mixes: [String: Int] = [:]
         var withSubOrg = 0

@@ -1,32 +1,32 @@
 import Access
 import BackupCrypto
 import BackupModel
+import BackupctlTestSupport
 import ConsoleStore
 import Foundation
 
 @testable import Inspect
 
-/// A real SQLite store in a fresh temporary directory, removed when the fixture goes away,
+/// A real store (SQLite in a fresh temporary directory, or a PostgreSQL database of its own),
+/// removed when the fixture goes away,
 /// with `root` bootstrapped as admin of the sandbox tenant.
 final class TempStore {
-    let directory: URL
-    let store: SQLiteConsoleStore
+    let opened: OpenedStore
+    var store: any FullConsoleStore { opened.store }
     let time = ManualTime(1_790_000_000_000)
     let op: OperatorRecord
     let session: Session
     let rng = SeededRandom(seed: 99)
 
-    init() async throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("inspect-\(UUID().uuidString)")
+    /// A store of `backend` (SQLite unless named).
+    init(_ backend: TestBackend = .sqlite) async throws {
         let time = self.time
-        store = try SQLiteConsoleStore(path: directory.appendingPathComponent("console.db").path, clock: { time.now })
-        let access = AccessService(store: store, clock: .manual(time), random: SeededRandom(seed: 7))
+        opened = try await backend.open(clock: { time.now })
+        let access = AccessService(store: opened.store, clock: .manual(time), random: SeededRandom(seed: 7))
         let token = try await access.bootstrap(admin: try OperatorName("root"))
         op = try await access.authenticate(token: token)
         session = try await access.session(operator: op, tenant: try TenantName("sandbox"))
     }
-
-    deinit { try? FileManager.default.removeItem(at: directory) }
 
     var tenant: TenantName { session.tenantName }
 

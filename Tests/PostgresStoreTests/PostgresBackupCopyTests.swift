@@ -4,6 +4,7 @@ import ConsoleStore
 import Foundation
 import GRDB
 import PostgresNIO
+import SQLiteStore
 import Testing
 
 @testable import PostgresStore

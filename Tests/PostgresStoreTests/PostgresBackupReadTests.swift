@@ -2,6 +2,7 @@ import BackupModel
 import BackupctlTestSupport
 import ConsoleStore
 import Foundation
+import SQLiteStore
 import Testing
 
 @testable import PostgresStore

@@ -2,6 +2,7 @@ import BackupModel
 import BackupctlTestSupport
 import ConsoleStore
 import Foundation
+import SQLiteStore
 import Testing
 
 @testable import PostgresStore
@@ -106,7 +107,7 @@ struct PostgresLiveStoreTests {
         let sqlite = try SQLiteConsoleStore(path: directory.appendingPathComponent("c.db").path)
         try await withStore { postgres in
             var results: [[String]] = []
-            for store in [sqlite as any CleanupJournalStore, postgres as any CleanupJournalStore] {
+            for store in [sqlite as any FullConsoleStore, postgres as any FullConsoleStore] {
                 let t = try Self.tenant()
                 try await store.createTenant(TenantRecord(name: t, isSandbox: true, createdAt: 1), audit: Self.audit)
                 var out: [String] = []

@@ -20,8 +20,9 @@ import Testing
     }
 
     /// The whole live-tenant path over loopback HTTP: status, challenge, /v1/reset, local part.
-    @Test func beginThenCompleteThroughTheService() async throws {
-        let f = try await Fixture()
+    @Test(arguments: TestBackend.available)
+    func beginThenCompleteThroughTheService(backend: TestBackend) async throws {
+        let f = try await Fixture(backend)
         let key = rootKey("42")
         let id = try await f.addBackup(key)
         let keep = try await f.addBackup(rootKey("43"), subOrgs: ["suborg-c"])
@@ -64,8 +65,9 @@ import Testing
         await f.stop()
     }
 
-    @Test func beginRefusals() async throws {
-        let f = try await Fixture()
+    @Test(arguments: TestBackend.available)
+    func beginRefusals(backend: TestBackend) async throws {
+        let f = try await Fixture(backend)
         let service = try await f.service()
         let viewer = try await f.session(role: .viewer, name: "vera")
         let id = try await f.addBackup(rootKey("42"))
@@ -92,8 +94,9 @@ import Testing
 
     /// The answer to /v1/reset is lost after the service committed: status says not_found, so
     /// the console finishes the local part and says how it knew.
-    @Test func droppedAnswerAfterCommitIsResolvedByStatus() async throws {
-        let f = try await Fixture()
+    @Test(arguments: TestBackend.available)
+    func droppedAnswerAfterCommitIsResolvedByStatus(backend: TestBackend) async throws {
+        let f = try await Fixture(backend)
         let key = rootKey("42")
         let id = try await f.addBackup(key)
         let service = try await f.service()
@@ -191,8 +194,9 @@ import Testing
         await f.stop()
     }
 
-    @Test func serviceFailuresAreExit2AndChangeNothing() async throws {
-        let f = try await Fixture()
+    @Test(arguments: TestBackend.available)
+    func serviceFailuresAreExit2AndChangeNothing(backend: TestBackend) async throws {
+        let f = try await Fixture(backend)
         let key = rootKey("42")
         let id = try await f.addBackup(key)
         let service = try await f.service()
@@ -215,8 +219,9 @@ import Testing
         await f.stop()
     }
 
-    @Test func unreachableServiceIsExit2() async throws {
-        let f = try await Fixture()
+    @Test(arguments: TestBackend.available)
+    func unreachableServiceIsExit2(backend: TestBackend) async throws {
+        let f = try await Fixture(backend)
         let id = try await f.addBackup(rootKey("42"))
         // A port nothing listens on: start a server, note its port, stop it.
         _ = try await f.service()

@@ -1,6 +1,7 @@
 import Access
 import BackupCrypto
 import BackupModel
+import BackupctlTestSupport
 import ConsoleStore
 import Foundation
 import Inspect
@@ -27,8 +28,9 @@ import Turnkey
 
     enum Failure: Error { case unexpected }
 
-    @Test func remoteProofWithStampsPastedByTheUser() async throws {
-        let f = try await Fixture()
+    @Test(arguments: TestBackend.available)
+    func remoteProofWithStampsPastedByTheUser(backend: TestBackend) async throws {
+        let f = try await Fixture(backend)
         let key = rootKey("42")
         let id = try await f.addBackup(key)
         var w = try await walk(f)
@@ -67,8 +69,9 @@ import Turnkey
         #expect(w.step == .finished)
     }
 
-    @Test func presentUserProofFoundByFactor() async throws {
-        let f = try await Fixture()
+    @Test(arguments: TestBackend.available)
+    func presentUserProofFoundByFactor(backend: TestBackend) async throws {
+        let f = try await Fixture(backend)
         let key = rootKey("42")
         let id = try await f.addBackup(key)
         let passkey = try await #require(
@@ -95,8 +98,9 @@ import Turnkey
         #expect(summary.proof == .present && summary.result.lookupRowsRemoved == 3)
     }
 
-    @Test func wrongTenantNameAtConfirmChangesNothing() async throws {
-        let f = try await Fixture()
+    @Test(arguments: TestBackend.available)
+    func wrongTenantNameAtConfirmChangesNothing(backend: TestBackend) async throws {
+        let f = try await Fixture(backend)
         let key = rootKey("42")
         let id = try await f.addBackup(key)
         var w = try await walk(f)
@@ -116,8 +120,9 @@ import Turnkey
         #expect(before.backups == [id.rawValue])
     }
 
-    @Test func findRefusals() async throws {
-        let f = try await Fixture()
+    @Test(arguments: TestBackend.available)
+    func findRefusals(backend: TestBackend) async throws {
+        let f = try await Fixture(backend)
         var w = try await walk(f)
         #expect(await consoleError { _ = try await w.handle(.identify("passkey nope")) }?.code == "not_found")
         #expect(await consoleError { _ = try await w.handle(.identify("fax 123")) }?.code == "invalid_query")
@@ -132,8 +137,9 @@ import Turnkey
 
     /// The walkthrough finds backups by the lookup service's rules: an index row whose factor
     /// the backup no longer has is `unauthorized_factor` for both, never a hit.
-    @Test func findAgreesWithLookupOnUnauthorizedFactors() async throws {
-        let f = try await Fixture()
+    @Test(arguments: TestBackend.available)
+    func findAgreesWithLookupOnUnauthorizedFactors(backend: TestBackend) async throws {
+        let f = try await Fixture(backend)
         let id = try await f.addBackup(rootKey("42"))
         let stale = Base64.encode([UInt8](repeating: 9, count: 16), alphabet: .url, padding: false)
         try await f.store.writeLookupRows(

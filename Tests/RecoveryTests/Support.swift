@@ -3,6 +3,7 @@ import BackupCrypto
 import BackupModel
 import BackupService
 import BackupServiceSandbox
+import BackupctlTestSupport
 import ConsoleStore
 import Foundation
 import Recovery
@@ -33,29 +34,26 @@ func rootKey(_ hexByte: String) -> RootKey {
     try! RootKey(json: Array(#"{"version":"V1","key":"\#(String(repeating: hexByte, count: 32))"}"#.utf8))
 }
 
-/// A real SQLite store in a temporary directory with an admin session in `sandbox`.
+/// A real store (SQLite in a temporary directory, or a PostgreSQL database of its own) with an
+/// admin session in `sandbox`.
 final class Fixture {
-    let directory: URL
-    let path: String
     let time = ManualTime(1_790_000_000_000)
-    let store: SQLiteConsoleStore
+    let opened: OpenedStore
+    var store: any FullConsoleStore { opened.store }
     let admin: OperatorRecord
     let adminToken: SecretBytes
     let session: Session
     let rng = SeededRandom(seed: 99)
 
-    init() async throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("recovery-\(UUID().uuidString)")
-        path = directory.appendingPathComponent("console.db").path
+    /// A store of `backend` (SQLite unless named).
+    init(_ backend: TestBackend = .sqlite) async throws {
         let time = self.time
-        store = try SQLiteConsoleStore(path: path, clock: { time.now })
-        let access = AccessService(store: store, clock: .manual(time), random: SeededRandom(seed: 7))
+        opened = try await backend.open(clock: { time.now })
+        let access = AccessService(store: opened.store, clock: .manual(time), random: SeededRandom(seed: 7))
         adminToken = try await access.bootstrap(admin: try OperatorName("root"))
         admin = try await access.authenticate(token: adminToken)
         session = try await access.session(operator: admin, tenant: try TenantName("sandbox"))
     }
-
-    deinit { try? FileManager.default.removeItem(at: directory) }
 
     var clock: WallClock { .manual(time) }
 

@@ -5,6 +5,7 @@ import BackupServiceSandbox
 import BackupctlTestSupport
 import ConsoleService
 import ConsoleStore
+import SQLiteStore
 import Foundation
 import Inspect
 import Simulation

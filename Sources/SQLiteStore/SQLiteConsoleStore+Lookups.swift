@@ -1,0 +1,28 @@
+import BackupModel
+import ConsoleStore
+import Foundation
+import GRDB
+
+/// The hot single-row reads, overriding the shared rules' statements: one cached statement on
+/// the writer connection through the C API (``RawCursor``), no row decoding.
+extension SQLiteConsoleStore {
+    public func backupExists(tenant: TenantName, id: String) async throws(ConsoleError) -> Bool {
+        try await readOne("checking backup \(id)") { db in
+            let cursor = try RawCursor(
+                db, sql: "SELECT 1 FROM backups WHERE tenant = ? AND backup_id = ?", texts: [tenant.rawValue, id])
+            defer { cursor.finish() }
+            return try cursor.step()
+        }
+    }
+
+    public func lookup(tenant: TenantName, pk: String) async throws(ConsoleError) -> LookupRow? {
+        let backupId = try await readOne("looking up a factor") { db in
+            let cursor = try RawCursor(
+                db, sql: "SELECT backup_id FROM factor_lookup WHERE tenant = ? AND pk = ?",
+                texts: [tenant.rawValue, pk])
+            defer { cursor.finish() }
+            return try cursor.step() ? cursor.string(0) : nil
+        }
+        return backupId.map { LookupRow(pk: pk, backupId: $0) }
+    }
+}

@@ -1,0 +1,153 @@
+import BackupModel
+import ConsoleStore
+import Foundation
+import GRDB
+
+/// The SQLite store: one file, a GRDB `DatabasePool` in WAL mode, foreign keys on, a 5 s busy
+/// timeout, schema from ``Migrations``; every rule is the shared one (``SQLRuleStore``) over
+/// ``SQLiteDriver``.
+///
+/// Every mutation and its audit entry share one write transaction on the pool's writer. Hot
+/// single-row reads (lookups) run one cached statement on the writer connection through the C
+/// API (``RawCursor``): `DatabasePool.read` adds BEGIN/COMMIT and a schema-version query per
+/// call, which tripled the cost of a lookup, and a separate reader connection re-reads its
+/// pages through the OS after every audit write this process makes (SQLite drops a
+/// connection's cache when another connection changed the file). The writer's cache stays
+/// warm across its own writes.
+public final class SQLiteConsoleStore: SQLRuleStore {
+    public let driver: SQLiteDriver
+    public let clock: @Sendable () -> Int64
+    public let checkpoints: StoreCheckpoints
+
+    /// The path of the database file.
+    public let path: String
+
+    var pool: DatabasePool { driver.pool }
+
+    /// Opens (creating if needed) the store at `path` and migrates it.
+    ///
+    /// Parent directories are created with mode 0700 and the file with mode 0600: the store holds
+    /// token hashes and sealed blobs, readable by its owner alone.
+    /// - Parameter clock: unix milliseconds, injected so tests control audit times.
+    /// - Parameter crashPoint: a debug build's crash point inside a transaction (``StoreCheckpoint``).
+    /// - Throws: ``ConsoleError`` `invalid_store_path` for a URL (a database URL reaching the
+    ///   SQLite store would otherwise become directories named after its credentials);
+    ///   `internal_error` when the file cannot be created or migrated.
+    public convenience init(
+        path: String,
+        clock: @escaping @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1000).rounded()) },
+        crashPoint: String? = nil
+    ) throws(ConsoleError) {
+        try self.init(path: path, clock: clock, checkpoints: .crash(at: crashPoint))
+    }
+
+    /// Opens (creating if needed) the store at `path` and migrates it, with `checkpoints` hooked
+    /// into its transactions.
+    public init(path: String, clock: @escaping @Sendable () -> Int64, checkpoints: StoreCheckpoints)
+        throws(ConsoleError)
+    {
+        self.path = path
+        self.clock = clock
+        self.checkpoints = checkpoints
+        if let scheme = path.range(of: "://").map({ path[..<$0.lowerBound] }), !scheme.contains("/") {
+            // Named only when it is a plain scheme (`postgres`): anything else before `://` may
+            // be a user and password.
+            let plain =
+                (1...16).contains(scheme.count)
+                && scheme.unicodeScalars.allSatisfy {
+                    $0.isASCII && ($0.properties.isAlphabetic || "0123456789+-.".unicodeScalars.contains($0))
+                }
+            throw .invalid(
+                "invalid_store_path",
+                "The SQLite store path is a URL\(plain ? " (\(scheme)://…)" : ""), not a file; open it with the store for that URL."
+            )
+        }
+        try Self.prepareFile(at: path)
+        var config = Configuration()
+        config.foreignKeysEnabled = true
+        config.busyMode = .timeout(5)
+        config.label = "backupctl"
+        // A store transaction holds the writer across statements (``SQLiteDriver``).
+        config.allowsUnsafeTransactions = true
+        config.prepareDatabase { db in
+            // The writer gets a 64 MiB page cache (SQLite's default is 2 MiB): a batch of backups
+            // touches every index of several large tables, and with the default the batch
+            // spills to the WAL and re-reads pages through the OS on every insert.
+            if !db.configuration.readonly { try db.execute(sql: "PRAGMA cache_size = -65536") }
+        }
+        do {
+            let pool = try DatabasePool(path: path, configuration: config)
+            try Migrations.migrator.migrate(pool)
+            driver = SQLiteDriver(pool: pool)
+        } catch {
+            throw Self.mapError(error, while: "opening the console store at \(path)")
+        }
+    }
+
+    /// Creates the parent directories (0700) and an empty file (0600) before SQLite opens it.
+    private static func prepareFile(at path: String) throws(ConsoleError) {
+        let url = URL(fileURLWithPath: path)
+        let fm = FileManager.default
+        let parent = url.deletingLastPathComponent().path
+        do {
+            if !fm.fileExists(atPath: parent) {
+                try fm.createDirectory(
+                    atPath: parent, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            }
+            if !fm.fileExists(atPath: path) {
+                guard fm.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+                    throw ConsoleError.internalError("Cannot create the console store file \(path).")
+                }
+            }
+        } catch let error as ConsoleError {
+            throw error
+        } catch {
+            throw .internalError(
+                "Cannot create the directory of the console store \(path): \(error.localizedDescription).")
+        }
+    }
+
+    /// A read transaction on one of the pool's readers (one snapshot for several statements).
+    func readSnapshot<T: Sendable>(_ what: @autoclosure () -> String, _ body: (Database) throws -> T)
+        async throws(ConsoleError) -> T
+    {
+        do {
+            return try SQLiteDriver.synchronously { try pool.read(body) }
+        } catch {
+            throw Self.mapError(error, while: what())
+        }
+    }
+
+    /// A single-statement read outside a transaction on the writer connection (its warm
+    /// cache; see the type's note). Only for bodies that run ONE SELECT: nothing here may write.
+    func readOne<T: Sendable>(_ what: @autoclosure () -> String, _ body: (Database) throws -> T)
+        async throws(ConsoleError) -> T
+    {
+        try await driver.withWriter(what(), body)
+    }
+
+    /// Turns a GRDB or SQLite error into one operator-facing sentence (never SQL or arguments).
+    static func mapError(_ error: any Error, while what: String) -> ConsoleError {
+        if let error = error as? ConsoleError { return error }
+        if let db = error as? DatabaseError {
+            switch db.extendedResultCode {
+            case .SQLITE_CONSTRAINT_FOREIGNKEY:
+                return .notFound(
+                    "The console store refused \(what): it refers to a tenant, operator or backup that does not exist.")
+            case .SQLITE_CONSTRAINT_UNIQUE, .SQLITE_CONSTRAINT_PRIMARYKEY:
+                return ConsoleError(
+                    .conflict, code: "conflict", "The console store refused \(what): the record already exists.")
+            default:
+                if db.resultCode == .SQLITE_CONSTRAINT {
+                    return .invalid(
+                        "constraint_failed",
+                        "The console store refused \(what): \(db.message ?? "a constraint failed").")
+                }
+                return .internalError(
+                    "The console store failed while \(what): \(db.message ?? "SQLite error \(db.resultCode.rawValue)")."
+                )
+            }
+        }
+        return .internalError("The console store failed while \(what): \(error.localizedDescription).")
+    }
+}

@@ -1,0 +1,154 @@
+import BackupModel
+import ConsoleStore
+import Foundation
+import GRDB
+
+/// The shared rules' driver over a GRDB `DatabasePool` in WAL mode.
+///
+/// A write transaction holds the writer connection through a ``WriterGate`` from `BEGIN
+/// IMMEDIATE` to `COMMIT`, each statement a synchronous GRDB call on it (no hop to GRDB's
+/// queues and back): a statement or transaction, once begun, always finishes. Reads run each
+/// statement on one of the pool's readers; a snapshot is a deferred transaction on the writer.
+public struct SQLiteDriver: SQLDriver {
+    let pool: DatabasePool
+    let gate = WriterGate()
+
+    public var dialect: SQLDialect { .sqlite }
+
+    init(pool: DatabasePool) { self.pool = pool }
+
+    public func transaction<T: Sendable>(
+        _ what: @autoclosure () -> String, _ body: (SQLiteSession) async throws -> T
+    ) async throws(ConsoleError) -> T {
+        try await onWriter(what(), begin: "BEGIN IMMEDIATE", body)
+    }
+
+    public func snapshot<T: Sendable>(
+        _ what: @autoclosure () -> String, _ body: (SQLiteSession) async throws -> T
+    ) async throws(ConsoleError) -> T {
+        try await onWriter(what(), begin: "BEGIN DEFERRED", body)
+    }
+
+    public func read<T: Sendable>(_ what: @autoclosure () -> String, _ body: (SQLiteSession) async throws -> T)
+        async throws(ConsoleError) -> T
+    {
+        do {
+            return try await body(SQLiteSession(pool: pool, onWriter: false))
+        } catch {
+            throw SQLiteConsoleStore.mapError(error, while: what())
+        }
+    }
+
+    /// Runs `access` on the writer connection outside a transaction, holding the gate (so no
+    /// transaction is open on it): single hot reads through the C API (``RawCursor``).
+    func withWriter<T>(_ what: @autoclosure () -> String, _ access: (Database) throws -> T) async throws(ConsoleError)
+        -> T
+    {
+        await gate.acquire()
+        defer { gate.release() }
+        do {
+            return try Self.synchronously { try pool.writeWithoutTransaction(access) }
+        } catch {
+            throw SQLiteConsoleStore.mapError(error, while: what())
+        }
+    }
+
+    private func onWriter<T: Sendable>(
+        _ what: @autoclosure () -> String, begin: String, _ body: (SQLiteSession) async throws -> T
+    ) async throws(ConsoleError) -> T {
+        await gate.acquire()
+        defer { gate.release() }
+        let session = SQLiteSession(pool: pool, onWriter: true)
+        do {
+            try session.writer { try $0.execute(sql: begin) }
+            do {
+                let result = try await body(session)
+                try session.writer { try $0.execute(sql: "COMMIT") }
+                return result
+            } catch {
+                try? session.writer { db in if db.isInsideTransaction { try db.execute(sql: "ROLLBACK") } }
+                throw error
+            }
+        } catch {
+            throw SQLiteConsoleStore.mapError(error, while: what())
+        }
+    }
+
+    /// Runs `access` outside any async context, so GRDB's synchronous API is the one called.
+    static func synchronously<T>(_ access: () throws -> T) throws -> T { try access() }
+}
+
+/// The statements of one SQLite transaction (on the writer) or read (on a reader).
+public struct SQLiteSession: SQLSession {
+    let pool: DatabasePool
+    let onWriter: Bool
+
+    func writer<T>(_ access: (Database) throws -> T) throws -> T {
+        try SQLiteDriver.synchronously { try pool.writeWithoutTransaction(access) }
+    }
+
+    private func run<T>(_ access: (Database) throws -> T) throws -> T {
+        if onWriter { return try writer(access) }
+        return try SQLiteDriver.synchronously { try pool.read(access) }
+    }
+
+    private static func prepare(_ statement: SQLStatement, _ db: Database) throws -> Statement {
+        let (sql, binds) = statement.render { _ in "?" }
+        let prepared = try db.cachedStatement(sql: sql)
+        prepared.setUncheckedArguments(StatementArguments(binds.map(databaseValue)))
+        return prepared
+    }
+
+    public func query(_ statement: SQLStatement) async throws -> [SQLRow] {
+        try run { db in
+            let prepared = try Self.prepare(statement, db)
+            let columns = prepared.columnNames
+            var rows: [SQLRow] = []
+            let cursor = try Row.fetchCursor(prepared)
+            while let row = try cursor.next() {
+                rows.append(SQLRow(columns: columns, values: row.databaseValues.map(Self.sqlValue)))
+            }
+            return rows
+        }
+    }
+
+    public func execute(_ statement: SQLStatement) async throws {
+        try run { db in try Self.prepare(statement, db).execute() }
+    }
+
+    public func changes(_ statement: SQLStatement) async throws -> Int {
+        try run { db in
+            try Self.prepare(statement, db).execute()
+            return db.changesCount
+        }
+    }
+
+    static func databaseValue(_ value: SQLValue) -> DatabaseValue {
+        switch value {
+        case .null: .null
+        case .integer(let v): v.databaseValue
+        case .real(let v): v.databaseValue
+        case .text(let v): v.databaseValue
+        case .blob(let v): v.databaseValue
+        case .bool(let v): (v ? Int64(1) : 0).databaseValue
+        }
+    }
+
+    static func sqlValue(_ value: DatabaseValue) -> SQLValue {
+        switch value.storage {
+        case .null: .null
+        case .int64(let v): .integer(v)
+        case .double(let v): .real(v)
+        case .string(let v): .text(v)
+        case .blob(let v): .blob(v)
+        }
+    }
+}
+
+extension SQLDialect {
+    /// SQLite: `?` placeholders, no row locks (a write transaction holds the database's one
+    /// writer, which also orders audit appends), `max`/`min` of two values, BINARY text order.
+    public static let sqlite = SQLDialect(
+        name: "SQLite", placeholder: { _ in "?" }, lockClause: "", chainLock: nil, greatest: "max", least: "min",
+        bytewise: "")
+}
