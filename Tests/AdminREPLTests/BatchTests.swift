@@ -121,10 +121,10 @@ import Testing
         try (token + "\n").write(to: file, atomically: true, encoding: .utf8)
         // Others may read it: refused (exit 78), the path not repeated, nothing sent.
         chmod(file.path, 0o644)
-        let open = await try cli.run(["--token-file", file.path, "--format", "json", "whoami"])
+        let open = try await cli.run(["--token-file", file.path, "--format", "json", "whoami"])
         #expect(open.status == 78 && open.stderr.contains("insecure_token_file"), "\(open.stderr)")
         chmod(file.path, 0o600)
-        let result = await try cli.run(["--token-file", file.path, "--format", "json", "whoami"])
+        let result = try await cli.run(["--token-file", file.path, "--format", "json", "whoami"])
         #expect(result.status == 0)
         #expect(!result.stdout.contains(token))
     }

@@ -22,7 +22,7 @@ struct ContextTests {
         let tokenFile = cli.directory.appendingPathComponent("prod.token")
         try Data(token.utf8).write(to: tokenFile)
         chmod(tokenFile.path, 0o600)
-        let added = await try cli.run(
+        let added = try await cli.run(
             [
                 "--format", "json", "context", "add", "prod", "--server", "http://127.0.0.1:1", "--token-file",
                 tokenFile.path, "--tenant", "sandbox",
@@ -67,7 +67,7 @@ struct ContextTests {
         _ = try await cli.bootstrap()
         try await cli.run(["context", "add", "prod", "--server", "http://127.0.0.1:1"])
         chmod(configPath(cli), 0o644)
-        let result = await try cli.run(["--context", "prod", "whoami"])
+        let result = try await cli.run(["--context", "prod", "whoami"])
         #expect(result.status == 78)
         #expect(result.stderr.hasPrefix("error[insecure_config]:"), "\(result.stderr)")
         #expect(result.stderr.split(separator: "\n").count == 1)
@@ -75,7 +75,7 @@ struct ContextTests {
         chmod(configPath(cli), 0o600)
         let directory = (configPath(cli) as NSString).deletingLastPathComponent
         chmod(directory, 0o777)
-        let open = await try cli.run(["--context", "prod", "whoami"])
+        let open = try await cli.run(["--context", "prod", "whoami"])
         #expect(open.status == 78 && open.stderr.hasPrefix("error[insecure_config]:"), "\(open.stderr)")
     }
 

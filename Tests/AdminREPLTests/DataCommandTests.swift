@@ -86,19 +86,19 @@ import Testing
     @Test(arguments: CLI.Mode.allCases) func simulateLandsAWorldInAnEmptySandboxTenant(_ mode: CLI.Mode) async throws {
         var cli = CLI(mode: mode)
         defer { cli.cleanUp() }
-        _ = await try cli.bootstrap()
+        _ = try await cli.bootstrap()
         await #expect(try cli.run(["tenant", "create", "simbox", "--sandbox"]).status == 0)
         let out = cli.directory.appendingPathComponent("month").path
         let words = [
             "--format", "json", "sandbox", "simulate", "--tenant", "simbox", "--users", "30", "--days", "10",
             "--seed", "5", "--out",
         ]
-        let result = await try cli.run(words + [out])
+        let result = try await cli.run(words + [out])
         #expect(result.status == 0, "\(result.stderr)")
         let report = try #require(CLI.json(result.stdout))
         #expect(report["tenant"] as? String == "simbox" && report["mode"] as? String == "sandbox-tenant")
         #expect(FileManager.default.fileExists(atPath: out + "/ground-truth.json"))
-        let check = await try cli.run(["--tenant", "simbox", "--format", "json", "check", "--turnkey"])
+        let check = try await cli.run(["--tenant", "simbox", "--format", "json", "check", "--turnkey"])
         #expect(check.status == 0 || check.status == 1, "\(check.stderr)")
         let found = try #require(CLI.json(check.stdout))
         #expect(found["backups"] as? Int == report["backups"] as? Int)
@@ -106,7 +106,7 @@ import Testing
             ($0["check"] as? String)?.hasPrefix("turnkey_") == true
         }
         #expect(live.count == report["turnkeyFindings"] as? Int)
-        let again = await try cli.run(words + [out + "-again"])
+        let again = try await cli.run(words + [out + "-again"])
         #expect(again.status != 0 && again.stderr.contains("tenant_not_empty"), "\(again.stderr)")
     }
 }

@@ -98,7 +98,7 @@ import Testing
         #expect(bad.status == 64)
         // The URL is looked at only after the tenant's kind (the rules themselves:
         // TenantBoundaryAttackTests, OutboundTargetTests).
-        let plain = await try cli.run(["tenant", "update", "sandbox", "--backup-service-url", "http://10.0.0.1"])
+        let plain = try await cli.run(["tenant", "update", "sandbox", "--backup-service-url", "http://10.0.0.1"])
         #expect(plain.status == 1 && plain.stderr.contains("invalid_tenant_kind"))
     }
 }
