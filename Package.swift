@@ -293,7 +293,8 @@ let package = Package(
             name: "SimulationTests",
             dependencies: [
                 "Simulation", "BackupServiceSandbox", "TurnkeySandbox", "Turnkey", "SandboxIdentity", "BackupModel",
-                "BackupCrypto", "BackupService", "BackupctlTestSupport", "ConsoleService", "ConsoleStore", "SQLiteStore",
+                "BackupCrypto", "BackupService", "BackupctlTestSupport", "ConsoleService", "ConsoleStore",
+                "SQLiteStore",
                 "Access", "Inspect", "Cleanup",
             ]),
         .testTarget(

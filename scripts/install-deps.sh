@@ -2,7 +2,7 @@
 # Installs the Debian packages backupctl builds against, only those missing.
 # Used by every Makefile target so a fresh Debian 12 machine needs nothing done by hand.
 # `--postgres` installs PostgreSQL 15 (server and client) and openssl for its test certificates,
-# which only the tests need (pg-test-cluster.sh).
+# which only the tests need (pg-test-cluster.sh); `--wrk` installs wrk (scripts/throughput.sh).
 set -euo pipefail
 
 # less: the default pager (the pty tests drive a real one). openssl, sqlite3, curl: the server's
@@ -10,6 +10,8 @@ set -euo pipefail
 packages=(libsqlite3-dev libssl-dev libsecp256k1-dev libreadline-dev pkg-config less openssl sqlite3 curl)
 if [ "${1:-}" = "--postgres" ]; then
     packages=(postgresql-15 postgresql-client-15 openssl)
+elif [ "${1:-}" = "--wrk" ]; then
+    packages=(wrk)
 fi
 missing=()
 for p in "${packages[@]}"; do

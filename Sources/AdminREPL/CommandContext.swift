@@ -40,6 +40,16 @@ final class CommandContext {
     var sessionSettings: GlobalSettings?
     /// The script and line of the running batch command (`-f`, `-c`, piped stdin); errors name it.
     var batchLine: (file: String, line: Int)?
+    /// A whole script run in-process: the audit entries of its lookups and `show`s are committed
+    /// behind them, a group at a time, and their output waits for the commit (``BatchRunner``).
+    var auditDeferral: AuditDeferral?
+    /// The script lines whose output is held for ``auditDeferral``.
+    var heldBatchLines: [Int] = []
+    /// The exit status of held reads whose audit failed, released before another command ran
+    /// (the script goes on with `--continue-on-error`; ``BatchRunner`` counts the failure).
+    var heldFailure: Int32?
+    /// The running script goes on after a failure (`--continue-on-error`).
+    var continuesOnError = false
     /// Set by ``performJob(_:label:total:)`` when a signal stopped the job: how far it got.
     var interruption: JobInterruption?
 

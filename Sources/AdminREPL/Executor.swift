@@ -1,6 +1,7 @@
 import ArgumentParser
 import BackupModel
 import ConsoleService
+import ConsoleStore
 import Foundation
 
 /// Runs one command line: parse with the shared tree, execute, render, report errors.
@@ -12,7 +13,10 @@ struct Executor {
     let ctx: CommandContext
 
     /// Returns the exit status of the command. A read's output is rendered only after its
-    /// audit entry is committed (``ConsoleAPI/perform(_:as:progress:)`` returns after it).
+    /// audit entry is committed: ``ConsoleAPI/perform(_:as:progress:)`` returns after it, or —
+    /// for a script's lookups and `show`s (``CommandContext/auditDeferral``) — the output is
+    /// held until ``releaseHeld()`` has seen the entries committed. Any other command first
+    /// releases what is held.
     func run(words given: [String]) async -> Int32 {
         var words = given
         if words.first == "--help" || words.first == "-h" { words[0] = "help" }
@@ -40,6 +44,15 @@ struct Executor {
         _ = ArgumentFailure.take()
         let top = first == "help" ? nil : Completion.resolve([first])
         let parse = top.map { top in Result { () throws -> any ParsableCommand in try Self.parse(words, top: top) } }
+        let deferral = (try? parse?.get()) is any GroupsReadAudit ? ctx.auditDeferral : nil
+        if deferral == nil, let failed = await releaseHeld() {
+            ctx.heldFailure = failed
+            if !ctx.continuesOnError {
+                // This command did not run: it still gets its line (JSON batch).
+                notRun()
+                return failed
+            }
+        }
         if first == "help" { return help(Array(words.dropFirst())) }
         guard let top, let parse else {
             report(
@@ -63,9 +76,12 @@ struct Executor {
             )
             return ExitStatus.usage
         }
+        if deferral != nil, let location = ctx.batchLine { ctx.heldBatchLines.append(location.line) }
+        Terminal.holding = deferral != nil
+        defer { Terminal.holding = false }
         ctx.interruption = nil
         do {
-            var output = try await command.execute(ctx)
+            var output = try await AuditDeferral.$current.withValue(deferral) { try await command.execute(ctx) }
             if let interruption = ctx.interruption {
                 // A job that returned what it did before it stopped (cleanup run): the line says so.
                 if let json = output.json { output.json = interruption.merged(into: json) }
@@ -125,6 +141,41 @@ struct Executor {
         }
     }
 
+    /// Waits for the held reads' audit entries, then writes the output that waited for them;
+    /// when an entry could not be written, that output is dropped (no one may see a read the
+    /// log does not record) and the error says so. Returns the exit status of such a failure.
+    func releaseHeld() async -> Int32? {
+        let held = ctx.heldBatchLines
+        ctx.heldBatchLines = []
+        do throws(ConsoleError) {
+            try await ctx.auditDeferral?.settle()
+            Terminal.releaseHeld()
+            return nil
+        } catch {
+            Terminal.discardHeld()
+            let failure = ConsoleError(
+                error.kind, code: error.code,
+                "\(error.message) The output of the lookups and shows since the last one printed was withheld: "
+                    + "they could not be audited.")
+            if ctx.settings.format == .json, ctx.batchLine != nil {
+                // Each withheld command keeps its stdout line: the error, in its place.
+                let body = BatchError.Body(code: failure.code, message: SecretShape.redact(failure.message))
+                for line in held { Terminal.writeOut(JSONLine.encode(BatchError(error: body, line: line))) }
+            }
+            report(failure, onStdout: false)
+            return ExitStatus.code(for: failure)
+        }
+    }
+
+    /// In a JSON batch, the stdout line of a command that was not run because the audit of the
+    /// reads before it failed.
+    private func notRun() {
+        guard ctx.settings.format == .json, let location = ctx.batchLine else { return }
+        let body = BatchError.Body(
+            code: "not_run", message: "Not run: the audit entries of the reads before it could not be written.")
+        Terminal.writeOut(JSONLine.encode(BatchError(error: body, line: location.line)))
+    }
+
     func render(_ output: CommandOutput) {
         if ctx.settings.format == .json {
             if let json = output.json {
@@ -140,7 +191,8 @@ struct Executor {
         } else {
             let style = ctx.style
             let text = SafeText.output(output.text(style), keepStyle: style.color)
-            if !text.isEmpty { Pager.show(text, ctx: ctx) }
+            // Held output waits for its audit: a pager would show it at once.
+            if !text.isEmpty { Terminal.holding ? Terminal.writeOut(text) : Pager.show(text, ctx: ctx) }
         }
     }
 

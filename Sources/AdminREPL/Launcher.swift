@@ -1,5 +1,6 @@
 import BackupModel
 import ConsoleService
+import ConsoleStore
 import Foundation
 
 /// Decides how this process runs — one direct command, `-c`/`-f` batch, piped stdin, or the
@@ -113,18 +114,56 @@ struct BatchRunner {
     let executor: Executor
     let continueOnError: Bool
 
+    /// Held output is released after at most this many grouped reads…
+    static let groupLines = 256
+    /// …or this long after the group's first read (monotonic nanoseconds).
+    static let groupNanos: UInt64 = 50_000_000
+
     /// Runs a whole script (`-f`, `-c`, stdin), line by line, once every line parsed.
+    ///
+    /// In-process, the audit entries of consecutive lookups and `show`s are committed behind
+    /// them, many to a transaction (``CommandContext/auditDeferral``), and their output waits:
+    /// it is written once its entries are committed — after at most ``groupLines`` reads or
+    /// ``groupNanos``, before any other command runs, when a read fails, and at the end.
     func run(_ lines: [BatchLine]) async -> Int32 {
         let ctx = executor.ctx
-        defer { ctx.batchLine = nil }
+        let grouping = !ctx.interactive && ctx.settings.server == nil
+        if grouping { ctx.auditDeferral = AuditDeferral() }
+        ctx.continuesOnError = continueOnError
+        defer {
+            ctx.batchLine = nil
+            ctx.auditDeferral = nil
+            ctx.continuesOnError = false
+        }
         let commands = lines.compactMap { line in LineSplitter.scriptLine(line.text).map { (line, $0) } }
         if let refused = check(commands) { return refused }
         var firstFailure: Int32 = 0
+        var grouped = 0
+        var groupStart: UInt64 = 0
         for (line, text) in commands {
             ctx.batchLine = (line.file, line.line)
-            let status =
+            var status =
                 ctx.interactive
                 ? await executor.run(line: text) : await Interrupts.finishing { await executor.run(line: text) }
+            if !ctx.heldBatchLines.isEmpty {
+                let now = DispatchTime.now().uptimeNanoseconds
+                if grouped == 0 { groupStart = now }
+                grouped += 1
+                // A failure stops the script (or may) and a signal stops it: what it printed shows now.
+                if status != 0 || Interrupts.exitStatus != nil || grouped >= Self.groupLines
+                    || now - groupStart >= Self.groupNanos
+                {
+                    if let failed = await executor.releaseHeld(), status == 0 { status = failed }
+                    grouped = 0
+                }
+            } else {
+                grouped = 0
+            }
+            if let held = ctx.heldFailure {
+                // The reads before this line failed to be audited (it ran: --continue-on-error).
+                ctx.heldFailure = nil
+                if firstFailure == 0 { firstFailure = held }
+            }
             if let stopped = Interrupts.exitStatus { return stopped }
             if status != 0 {
                 if firstFailure == 0 { firstFailure = status }
@@ -132,6 +171,7 @@ struct BatchRunner {
             }
             if ctx.quitRequested { break }
         }
+        if let failed = await executor.releaseHeld(), firstFailure == 0 { firstFailure = failed }
         return firstFailure
     }
 

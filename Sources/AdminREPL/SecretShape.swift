@@ -68,19 +68,22 @@ enum SecretShape {
         var ranges: [Range<String.Index>] = []
         var i = line.startIndex
         while i < line.endIndex {
-            let rest = line[i...]
-            let lower = rest.prefix(5).lowercased()
-            let end = rest.firstIndex { $0.isWhitespace || "\"'".contains($0) } ?? line.endIndex
-            let word = line[i..<end]
-            let isToken =
-                lower.hasPrefix("bctl_") || lower.hasPrefix("sbx.")
-                || (word.hasPrefix("eyJ") && word.filter { $0 == "." }.count >= 2)
-            if isToken, startsWord(line, i) {
-                ranges.append(i..<end)
-                i = end
-            } else {
-                i = line.index(after: i)
+            // Only where a word starts, and only a word that begins like a token is measured:
+            // one pass over the line.
+            if startsWord(line, i) {
+                let rest = line[i...]
+                let lower = rest.prefix(5).lowercased()
+                let named = lower.hasPrefix("bctl_") || lower.hasPrefix("sbx.")
+                if named || rest.hasPrefix("eyJ") {
+                    let end = rest.firstIndex { $0.isWhitespace || "\"'".contains($0) } ?? line.endIndex
+                    if named || line[i..<end].filter({ $0 == "." }).count >= 2 {
+                        ranges.append(i..<end)
+                        i = end
+                        continue
+                    }
+                }
             }
+            i = line.index(after: i)
         }
         return ranges
     }
@@ -107,7 +110,20 @@ enum SecretShape {
     }
 
     private static func isBase64(_ c: Character) -> Bool {
-        c.isASCII && (c.isLetter || c.isNumber || "+/-_".contains(c))
+        guard let byte = c.asciiValue else { return false }
+        return base64Bytes[Int(byte)]
+    }
+
+    /// ASCII letters, digits and `+/-_`, by byte (this runs over every error a script prints).
+    private static let base64Bytes: [Bool] = (0..<128).map { byte in
+        let c = Character(Unicode.Scalar(UInt8(byte)))
+        return c.isLetter || c.isNumber || "+/-_".contains(c)
+    }
+
+    /// ASCII whitespace and the separators of ``isSeparator(_:)``, by byte.
+    private static let separatorBytes: [Bool] = (0..<128).map { byte in
+        let c = Character(Unicode.Scalar(UInt8(byte)))
+        return c.isWhitespace || ":-,.;=/'\"()[]{}<>|+_`*#!?&%$~^\\".contains(c)
     }
 
     /// Chains of hex words (each at most 64 digits) joined by separators; a UUID is no link.
@@ -198,7 +214,8 @@ enum SecretShape {
 
     /// Spaces and the punctuation a key might be split or wrapped with.
     private static func isSeparator(_ c: Character) -> Bool {
-        c.isWhitespace || ":-,.;=/'\"()[]{}<>|+_`*#!?&%$~^\\".contains(c)
+        if let byte = c.asciiValue { return separatorBytes[Int(byte)] }
+        return c.isWhitespace
     }
 
     /// Overlapping ranges joined (a token that is also base64-shaped is withheld once).

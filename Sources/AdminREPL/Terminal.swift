@@ -29,11 +29,31 @@ enum Terminal {
         emit(text, fd: STDERR_FILENO)
     }
 
+    /// While set, output lines wait in `held`, in order, until ``releaseHeld()`` writes them or
+    /// ``discardHeld()`` drops them: a script's lookups and `show`s print only once their audit
+    /// entries committed (``BatchRunner``).
+    nonisolated(unsafe) static var holding = false
+    nonisolated(unsafe) private static var held: [(fd: Int32, bytes: [UInt8])] = []
+
     private static func emit(_ text: String, fd: Int32) {
         var bytes = Array(text.utf8)
         bytes.append(0x0A)
-        writeAll(bytes, fd: fd)
+        if holding {
+            held.append((fd, bytes))
+        } else {
+            writeAll(bytes, fd: fd)
+        }
     }
+
+    /// Writes the waiting lines, in order, to the streams they were meant for.
+    static func releaseHeld() {
+        let lines = held
+        held = []
+        for line in lines { writeAll(line.bytes, fd: line.fd) }
+    }
+
+    /// Drops the waiting lines (their reads could not be audited).
+    static func discardHeld() { held = [] }
 
     private static func writeAll(_ bytes: [UInt8], fd: Int32) {
         bytes.withUnsafeBytes { raw in

@@ -34,13 +34,18 @@ public struct ConsoleServer: Sendable {
         public var tlsMinimumVersion: ServerTLS.Version
         /// Failed sign-ins, operator request rates and refusals (``RequestLimits``).
         public var requestLimits: RequestLimits
+        /// A listener of its own for `/healthz`, `/readyz` and `/metrics` (`--probe-listen`),
+        /// plain HTTP on a thread of its own (``ProbeListener``).
+        public var probeListen: ListenAddress?
 
         public init(
             listen: ListenAddress, tlsCertificate: String? = nil, tlsKey: String? = nil, allowPlainHTTP: Bool = false,
             drainSeconds: Int = 30, checkpointEverySeconds: Int = 60,
             maxConnections: Int = Configuration.defaultMaxConnections(), connections: ConnectionLimits? = nil,
-            tlsMinimumVersion: ServerTLS.Version = .v1_2, requestLimits: RequestLimits = RequestLimits()
+            tlsMinimumVersion: ServerTLS.Version = .v1_2, requestLimits: RequestLimits = RequestLimits(),
+            probeListen: ListenAddress? = nil
         ) {
+            self.probeListen = probeListen
             self.listen = listen
             self.tlsCertificate = tlsCertificate
             self.tlsKey = tlsKey
@@ -74,6 +79,9 @@ public struct ConsoleServer: Sendable {
             }
             try connections.validate()
             try requestLimits.validate()
+            if let probeListen, probeListen.host == listen.host, probeListen.port == listen.port, listen.port != 0 {
+                throw .usage("--probe-listen must differ from --listen (\(listen.host):\(listen.port)).")
+            }
             if !usesTLS, !listen.isLoopback, !allowPlainHTTP {
                 throw .usage(
                     "Refusing plain HTTP on \(listen.host), which is not a loopback address: operator tokens would "
@@ -109,15 +117,21 @@ public struct ConsoleServer: Sendable {
     /// (at most ``Configuration/drainSeconds``) and returns.
     /// - Parameter onListening: called once with the base URL when the socket is bound.
     public func run(onListening: @escaping @Sendable (String) -> Void) async throws {
+        try await run { url, _ in onListening(url) }
+    }
+
+    /// Runs until SIGINT or SIGTERM (as ``run(onListening:)``); `onListening` also gets the
+    /// probe listener's URL when ``Configuration/probeListen`` is set (both are bound then).
+    public func run(onListening: @escaping @Sendable (_ api: String, _ probes: String?) -> Void) async throws {
         let group = try await serviceGroup(signals: [.sigterm, .sigint], onListening: onListening)
         try await group.run()
     }
 
     /// Starts serving without signal handling (tests); `stop()` on the result shuts it down.
     public func start() async throws -> Running {
-        let (bound, continuation) = AsyncStream<String>.makeStream()
-        let group = try await serviceGroup(signals: []) { url in
-            continuation.yield(url)
+        let (bound, continuation) = AsyncStream<(String, String?)>.makeStream()
+        let group = try await serviceGroup(signals: []) { url, probes in
+            continuation.yield((url, probes))
             continuation.finish()
         }
         let task = Task { try await group.run() }
@@ -126,18 +140,20 @@ public struct ConsoleServer: Sendable {
             continuation.finish()
         }
         var iterator = bound.makeAsyncIterator()
-        let url = await iterator.next()
+        let urls = await iterator.next()
         _ = watcher
-        guard let url else {
+        guard let urls else {
             _ = try await task.value
             throw ConsoleError(.internalError, code: "listen_failed", "The server stopped before it listened.")
         }
-        return Running(url: url, group: group, task: task)
+        return Running(url: urls.0, probeURL: urls.1, group: group, task: task)
     }
 
     /// A server started by ``start()``.
     public struct Running: Sendable {
         public let url: String
+        /// The probe listener's (``Configuration/probeListen``).
+        public let probeURL: String?
         let group: ServiceGroup
         let task: Task<Void, any Error>
 
@@ -148,14 +164,15 @@ public struct ConsoleServer: Sendable {
         }
     }
 
-    func serviceGroup(signals: [UnixSignal], onListening: @escaping @Sendable (String) -> Void) async throws
-        -> ServiceGroup
-    {
+    func serviceGroup(
+        signals: [UnixSignal], onListening: @escaping @Sendable (_ api: String, _ probes: String?) -> Void
+    ) async throws -> ServiceGroup {
         try configuration.validate()
         let scheme = configuration.usesTLS ? "https" : "http"
         let host = configuration.listen.urlHost
         let handler = handler
         await handler.primeMetrics()
+        let probes = configuration.probeListen.map { _ in BoundURL() }
         let responder = CallbackResponder<ServerRequestContext> { request, context in
             await handler.respond(request, context: context)
         }
@@ -165,15 +182,22 @@ public struct ConsoleServer: Sendable {
                 address: .hostname(configuration.listen.host, port: configuration.listen.port),
                 serverName: "backupctl",
                 availableConnectionsDelegate: RegistryAdmission(registry: registry)),
-            onServerRunning: { channel in
-                onListening("\(scheme)://\(host):\(channel.localAddress?.port ?? configuration.listen.port)")
+            onServerRunning: { [probes] channel in
+                let url = "\(scheme)://\(host):\(channel.localAddress?.port ?? configuration.listen.port)"
+                onListening(url, await probes?.wait())
             }, logger: logger)
         // Services stop in reverse order: the API drains first, then the signer writes its last
         // checkpoint, then the store takes its last WAL checkpoint.
         let signer = CheckpointService(console: console, everySeconds: configuration.checkpointEverySeconds)
+        var services: [any Service] = [
+            StoreUpkeepService(console: console), signer, ReadinessService(readiness: handler.readiness),
+        ]
+        if let address = configuration.probeListen, let probes {
+            services.append(ProbeListener(address: address, handler: handler, logger: logger, bound: probes))
+        }
+        services.append(app)
         var groupConfiguration = ServiceGroupConfiguration(
-            services: [StoreUpkeepService(console: console), signer, app], gracefulShutdownSignals: signals,
-            cancellationSignals: [], logger: logger)
+            services: services, gracefulShutdownSignals: signals, cancellationSignals: [], logger: logger)
         groupConfiguration.maximumGracefulShutdownDuration = .seconds(configuration.drainSeconds)
         return ServiceGroup(configuration: groupConfiguration)
     }

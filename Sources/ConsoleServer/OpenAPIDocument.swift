@@ -154,7 +154,10 @@ struct OpenAPIDocument: Sendable {
 
     private static let plainRoutes: [(String, String, JSONValue, String)] = [
         ("/healthz", "The process is up.", SchemaRegistry.reference(named: "Status"), "application/json"),
-        ("/readyz", "The store answers a query.", SchemaRegistry.reference(named: "Status"), "application/json"),
+        (
+            "/readyz", "The store answered its last check (every 0.5 s) and, with an audit key, the signer can sign.",
+            SchemaRegistry.reference(named: "Status"), "application/json"
+        ),
         ("/metrics", "Prometheus metrics (text format 0.0.4).", .stringType, "text/plain"),
         ("/openapi.json", "This document.", ["type": "object"], "application/json"),
     ]

@@ -18,6 +18,8 @@ final class RequestHandler: Sendable {
     /// The connection guard's registry (its counts feed `/metrics`).
     let connections: ConnectionRegistry?
     let logger: Logger
+    /// What `/readyz` answers, checked off the request path (``ReadinessService``).
+    let readiness: Readiness
     /// The operations served, by name (``ConsoleOperations/byName``).
     let operations: [String: any ConsoleOperation.Type]
 
@@ -41,6 +43,7 @@ final class RequestHandler: Sendable {
         self.metrics = metrics
         self.limiter = limiter
         self.logger = logger
+        readiness = Readiness(console: console, metrics: metrics, logger: logger)
         document = OpenAPIDocument(operations: Array(operations.values))
         checksAnswers = ProcessInfo.processInfo.environment["BACKUPCTL_CHECK_ANSWERS"] == "1"
     }
@@ -96,12 +99,9 @@ final class RequestHandler: Sendable {
         case "/healthz":
             return record("healthz", started, HTTPAnswer.json(200, Data(#"{"status":"ok"}"#.utf8)))
         case "/readyz":
-            return await record("readyz", started, readiness())
+            return record("readyz", started, readiness.response)
         case "/metrics":
-            _ = await readiness()
-            if let counts = connections?.snapshot { metrics.connections(open: counts.open, closed: counts.closed) }
-            return HTTPAnswer.json(
-                200, Data(metrics.exposition().utf8), contentType: "text/plain; version=0.0.4; charset=utf-8")
+            return metricsAnswer()
         case "/openapi.json":
             return record("openapi", started, HTTPAnswer.json(200, document.json))
         default:
@@ -109,20 +109,9 @@ final class RequestHandler: Sendable {
         }
     }
 
-    /// Takes the audit head as the baseline of the audit-appends counter (at start).
-    func primeMetrics() async { _ = await readiness() }
-
-    /// Ready when the store opens and answers a query (the newest audit entry, which also
-    /// feeds the audit-appends counter).
-    private func readiness() async -> Response {
-        do {
-            let head = try await console.store().latestAuditEntries(tenant: nil, limit: 1).last?.seq ?? 0
-            metrics.auditHead(head)
-            return HTTPAnswer.json(200, Data(#"{"status":"ready"}"#.utf8))
-        } catch {
-            return HTTPAnswer.error(error, status: 503)
-        }
-    }
+    /// Checks readiness once (and takes the audit head as the baseline of the audit-appends
+    /// counter) before the server listens.
+    func primeMetrics() async { await readiness.check() }
 
     func record(_ op: String, _ started: ContinuousClock.Instant, _ response: Response) -> Response {
         metrics.request(op: op, status: response.status.code, nanoseconds: Self.nanoseconds(since: started))

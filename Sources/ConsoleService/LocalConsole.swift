@@ -141,6 +141,10 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
         }
     }
 
+    /// With a signer, why its last attempt to sign failed (`nil` once one succeeded, and
+    /// without a signer): `serve`'s readiness reports it.
+    public var auditSigningError: ConsoleError? { auditSigner?.lastError }
+
     /// With a signer: refuses a store whose chain does not extend the signer's high-water mark
     /// or its witness's newest checkpoint (`audit_chain_diverged`, naming both heads). `serve`
     /// calls it before it listens.

@@ -140,6 +140,10 @@ public protocol ConsoleStore: Sendable {
     /// after this succeeds.
     @discardableResult
     func appendAudit(_ draft: AuditDraft) async throws(ConsoleError) -> AuditEntry
+    /// Appends the entry of a read whose output its caller holds: committed before it returns,
+    /// unless the task runs inside an ``AuditDeferral`` (a script's runner), which then holds
+    /// the output until ``AuditDeferral/settle()`` says the entry committed.
+    func appendReadAudit(_ draft: AuditDraft) async throws(ConsoleError)
     /// A number that changes whenever tenants, operators or grants change, by any process.
     func accessVersion() async throws(ConsoleError) -> Int64
     /// Entries in sequence order; `tenant` filters, `nil` returns all.

@@ -21,7 +21,7 @@ public struct BackupInspector: Sendable {
         let input = try await healthInput(record, tenant: session.tenantName, rows: rows)
         var report = BackupReport(record: record, indexRows: rows, input: input)
         report.snapshot = try await SnapshotAge.of(store: store, tenant: session.tenant, now: clock.seconds)
-        try await store.appendAudit(
+        try await store.appendReadAudit(
             session.audit("backup.show", target: record.backupId, details: ["health": report.overall.rawValue]))
         return report
     }

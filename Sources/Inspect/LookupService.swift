@@ -44,12 +44,12 @@ public struct LookupService: Sendable {
         let outcome = try await resolve(query, tenant: session.tenantName)
         switch outcome {
         case .hit(let result):
-            try await store.appendAudit(
+            try await store.appendReadAudit(
                 session.audit(
                     "backup.lookup", target: result.backupId, details: ["kind": query.kind, "scope": result.scope]))
             return result
         case .refused(let backupId, let error):
-            try await store.appendAudit(
+            try await store.appendReadAudit(
                 session.audit("backup.lookup", target: backupId, details: ["kind": query.kind, "outcome": error.code]))
             throw error
         }

@@ -115,7 +115,8 @@ public struct TurnkeyCrossCheck: Sendable {
                 switch done {
                 case .success(let value): results.append(value)
                 case .failure(let error):
-                    failure = error
+                    // The first failure is the cause: the calls cancelled after it fail as "cancelled".
+                    if failure == nil { failure = error }
                     group.cancelAll()
                 }
                 if failure == nil { add() }

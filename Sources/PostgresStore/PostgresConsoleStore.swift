@@ -21,6 +21,7 @@ public final class PostgresConsoleStore: SQLRuleStore {
     public let driver: PostgresDriver
     public let clock: @Sendable () -> Int64
     public let checkpoints: StoreCheckpoints
+    public let auditGroup = AuditGroupCommit()
 
     init(database: PostgresStoreDatabase, clock: @escaping @Sendable () -> Int64, checkpoints: StoreCheckpoints) {
         self.database = database

@@ -18,6 +18,7 @@ public final class SQLiteConsoleStore: SQLRuleStore {
     public let driver: SQLiteDriver
     public let clock: @Sendable () -> Int64
     public let checkpoints: StoreCheckpoints
+    public let auditGroup = AuditGroupCommit()
 
     /// The path of the database file.
     public let path: String

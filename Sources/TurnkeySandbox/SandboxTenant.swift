@@ -13,7 +13,9 @@ import Turnkey
 /// backup is known, a break-glass user holding that backup's Backup Account Key.
 public enum SandboxTenant {
     /// The sandbox and the connection that reaches it without a socket.
-    public static func open(store: any CleanupJournalStore & SandboxStore, tenant: TenantName, faults: SandboxFaults = .none)
+    public static func open(
+        store: any CleanupJournalStore & SandboxStore, tenant: TenantName, faults: SandboxFaults = .none
+    )
         async throws(ConsoleError) -> (sandbox: TurnkeySandbox, connection: TurnkeyConnection)
     {
         let org = parentOrgId(tenant)

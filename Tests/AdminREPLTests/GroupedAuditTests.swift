@@ -2,7 +2,8 @@ import Foundation
 import GRDB
 import Testing
 
-/// A script's lookups are audited one by one, each before its result is shown.
+/// A script's lookups commit their audit entries together (at most 256 lines or 50 ms), and
+/// each line is shown only once its entry is committed.
 @Suite(.timeLimit(.minutes(10))) struct GroupedAuditTests {
     /// A sandbox with seeded backups; returns the passkey credential ids the seed stored.
     func seeded(_ cli: inout CLI) async throws -> [String] {

@@ -88,14 +88,19 @@ public final class ServerProcess: Sendable {
             announcement: .stderrURL)
     }
 
-    /// The URL of the first stdout line, `{"listening":"…"}`.
-    public static func listeningURL(_ stdout: String) -> String? {
+    /// The URL of the first stdout line, `{"listening":"…"}` (with `--probe-listen`, also `"probes"`).
+    public static func listeningURL(_ stdout: String) -> String? { listeningLine(stdout)?["listening"] }
+
+    /// The probe listener's URL from the first stdout line (`serve --probe-listen`).
+    public var probesURL: String? { Self.listeningLine(child.stdout)?["probes"] }
+
+    static func listeningLine(_ stdout: String) -> [String: String]? {
         guard stdout.contains("\n"),
             let line = stdout.split(separator: "\n", omittingEmptySubsequences: false).first,
             let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String],
-            object.count == 1
+            object["listening"] != nil, Set(object.keys).isSubset(of: ["listening", "probes"])
         else { return nil }
-        return object["listening"]
+        return object
     }
 
     static func stderrURL(_ stderr: String) -> String? {

@@ -5,9 +5,9 @@ import BackupServiceSandbox
 import BackupctlTestSupport
 import ConsoleService
 import ConsoleStore
-import SQLiteStore
 import Foundation
 import Inspect
+import SQLiteStore
 import Simulation
 import Testing
 import Turnkey

@@ -5,13 +5,17 @@ import ConsoleService
 import ConsoleStore
 import Inspect
 
+/// A read whose audit entry a script may commit behind it, holding its output until then
+/// (``CommandContext/auditDeferral``): lookups and `show`.
+protocol GroupsReadAudit {}
+
 /// `lookup passkey|oidc|keypair|account …`: which backup a factor opens.
 struct LookupCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "lookup", abstract: "Find the backup a factor or Backup Account ID belongs to (viewer).",
         subcommands: [Passkey.self, Oidc.self, Keypair.self, Account.self])
 
-    struct Passkey: ConsoleCommand {
+    struct Passkey: ConsoleCommand, GroupsReadAudit {
         static let configuration = CommandConfiguration(
             abstract: "By WebAuthn credential id (base64url, padded or not, standard base64 or hex).")
         @Argument(help: "The credential id.") var credentialId: String
@@ -21,7 +25,7 @@ struct LookupCommand: ParsableCommand {
         }
     }
 
-    struct Oidc: ConsoleCommand {
+    struct Oidc: ConsoleCommand, GroupsReadAudit {
         static let configuration = CommandConfiguration(abstract: "By OIDC account: provider and subject.")
         @Argument(help: "google, apple, or the issuer URL.") var provider: String
         @Argument(help: "The account's sub.") var sub: String
@@ -31,7 +35,7 @@ struct LookupCommand: ParsableCommand {
         }
     }
 
-    struct Keypair: ConsoleCommand {
+    struct Keypair: ConsoleCommand, GroupsReadAudit {
         static let configuration = CommandConfiguration(
             abstract: "By P-256 public key (33 or 65 bytes, base64 or hex): iCloud Keychain, or a device with --sync.")
         @Argument(help: "The public key.") var publicKey: String
@@ -42,7 +46,7 @@ struct LookupCommand: ParsableCommand {
         }
     }
 
-    struct Account: ConsoleCommand {
+    struct Account: ConsoleCommand, GroupsReadAudit {
         static let configuration = CommandConfiguration(abstract: "By Backup Account ID (the backup's id).")
         @Argument(help: "backup_account_<66 hex>.") var backupAccountId: String
 
@@ -62,7 +66,7 @@ struct LookupCommand: ParsableCommand {
 }
 
 /// `show BACKUP_ID`: one backup's factors, keys, blob and health.
-struct ShowCommand: ConsoleCommand {
+struct ShowCommand: ConsoleCommand, GroupsReadAudit {
     static let configuration = CommandConfiguration(
         commandName: "show", abstract: "Show a backup: factors, devices, key kinds, sub-orgs, blob and health (viewer)."
     )

@@ -12,7 +12,8 @@ import PostgresStore
 /// HTTP API, until SIGTERM or Ctrl-C. Operators then run `backupctl --server URL …`.
 ///
 /// Its first line on stdout is `{"listening":"http://HOST:PORT"}` (https with TLS), written
-/// once the socket is bound; logs go to stderr.
+/// once the socket is bound (with `--probe-listen`, also `"probes":"http://HOST:PORT"`, once
+/// both are); logs go to stderr.
 struct ServeCommand: ConsoleCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
@@ -25,6 +26,11 @@ struct ServeCommand: ConsoleCommand {
 
     @Option(help: "host:port to listen on (port 0 picks one; [::1]:PORT for IPv6).") var listen: String =
         "127.0.0.1:8443"
+    @Option(
+        name: .customLong("probe-listen"),
+        help: ArgumentHelp(
+            "Also answer /healthz, /readyz and /metrics (only) on this host:port, plain HTTP on a thread of its own, so probes never queue behind the API's work.",
+            valueName: "host:port")) var probeListen: String?
     @Option(name: .customLong("tls-cert"), help: "PEM certificate chain: serve HTTPS.") var tlsCert: String?
     @Option(name: .customLong("tls-key"), help: "PEM private key of --tls-cert.") var tlsKey: String?
     @Flag(name: .customLong("insecure-plain-http"), help: "Allow plain HTTP on a non-loopback address.")
@@ -140,10 +146,12 @@ struct ServeCommand: ConsoleCommand {
         defer { cleanup?.cancel() }
         do {
             let store = PostgresStoreConfiguration.displayed(ctx.settings.dbPath)
-            try await server.run { [logger] url in
+            try await server.run { [logger] url, probes in
                 logger.notice("serving \(store) on \(url)")
+                if let probes { logger.notice("probes (/healthz, /readyz, /metrics) on \(probes)") }
                 // write(2) at once: a supervisor waits for this line before it starts clients.
-                let line: [String: String] = ["listening": url]
+                var line: [String: String] = ["listening": url]
+                if let probes { line["probes"] = probes }
                 FileHandle.standardOutput.write(Data((JSONLine.encode(line) + "\n").utf8))
             }
             cleanup?.cancel()
@@ -182,6 +190,7 @@ struct ServeCommand: ConsoleCommand {
             tlsMinimumVersion: try ServerTLS.Version(parsing: tlsMinVersion),
             requestLimits: RequestLimits(
                 operatorRate: operatorRate, operatorDenials: operatorDenials,
-                windowMillis: Int64(clamping: limitWindow) * 1000))
+                windowMillis: Int64(clamping: limitWindow) * 1000),
+            probeListen: try probeListen.map { address throws(ConsoleError) in try ListenAddress(parsing: address) })
     }
 }

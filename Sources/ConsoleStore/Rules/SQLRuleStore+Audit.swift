@@ -6,34 +6,73 @@ import Foundation
 extension SQLRuleStore {
     /// Appends `draft` as the next chained entry inside the caller's transaction, at the clock's
     /// time: every audited change of every backend comes through here.
-    ///
-    /// The chain lock (``SQLDialect/chainLock``; SQLite's single writer needs none) is taken
-    /// first, so the head read next is the one its predecessor committed: `seq` is the head's
-    /// plus one and `prevHash` its hash (64 zeros for the first), and the chain stays one
-    /// gap-free sequence across processes.
-    public func appendChained(_ given: AuditDraft, _ session: Driver.Session) async throws -> AuditEntry {
-        let draft = given.stamped
-        try await lockChain(session)
-        let head = try await session.first("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")
-        let seq = (try head?.get("seq", as: Int64.self) ?? 0) + 1
-        let prevHash = try head?.get("hash", as: String.self) ?? AuditEntry.genesisHash
-        let at = clock()
-        let canonical = AuditEntry.canonicalBytes(
-            seq: seq, at: at, operatorName: draft.operatorName, tenant: draft.tenant, action: draft.action,
-            target: draft.target, details: draft.details)
-        let hash = SHA256.hex(Array(prevHash.utf8) + canonical)
-        try await session.execute(
-            """
-            INSERT INTO audit (seq, at, operator, tenant, action, target, details, prev_hash, hash)
-            VALUES (\(seq), \(at), \(draft.operatorName), \(draft.tenant), \(draft.action), \(draft.target),
-                \(CanonicalJSON.objectText(draft.details)), \(prevHash), \(hash))
-            """)
-        return AuditEntry(seq: seq, at: at, draft: draft, prevHash: prevHash, hash: hash)
+    public func appendChained(_ draft: AuditDraft, _ session: Driver.Session) async throws -> AuditEntry {
+        try await appendChained([draft], session)[0]
     }
 
+    /// Appends `drafts`, in order, as the next chained entries inside the caller's transaction.
+    ///
+    /// The chain lock (``SQLDialect/chainLock``; SQLite's single writer needs none) is taken
+    /// first, so the head read next is the one its predecessor committed: each `seq` is the one
+    /// before plus one and each `prevHash` the hash before it (64 zeros for the first), and the
+    /// chain stays one gap-free sequence across processes.
+    public func appendChained(_ drafts: [AuditDraft], _ session: Driver.Session) async throws -> [AuditEntry] {
+        try await lockChain(session)
+        let head = try await session.first("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")
+        var seq = try head?.get("seq", as: Int64.self) ?? 0
+        var prevHash = try head?.get("hash", as: String.self) ?? AuditEntry.genesisHash
+        var entries: [AuditEntry] = []
+        entries.reserveCapacity(drafts.count)
+        for given in drafts {
+            let draft = given.stamped
+            seq += 1
+            let at = clock()
+            let canonical = AuditEntry.canonicalBytes(
+                seq: seq, at: at, operatorName: draft.operatorName, tenant: draft.tenant, action: draft.action,
+                target: draft.target, details: draft.details)
+            let hash = SHA256.hex(Array(prevHash.utf8) + canonical)
+            try await session.execute(
+                """
+                INSERT INTO audit (seq, at, operator, tenant, action, target, details, prev_hash, hash)
+                VALUES (\(seq), \(at), \(draft.operatorName), \(draft.tenant), \(draft.action), \(draft.target),
+                    \(CanonicalJSON.objectText(draft.details)), \(prevHash), \(hash))
+                """)
+            entries.append(AuditEntry(seq: seq, at: at, draft: draft, prevHash: prevHash, hash: hash))
+            prevHash = hash
+        }
+        return entries
+    }
+
+    /// Appends `draft` in a transaction of its own or, when others are appending at the same
+    /// time, in one shared with theirs (``AuditGroupCommit``); returns once it is committed.
     @discardableResult
     public func appendAudit(_ draft: AuditDraft) async throws(ConsoleError) -> AuditEntry {
-        try await driver.transaction("appending an audit entry") { session in try await appendChained(draft, session) }
+        try await submitAudit(draft).entry()
+    }
+
+    public func appendReadAudit(_ draft: AuditDraft) async throws(ConsoleError) {
+        guard let deferral = AuditDeferral.current else {
+            _ = try await submitAudit(draft).entry()
+            return
+        }
+        deferral.keep(draft.stamped, for: auditGroup) { drafts in self.submitAudits(drafts) }
+    }
+
+    /// Queues `draft` for the next group commit, stamped here: the transaction runs in another
+    /// task, which must not name its first caller's request in everyone's entries.
+    func submitAudit(_ draft: AuditDraft) -> AuditReceipt { submitAudits([draft.stamped])[0] }
+
+    /// Queues stamped `drafts`, in order, for the next group commits.
+    func submitAudits(_ drafts: [AuditDraft]) -> [AuditReceipt] {
+        auditGroup.submit(drafts) { drafts throws(ConsoleError) in
+            try await self.driver.transaction(
+                drafts.count == 1 ? "appending an audit entry" : "appending \(drafts.count) audit entries"
+            ) { session in
+                let entries = try await self.appendChained(drafts, session)
+                self.checkpoints.reach(.auditGroup)
+                return entries
+            }
+        }
     }
 
     /// Audit entries matching `conditions` (ANDed), in `order`, at most `limit`.

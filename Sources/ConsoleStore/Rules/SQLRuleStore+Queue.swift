@@ -125,10 +125,11 @@ extension SQLRuleStore {
             for start in stride(from: 0, to: sorted.count, by: 500) {
                 let batch = sorted[start..<min(start + 500, sorted.count)]
                 let ids = SQLStatement.joined(batch.map { SQLStatement("\($0.key)") }, separator: ", ")
-                let known = try await session.value(
-                    """
-                    SELECT count(*) FROM sandbox_suborgs WHERE tenant = \(tenant.rawValue) AND suborg_id IN (\(ids))
-                    """, as: Int.self) ?? 0
+                let known =
+                    try await session.value(
+                        """
+                        SELECT count(*) FROM sandbox_suborgs WHERE tenant = \(tenant.rawValue) AND suborg_id IN (\(ids))
+                        """, as: Int.self) ?? 0
                 new += batch.count - known
                 let rows = batch.map { SQLStatement("(\(tenant.rawValue), \($0.key), \(createdAt), \($0.value))") }
                 try await session.execute(

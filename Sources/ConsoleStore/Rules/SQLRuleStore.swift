@@ -1,5 +1,6 @@
 import BackupModel
 import Foundation
+import Synchronization
 
 /// A store whose rules are the shared ones: every requirement of ``ConsoleStore``,
 /// ``LiveTenantStore``, ``CleanupJournalStore``, ``AuditCheckpointStore``,
@@ -17,6 +18,8 @@ public protocol SQLRuleStore: CleanupQueueStore, SandboxStore {
     var clock: @Sendable () -> Int64 { get }
     /// Named points inside the rules' transactions (crash tests).
     var checkpoints: StoreCheckpoints { get }
+    /// The queue that commits concurrent audit appends together (one per opened store).
+    var auditGroup: AuditGroupCommit { get }
 }
 
 /// A named point inside a store transaction, for crash tests: the same point on every backend.
@@ -24,6 +27,9 @@ public enum StoreCheckpoint: String, Sendable, CaseIterable {
     /// In ``LiveTenantStore/recordServiceReset(tenant:tokenHash:backupId:subOrgIds:now:audit:)``:
     /// the copy deleted and the sub-orgs queued, not committed (the reset's `wiped` checkpoint).
     case resetWiped = "wiped"
+    /// In ``ConsoleStore/appendAudit(_:)``: a group of audit entries written, not committed
+    /// (no caller of the group has been answered).
+    case auditGroup = "audit-group"
 }
 
 /// What happens at each ``StoreCheckpoint``: nothing, unless a debug build was asked to crash
@@ -36,17 +42,36 @@ public struct StoreCheckpoints: Sendable {
     /// No checkpoint does anything.
     public static let none = StoreCheckpoints { _ in }
 
-    /// A debug build `_exit(137)`s at the point named `crashAt` (release builds ignore it).
+    /// A debug build `_exit(137)`s at the point named `crashAt` (release builds ignore it);
+    /// `NAME:N` crashes on its N-th reach (`audit-group:3`: the third group commit).
     public static func crash(at name: String?) -> StoreCheckpoints {
         #if DEBUG
-            guard let name, let target = StoreCheckpoint(rawValue: name) else { return .none }
-            return StoreCheckpoints { point in if point == target { _exit(137) } }
+            guard let name else { return .none }
+            let parts = name.split(separator: ":", maxSplits: 1).map(String.init)
+            guard let target = StoreCheckpoint(rawValue: parts[0]) else { return .none }
+            let nth = parts.count == 2 ? max(Int(parts[1]) ?? 1, 1) : 1
+            let reached = Reaches()
+            return StoreCheckpoints { point in
+                if point == target, reached.next() == nth { _exit(137) }
+            }
         #else
             return .none
         #endif
     }
 
     public func reach(_ point: StoreCheckpoint) { hook(point) }
+
+    /// Counts a checkpoint's reaches.
+    private final class Reaches: Sendable {
+        private let count = Mutex(0)
+
+        func next() -> Int {
+            count.withLock { count in
+                count += 1
+                return count
+            }
+        }
+    }
 }
 
 extension SQLRuleStore {

@@ -1,0 +1,180 @@
+import BackupModel
+import ConsoleService
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+import Synchronization
+
+/// What `/readyz` and `/metrics` report, kept current off the request path: a probe reads the
+/// last check and never waits for the store (a load balancer's probe must not time out behind
+/// a busy console). ``ReadinessService`` checks every ``interval``.
+///
+/// Ready means the store answers a query (its newest audit entry, which also feeds the
+/// audit-appends counter) and, with `--audit-key`, the signer's last attempt succeeded: a server
+/// that cannot sign its checkpoints is taking requests whose entries nothing anchors.
+final class Readiness: Sendable {
+    static let interval: Duration = .milliseconds(500)
+
+    private struct State: Sendable {
+        var failure: ConsoleError?
+        var checked = false
+    }
+
+    private let state = Mutex(State())
+    let console: LocalConsole
+    let metrics: ServerMetrics
+    let logger: Logger
+
+    init(console: LocalConsole, metrics: ServerMetrics, logger: Logger) {
+        self.console = console
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    /// Checks the store and the signer now; logs when readiness changes.
+    func check() async {
+        var failure: ConsoleError?
+        do {
+            let head = try await console.store().latestAuditEntries(tenant: nil, limit: 1).last?.seq ?? 0
+            metrics.auditHead(head)
+            if let signing = console.auditSigningError {
+                failure = ConsoleError(
+                    .internalError, code: "audit_signing_failed",
+                    "The audit signer cannot sign checkpoints: \(signing.message)")
+            }
+        } catch {
+            failure = error
+        }
+        let (was, checked) = state.withLock { state in
+            defer {
+                state.failure = failure
+                state.checked = true
+            }
+            return (state.failure, state.checked)
+        }
+        if let failure, !checked || was?.code != failure.code || was?.message != failure.message {
+            logger.error("not ready", metadata: ["code": "\(failure.code)", "reason": "\(failure.message)"])
+        } else if failure == nil, checked, was != nil {
+            logger.notice("ready again")
+        }
+    }
+
+    /// The answer of `/readyz`: 200 `{"status":"ready"}`, or 503 with the reason.
+    var response: Response {
+        let (failure, checked) = state.withLock { ($0.failure, $0.checked) }
+        if let failure { return HTTPAnswer.error(failure, status: 503) }
+        guard checked else {
+            return HTTPAnswer.error(
+                ConsoleError(.internalError, code: "not_checked", "The store has not been checked yet."), status: 503)
+        }
+        return HTTPAnswer.json(200, Data(#"{"status":"ready"}"#.utf8))
+    }
+}
+
+/// Checks readiness every ``Readiness/interval`` until the server stops.
+struct ReadinessService: Service {
+    let readiness: Readiness
+
+    func run() async throws {
+        let readiness = readiness
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                await readiness.check()
+                do { try await Task.sleep(for: Readiness.interval) } catch { return }
+            }
+        }
+    }
+}
+
+/// `serve --probe-listen HOST:PORT`: `/healthz`, `/readyz` and `/metrics` on a listener of their
+/// own, with an event loop thread of its own, so a probe never queues behind the API's
+/// connections or its request tasks. It answers nothing else (404), carries no tokens and no
+/// tenant data, and so is plain HTTP on any address (a pod's probes reach its IP).
+struct ProbeListener: Service {
+    let address: ListenAddress
+    let handler: RequestHandler
+    let logger: Logger
+    let bound: BoundURL
+
+    /// One thread for the probes alone.
+    static let loops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+
+    func run() async throws {
+        let handler = handler
+        let host = address.urlHost
+        let port = address.port
+        let bound = bound
+        let responder = CallbackResponder<BasicRequestContext> { request, _ in
+            await handler.probe(request)
+        }
+        let app = Application(
+            responder: responder,
+            configuration: .init(address: .hostname(address.host, port: address.port), serverName: "backupctl-probes"),
+            onServerRunning: { channel in bound.set("http://\(host):\(channel.localAddress?.port ?? port)") },
+            eventLoopGroupProvider: .shared(Self.loops), logger: logger)
+        do {
+            try await app.runService()
+        } catch {
+            bound.set(nil)
+            throw error
+        }
+        bound.set(nil)
+    }
+}
+
+/// A listener's URL once it is bound (`nil` when it stopped first), for whoever waits on it.
+final class BoundURL: Sendable {
+    private struct State: Sendable {
+        var url: String??
+        var waiters: [CheckedContinuation<String?, Never>] = []
+    }
+
+    private let state = Mutex(State())
+
+    func set(_ url: String?) {
+        let waiters = state.withLock { state -> [CheckedContinuation<String?, Never>] in
+            guard state.url == nil else { return [] }
+            state.url = .some(url)
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume(returning: url) }
+    }
+
+    func wait() async -> String? {
+        await withCheckedContinuation { (waiter: CheckedContinuation<String?, Never>) in
+            let known = state.withLock { state -> String?? in
+                if let url = state.url { return .some(url) }
+                state.waiters.append(waiter)
+                return nil
+            }
+            if let known { waiter.resume(returning: known) }
+        }
+    }
+}
+
+extension RequestHandler {
+    /// A probe's answer on ``ProbeListener``: the same routes and bodies as the API listener's.
+    func probe(_ request: Request) async -> Response {
+        guard request.method == .get || request.method == .head else {
+            return HTTPAnswer.wrongMethod(request.uri.path[...], allow: "GET, HEAD")
+        }
+        let started = ContinuousClock.now
+        switch request.uri.path {
+        case "/healthz": return record("healthz", started, HTTPAnswer.json(200, Data(#"{"status":"ok"}"#.utf8)))
+        case "/readyz": return record("readyz", started, readiness.response)
+        case "/metrics": return metricsAnswer()
+        default:
+            return HTTPAnswer.error(.notFound("The probe listener answers /healthz, /readyz and /metrics only."))
+        }
+    }
+
+    func metricsAnswer() -> Response {
+        if let counts = connections?.snapshot { metrics.connections(open: counts.open, closed: counts.closed) }
+        return HTTPAnswer.json(
+            200, Data(metrics.exposition().utf8), contentType: "text/plain; version=0.0.4; charset=utf-8")
+    }
+}

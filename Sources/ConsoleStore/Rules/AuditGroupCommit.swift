@@ -1,0 +1,193 @@
+import BackupModel
+import Synchronization
+
+/// Group commit of audit appends: the drafts of concurrent callers are chained and committed in
+/// one transaction, and each caller is resumed after the commit that holds its entry.
+///
+/// Every read is audited, so the append is the hot path of a busy server; one transaction per
+/// entry pays a commit (and, on SQLite, the single writer's turn) per read. Here the first
+/// caller to find no transaction running starts a drain: it takes what is queued (at most
+/// ``maxGroup``), commits it, settles those receipts, and goes on while anything is queued —
+/// so the entries that arrive during one commit share the next. An idle store still commits a
+/// lone entry at once: nothing waits for a group to fill.
+///
+/// The invariant is unchanged: a receipt settles only after its entry committed (or its
+/// transaction failed), so no caller shows a read before its entry is durable, and the entries
+/// of one group are chained in the order they were queued.
+public final class AuditGroupCommit: Sendable {
+    /// The most entries one transaction holds.
+    public static let maxGroup = 256
+
+    private struct Queued: Sendable {
+        let draft: AuditDraft
+        let receipt: AuditReceipt
+    }
+
+    private struct State: Sendable {
+        var queue: [Queued] = []
+        var draining = false
+        var committing = 0
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// Drafts waiting for the next transaction (not those of the one running).
+    public var queued: Int { state.withLock { $0.queue.count } }
+    /// Drafts in the transaction running now.
+    public var committing: Int { state.withLock { $0.committing } }
+
+    /// Queues `draft` and returns its receipt; `commit` chains and commits a group of drafts in
+    /// one transaction and returns their entries in order.
+    public func submit(
+        _ draft: AuditDraft, commit: @escaping @Sendable ([AuditDraft]) async throws(ConsoleError) -> [AuditEntry]
+    ) -> AuditReceipt {
+        submit([draft], commit: commit)[0]
+    }
+
+    /// Queues `drafts`, in order, and returns their receipts.
+    public func submit(
+        _ drafts: [AuditDraft], commit: @escaping @Sendable ([AuditDraft]) async throws(ConsoleError) -> [AuditEntry]
+    ) -> [AuditReceipt] {
+        let receipts = drafts.map { _ in AuditReceipt() }
+        let lead = state.withLock { state in
+            for (draft, receipt) in zip(drafts, receipts) { state.queue.append(Queued(draft: draft, receipt: receipt)) }
+            guard !state.draining, !drafts.isEmpty else { return false }
+            state.draining = true
+            return true
+        }
+        // The drain serves every caller: it carries none of the first one's task-locals (the
+        // request it answers, a script's deferral).
+        if lead {
+            Task {
+                await ServedRequest.$id.withValue(nil) {
+                    await AuditDeferral.$current.withValue(nil) { await drain(commit) }
+                }
+            }
+        }
+        return receipts
+    }
+
+    private func drain(_ commit: @Sendable ([AuditDraft]) async throws(ConsoleError) -> [AuditEntry]) async {
+        while true {
+            let group = state.withLock { state -> [Queued] in
+                let taken = Array(state.queue.prefix(Self.maxGroup))
+                state.queue.removeFirst(taken.count)
+                state.committing = taken.count
+                if taken.isEmpty { state.draining = false }
+                return taken
+            }
+            if group.isEmpty { return }
+            do {
+                let entries = try await commit(group.map(\.draft))
+                for (queued, entry) in zip(group, entries) { queued.receipt.settle(.success(entry)) }
+            } catch {
+                guard group.count > 1 else {
+                    group[0].receipt.settle(.failure(error))
+                    continue
+                }
+                // One draft the database refuses must not fail its neighbours: each alone.
+                for queued in group {
+                    do throws(ConsoleError) {
+                        let entry = try await commit([queued.draft])
+                        queued.receipt.settle(entry.first.map { .success($0) } ?? .failure(error))
+                    } catch {
+                        queued.receipt.settle(.failure(error))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The outcome of one queued audit entry: settled once, when the transaction that holds it
+/// committed (the entry) or failed (the error).
+public final class AuditReceipt: Sendable {
+    private struct State: Sendable {
+        var result: Result<AuditEntry, ConsoleError>?
+        var waiters: [CheckedContinuation<Result<AuditEntry, ConsoleError>, Never>] = []
+    }
+
+    private let state = Mutex(State())
+
+    init() {}
+
+    func settle(_ result: Result<AuditEntry, ConsoleError>) {
+        let waiters = state.withLock { state in
+            state.result = result
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume(returning: result) }
+    }
+
+    /// The committed entry, once its transaction committed.
+    /// - Throws: the transaction's error: the entry is not in the log.
+    public func entry() async throws(ConsoleError) -> AuditEntry {
+        let result = await withCheckedContinuation {
+            (waiter: CheckedContinuation<Result<AuditEntry, ConsoleError>, Never>) in
+            let settled = state.withLock { state -> Result<AuditEntry, ConsoleError>? in
+                if let result = state.result { return result }
+                state.waiters.append(waiter)
+                return nil
+            }
+            if let settled { waiter.resume(returning: settled) }
+        }
+        return try result.get()
+    }
+}
+
+/// Read audits that a whole script's runner commits behind the reads: in a task whose
+/// ``current`` is set (`AuditDeferral.$current.withValue(…)`), ``ConsoleStore/appendReadAudit(_:)``
+/// keeps its entry here and returns at once, and the runner holds the read's output until
+/// ``settle()`` has committed every entry kept so far — together, a group commit of up to
+/// ``AuditGroupCommit/maxGroup`` entries per transaction (the batch's grouping of lookups and
+/// `show`s: at most 256 lines or 50 ms).
+public final class AuditDeferral: Sendable {
+    @TaskLocal public static var current: AuditDeferral?
+
+    /// Entries kept for one store's queue, in order.
+    private struct Batch: Sendable {
+        let queue: ObjectIdentifier
+        let submit: @Sendable ([AuditDraft]) -> [AuditReceipt]
+        var drafts: [AuditDraft]
+    }
+
+    private let batches = Mutex<[Batch]>([])
+
+    public init() {}
+
+    /// Keeps `draft` (already stamped) for `group`'s next commit through `submit`.
+    func keep(
+        _ draft: AuditDraft, for group: AuditGroupCommit, submit: @escaping @Sendable ([AuditDraft]) -> [AuditReceipt]
+    ) {
+        let queue = ObjectIdentifier(group)
+        batches.withLock { batches in
+            if batches.last?.queue == queue {
+                batches[batches.count - 1].drafts.append(draft)
+            } else {
+                batches.append(Batch(queue: queue, submit: submit, drafts: [draft]))
+            }
+        }
+    }
+
+    /// How many entries are waiting to be committed.
+    public var count: Int { batches.withLock { $0.reduce(0) { $0 + $1.drafts.count } } }
+
+    /// Commits every entry kept so far, and returns once they are in the log.
+    /// - Throws: the first failed entry's error (the others are waited for all the same).
+    public func settle() async throws(ConsoleError) {
+        let taken = batches.withLock { batches in
+            defer { batches = [] }
+            return batches
+        }
+        var failure: ConsoleError?
+        for batch in taken {
+            for receipt in batch.submit(batch.drafts) {
+                do throws(ConsoleError) { _ = try await receipt.entry() } catch { failure = failure ?? error }
+            }
+        }
+        if let failure { throw failure }
+    }
+}

@@ -1,0 +1,73 @@
+import AsyncHTTPClient
+import BackupctlTestSupport
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Testing
+
+/// `serve --probe-listen`: `/healthz`, `/readyz` and `/metrics` on a listener of their own, and a
+/// readiness that reports what a load balancer must know — here, a signer that cannot sign.
+@Suite(.serialized, .timeLimit(.minutes(10))) struct ProbeListenerTests {
+    static func get(_ url: String, method: HTTPMethod = .GET) async throws -> (status: Int, body: String) {
+        var request = HTTPClientRequest(url: url)
+        request.method = method
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        var buffer = try await response.body.collect(upTo: 1 << 20)
+        return (Int(response.status.code), buffer.readString(length: buffer.readableBytes) ?? "")
+    }
+
+    @Test func probesHaveTheirOwnListenerAndReadinessReportsASignerThatCannotSign() async throws {
+        let workspace = try await ServeProcessTests.Workspace()
+        defer { workspace.cleanUp() }
+        let keys = workspace.directory.appendingPathComponent("keys")
+        try FileManager.default.createDirectory(at: keys, withIntermediateDirectories: true)
+        let key = keys.appendingPathComponent("audit.key").path
+        let (_, keygenErr, keygen) = try await ServeProcessTests.run(
+            ["audit", "keygen", "--out", key], environment: workspace.environment)
+        #expect(keygen == 0, "\(keygenErr)")
+        let server = try await ServerProcess.serve(
+            db: workspace.db,
+            arguments: ["--probe-listen", "127.0.0.1:0", "--audit-key", key, "--checkpoint-entries", "1"],
+            environment: workspace.environment)
+        defer { server.killNow() }
+        let probes = try #require(server.probesURL, "\(server.stdout)")
+        #expect(probes != server.url && probes.hasPrefix("http://127.0.0.1:"))
+
+        let health = try await Self.get(probes + "/healthz")
+        #expect(health.status == 200 && health.body == #"{"status":"ok"}"#)
+        let ready = try await Self.get(probes + "/readyz")
+        #expect(ready.status == 200 && ready.body == #"{"status":"ready"}"#)
+        let metrics = try await Self.get(probes + "/metrics")
+        #expect(metrics.status == 200 && metrics.body.contains("backupctl_requests_total"), "\(metrics.body)")
+        // Nothing else: no operations, no document, no writes.
+        #expect(try await Self.get(probes + "/openapi.json").status == 404)
+        #expect(try await Self.get(probes + "/v1/ops/whoami", method: .POST).status == 405)
+        #expect(try await Self.get(server.url + "/readyz").status == 200)
+
+        // The signer loses its high-water mark's directory: the next checkpoint cannot be
+        // anchored. The server says so in its log and stops reporting ready, on both listeners.
+        try FileManager.default.removeItem(at: keys)
+        let token = ServerFixture.text(workspace.setup.rootToken)
+        var environment = workspace.environment
+        environment["BACKUPCTL_TOKEN"] = token
+        let (_, statsErr, stats) = try await ServeProcessTests.run(
+            ["--server", server.url, "--tenant", "sandbox", "stats"], environment: environment)
+        #expect(stats == 0, "\(statsErr)")
+        let unready = await eventually(seconds: 30) { (try? await Self.get(probes + "/readyz").status) == 503 }
+        #expect(unready, "\(server.stderr)")
+        let refused = try await Self.get(server.url + "/readyz")
+        #expect(refused.status == 503 && refused.body.contains("audit_signing_failed"), "\(refused.body)")
+        #expect(server.stderr.contains("not ready"), "\(server.stderr)")
+        #expect(try await Self.get(probes + "/healthz").status == 200)
+    }
+
+    @Test func aProbeListenerOnTheAPIsAddressIsRefused() async throws {
+        let workspace = try await ServeProcessTests.Workspace()
+        defer { workspace.cleanUp() }
+        let (out, err, status) = try await ServeProcessTests.run(
+            ["serve", "--listen", "127.0.0.1:18999", "--probe-listen", "127.0.0.1:18999", "--db", workspace.db],
+            environment: workspace.environment)
+        #expect(status == 64 && out.isEmpty, "\(err)")
+        #expect(err.contains("--probe-listen must differ from --listen"), "\(err)")
+    }
+}
