@@ -152,9 +152,19 @@ let package = Package(
         // types: light (Foundation and BackupModel only), for any client.
         .target(name: "ConsoleWire", dependencies: ["BackupModel"], swiftSettings: strict),
         // The service layer: one protocol, the in-process implementation and every operation.
+        // The service layer's interface: ConsoleAPI, every operation's Codable types and how it
+        // runs against an OperationContext. What a client links: no database driver, no HTTP server.
+        .target(
+            name: "ConsoleInterface",
+            dependencies: [
+                "BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Inspect", "Recovery", "Turnkey", "Cleanup",
+                "BackupService", "ConsoleWire",
+            ],
+            swiftSettings: strict),
         .target(
             name: "ConsoleService",
             dependencies: [
+                "ConsoleInterface",
                 "BackupModel", "BackupCrypto", "ConsoleStore", "Access", "Inspect", "Recovery", "Turnkey",
                 "TurnkeySandbox", "Cleanup", "BackupService", "BackupServiceSandbox", "PostgresStore", "SQLiteStore",
                 "ConsoleWire", "Simulation",
@@ -165,9 +175,10 @@ let package = Package(
         .target(
             name: "ConsoleClient",
             dependencies: [
-                "BackupModel", "ConsoleService", "ConsoleWire",
+                "BackupModel", "ConsoleInterface", "ConsoleWire",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

@@ -1,8 +1,9 @@
 import AsyncHTTPClient
 import BackupModel
-import ConsoleService
+import ConsoleInterface
 import Foundation
 import NIOCore
+import NIOFoundationCompat
 import NIOHTTP1
 import NIOSSL
 import Synchronization

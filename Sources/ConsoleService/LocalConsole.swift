@@ -1,6 +1,7 @@
 import Access
 import BackupCrypto
 import BackupModel
+@_exported import ConsoleInterface
 import ConsoleStore
 import Foundation
 import PostgresStore
@@ -89,7 +90,7 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
     ) async throws(ConsoleError) -> Op.Output {
         if !Self.auditReadOnly.contains(Op.name) { try await refuseUnsignedWrites() }
         let cancelled = CancelFlag()
-        let context = OperationContext(console: self, caller: caller, progress: progress, cancelled: cancelled)
+        let context = LocalOperationContext(console: self, caller: caller, progress: progress, cancelled: cancelled)
         // Refusals are audited too, so the checkpoint check follows failures as well.
         let result: Result<Op.Output, ConsoleError>
         do {
@@ -355,8 +356,8 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
     }
 }
 
-/// What an operation runs with: the console's store and services, and who is calling.
-public struct OperationContext: Sendable {
+/// What an operation runs with in-process: this console's store and services, and who is calling.
+public struct LocalOperationContext: OperationContext {
     public let console: LocalConsole
     public let caller: Caller
     let progressSink: ProgressSink?
@@ -378,21 +379,18 @@ public struct OperationContext: Sendable {
         get async throws(ConsoleError) { try await console.access }
     }
 
-    /// The authenticated operator (operations outside any tenant: `tenant list`, `whoami`).
     public func operatorRecord() async throws(ConsoleError) -> OperatorRecord { try await console.authenticate(caller) }
 
-    /// The caller's session in the chosen tenant (or their only one).
     public func session() async throws(ConsoleError) -> Session { try await console.session(caller) }
 
-    /// Reports progress from any thread, and stops the operation with `interrupted` once its
-    /// caller has gone (Ctrl-C in the console, a dropped connection to the server).
+    public func session(as caller: Caller) async throws(ConsoleError) -> Session { try await console.session(caller) }
+
     public func progress(_ event: ProgressEvent) throws(ConsoleError) {
         progressSink?(event)
         try checkCancelled(done: event.done)
     }
 
-    /// Throws `interrupted` once the caller has gone; long jobs call it between batches.
-    public func checkCancelled(done: Int? = nil) throws(ConsoleError) {
+    public func checkCancelled(done: Int?) throws(ConsoleError) {
         guard isCancelled else { return }
         throw ConsoleError(
             .conflict, code: "interrupted",
@@ -400,8 +398,12 @@ public struct OperationContext: Sendable {
         )
     }
 
-    /// Whether the caller has gone (readable from any thread, unlike `Task.isCancelled`).
     public var isCancelled: Bool { cancelled.isRaised }
+
+    public func forgetSessions() { console.forgetSessions() }
+    public var serverPolicy: ServerPolicy? { console.serverPolicy }
+    public var auditSigner: AuditSigner? { console.auditSigner }
+    public var retiredAuditKeys: [AuditPublicKey] { console.retiredAuditKeys }
 }
 
 /// Set once when the calling task is cancelled; read from the threads a job runs on.

@@ -42,7 +42,7 @@ extension LocalConsole {
     public func stopSandboxes() async { await wiring.stopAll() }
 }
 
-extension OperationContext {
+extension LocalOperationContext {
     /// The session's Backup Service client.
     /// - Throws: `not_configured` for a live tenant without a Backup Service URL.
     public func backupService(_ session: Session) async throws(ConsoleError) -> BackupServiceClient {
@@ -115,22 +115,6 @@ extension LocalConsole {
             timing: TurnkeyTiming(clock: clock, sleep: TurnkeyTiming.system.sleep), random: random)
         service.checkpoint = CrashHook.cleanupCheckpoint(environment: environment)
         return service
-    }
-}
-
-/// The walkthrough's "find" step on the lookup service: the same rules as `lookup`, audited
-/// the same way (`unauthorized_factor` and `dangling_lookup` are refusals, not hits).
-public struct LookupFinder: BackupFinder {
-    let store: any ConsoleStore
-
-    public init(store: any ConsoleStore) { self.store = store }
-
-    public func find(_ query: String, session: Session) async throws(ConsoleError) -> BackupRecord {
-        let result = try await LookupService(store: store).lookup(try LookupQuery(text: query), session: session)
-        guard let record = try await store.backup(tenant: session.tenantName, id: result.backupId) else {
-            throw .notFound("Backup \(result.backupId) does not exist in tenant \(session.tenantName).")
-        }
-        return record
     }
 }
 

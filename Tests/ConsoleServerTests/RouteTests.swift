@@ -1,4 +1,5 @@
 import BackupModel
+import BackupctlTestSupport
 import ConsoleClient
 import ConsoleService
 import Foundation
@@ -57,12 +58,18 @@ import Testing
             #expect(text.contains(#"backupctl_requests_total{op="whoami",status="401"} 1"#))
             #expect(text.contains(#"backupctl_request_duration_seconds_count{op="stats",status="200"} 1"#))
             #expect(text.contains(#"backupctl_auth_failures_total{reason="invalid_token"} 1"#))
-            // Exactly the entries appended since the server started (the failed sign-in among them).
-            let appended = text.split(separator: "\n").first { $0.hasPrefix("backupctl_audit_appends_total ") }
-            let count = appended.flatMap { Int($0.split(separator: " ").last ?? "") }
+            // Exactly the entries appended since the server started (the failed sign-in among them),
+            // once the background check (every 0.5 s; a scrape never waits for the store) saw them.
             let entriesNow = try await fixture.audit().count
             #expect(entriesNow > entriesBefore)
-            #expect(count == entriesNow - entriesBefore, "\(appended.map(String.init) ?? "no audit counter")")
+            func appended() async throws -> Int? {
+                let text = try await fixture.request(.GET, "/metrics").body
+                let line = text.split(separator: "\n").first { $0.hasPrefix("backupctl_audit_appends_total ") }
+                return line.flatMap { Int($0.split(separator: " ").last ?? "") }
+            }
+            let counted = await eventually(seconds: 10) { (try? await appended()) == entriesNow - entriesBefore }
+            let last = try await appended()
+            #expect(counted, "\(String(describing: last)) of \(entriesNow - entriesBefore)")
         }
     }
 

@@ -11,7 +11,7 @@ struct SlowOperation: ConsoleOperation {
     static let streams = true
     var gate: String
 
-    func run(_ context: OperationContext) async throws(ConsoleError) -> Done {
+    func run(_ context: any OperationContext) async throws(ConsoleError) -> Done {
         _ = try await context.operatorRecord()
         try context.progress(ProgressEvent(done: 1, total: 2))
         for _ in 0..<3000 {
@@ -39,7 +39,7 @@ struct SlowPlainOperation: ConsoleOperation {
     static let name = "test.slowPlain"
     var gate: String
 
-    func run(_ context: OperationContext) async throws(ConsoleError) -> Done {
+    func run(_ context: any OperationContext) async throws(ConsoleError) -> Done {
         _ = try await context.operatorRecord()
         Gates.noteStarted(gate)
         for _ in 0..<30_000 where !Gates.isOpen(gate) {
@@ -58,7 +58,7 @@ struct CleanupRunProbe: ConsoleOperation {
     static let name = "cleanup.run"
     static let streams = true
 
-    func run(_ context: OperationContext) async throws(ConsoleError) -> Done {
+    func run(_ context: any OperationContext) async throws(ConsoleError) -> Done {
         _ = try await context.operatorRecord()
         try context.progress(ProgressEvent(done: 3, total: 7))
         try context.progress(ProgressEvent(done: 5, total: 7))

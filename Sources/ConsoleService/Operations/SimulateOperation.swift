@@ -20,7 +20,7 @@ public struct SandboxSimulateOperation: ConsoleOperation {
         self.out = out
     }
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> SimulationReport {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> SimulationReport {
         let session = try await context.session(in: tenant)
         let total = options.days
         return try await SandboxTenantSimulation(store: try await context.store(), clock: context.clock).run(

@@ -25,7 +25,7 @@ public struct CleanupScanOperation: ConsoleOperation {
         }
     }
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> Output {
         let session = try await context.session()
         let report = try await context.cleanupService(session).scan(session: session, graceSeconds: graceSeconds)
         return Output(tenant: session.tenantName.rawValue, sandbox: session.tenant.isSandbox, report: report)
@@ -88,7 +88,7 @@ public struct CleanupRunOperation: ConsoleOperation {
         }
     }
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> Output {
         let session = try await context.session()
         guard max >= 0, (1...64).contains(concurrency) else {
             throw ConsoleError.usage("--max must be ≥ 0 and --concurrency between 1 and 64.")
@@ -143,7 +143,7 @@ public struct CleanupStatusOperation: ConsoleOperation {
         self.limit = limit
     }
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> StatusReport {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> StatusReport {
         let session = try await context.session()
         var parsed: Set<CleanupItemRecord.State>?
         if !states.isEmpty {
@@ -174,7 +174,7 @@ public struct CleanupIngestLogOperation: ConsoleOperation {
 
     public init(text: String) { self.text = text }
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> IngestReport {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> IngestReport {
         let session = try await context.session()
         return try await context.cleanupService(session).ingestLog(session: session, text: text)
     }
@@ -199,7 +199,7 @@ public struct CleanupTeardownRequestOperation: ConsoleOperation {
         }
     }
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> Output {
         let session = try await context.session()
         let body = try await context.cleanupService(session).teardownRequest(session: session, subOrgId: subOrgId)
         return Output(subOrgId: subOrgId.lowercased(), body: body)
@@ -218,7 +218,7 @@ public struct CleanupSubmitOperation: ConsoleOperation {
         self.stamp = stamp
     }
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> RunReport.Item {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> RunReport.Item {
         let session = try await context.session()
         return try await context.cleanupService(session).submit(
             session: session, body: Array(body), stamp: stamp.trimmingCharacters(in: .whitespacesAndNewlines))

@@ -48,7 +48,7 @@ public struct ResetBeginOperation: ConsoleOperation {
         public var description: String { "ResetBeginOperation.Output(backupId: \(backupId), token: <redacted>)" }
     }
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> Output {
         let session = try await context.session()
         let service = try await context.resetService(session)
         return Output(try await service.begin(backupAccountId: backupAccountId, session: session))
@@ -86,7 +86,7 @@ public struct ResetPlanOperation: ConsoleOperation, CustomStringConvertible {
 
     public var description: String { "ResetPlanOperation(token: <redacted>)" }
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> Output {
         let session = try await context.session()
         let service = try await context.resetService(session)
         let plan = try await service.plan(
@@ -113,7 +113,7 @@ public struct ResetCompleteOperation: ConsoleOperation, CustomStringConvertible 
 
     public var description: String { "ResetCompleteOperation(token: <redacted>, signature: <redacted>)" }
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> ResetResult {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> ResetResult {
         let session = try await context.session()
         let service = try await context.resetService(session)
         return try await service.complete(

@@ -12,7 +12,7 @@ public struct LookupOperation: ConsoleOperation {
 
     public init(_ query: LookupQuery) { self.query = query }
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> LookupResult {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> LookupResult {
         let service = LookupService(store: try await context.store())
         let session = try await context.session()
         do {
@@ -38,7 +38,7 @@ public struct ShowOperation: ConsoleOperation {
 
     public init(backupId: String) { self.backupId = backupId }
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> BackupReport {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> BackupReport {
         try await BackupInspector(store: try await context.store(), clock: context.clock).show(
             backupId: backupId, session: try context.session())
     }
@@ -61,7 +61,7 @@ public struct CheckOperation: ConsoleOperation {
         self.turnkey = turnkey
     }
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> CheckReport {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> CheckReport {
         guard (1...100_000).contains(limit) else {
             throw ConsoleError.invalid("invalid_limit", "--limit must be between 1 and 100000, got \(limit).")
         }
@@ -87,7 +87,7 @@ public struct StatsOperation: ConsoleOperation {
 
     public init() {}
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> TenantStats {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> TenantStats {
         try await StatsService(store: try await context.store(), clock: context.clock).stats(
             session: try context.session())
     }
@@ -100,7 +100,7 @@ public struct BackupsListOperation: ConsoleOperation {
 
     public init(_ query: BackupList.Query) { self.query = query }
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> BackupList.Listing {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> BackupList.Listing {
         let clock = context.clock
         return try await BackupList(store: try await context.store(), now: { clock.seconds }).list(
             query, session: try context.session())
@@ -122,7 +122,7 @@ public struct WhoamiOperation: ConsoleOperation {
 
     public init() {}
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> Output {
         let op = try await context.operatorRecord()
         let visible = try await context.access.tenants(visibleTo: op)
         // A tenant asked for (--tenant, use, $BACKUPCTL_TENANT) must be one the operator holds;
@@ -148,11 +148,11 @@ public struct UseOperation: ConsoleOperation {
 
     public init(tenant: String) { self.tenant = tenant }
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> Output {
         let name = try TenantName(tenant)
         var caller = context.caller
         caller.tenant = name.rawValue
-        let session = try await context.console.session(caller)
+        let session = try await context.session(as: caller)
         return Output(tenant: name.rawValue, role: session.role.name)
     }
 }
@@ -174,7 +174,7 @@ public struct BackupIdsOperation: ConsoleOperation {
         self.limit = limit
     }
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> Output {
         let session = try await context.session()
         try await session.require(.lookup)
         return Output(

@@ -26,7 +26,7 @@ public struct OperatorAddOperation: ConsoleOperation {
         self.role = role.name
     }
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> Output {
         let name = try OperatorName(operatorName)
         let role = try Role(name: role)
         let token = try await context.access.addOperator(name, role: role, session: try context.session(in: tenant))
@@ -56,7 +56,7 @@ public struct OperatorGrantOperation: ConsoleOperation {
         self.role = role?.name
     }
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> Output {
         let name = try OperatorName(operatorName)
         let role = try role.map { (text) throws(ConsoleError) in try Role(name: text) }
         let session = try await context.session(in: tenant)
@@ -66,7 +66,7 @@ public struct OperatorGrantOperation: ConsoleOperation {
             try await context.access.revoke(name, session: session)
         }
         // A role changed here must not live on in this process's session cache.
-        context.console.forgetSessions()
+        context.forgetSessions()
         return Output(operator: name.rawValue, tenant: tenant, role: role?.name)
     }
 }
@@ -91,13 +91,13 @@ public struct OperatorRightOperation: ConsoleOperation {
         self.allowed = allowed
     }
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> Output {
         let name = try OperatorName(operatorName)
         guard right == AccessService.tenantsCreate else {
             throw .usage("--right must be \(AccessService.tenantsCreate), got \(right.prefix(40)).")
         }
         try await context.access.setTenantCreation(name, allowed: allowed, by: try context.operatorRecord())
-        context.console.forgetSessions()
+        context.forgetSessions()
         return Output(operator: name.rawValue, right: right, granted: allowed)
     }
 }
@@ -113,7 +113,7 @@ public struct OperatorListOperation: ConsoleOperation {
 
     public init() {}
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> Output {
         let session = try await context.session()
         let grants = try await context.access.operators(session: session)
         return Output(
@@ -140,14 +140,14 @@ public struct OperatorRemoveOperation: ConsoleOperation {
         self.checkOnly = checkOnly
     }
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> Output {
         let name = try OperatorName(operatorName)
         let session = try await context.session()
         guard !checkOnly else {
             return Output(operator: name.rawValue, tenant: session.tenantName.rawValue, removed: false)
         }
         try await context.access.removeOperator(name, session: session)
-        context.console.forgetSessions()
+        context.forgetSessions()
         return Output(operator: name.rawValue, tenant: session.tenantName.rawValue, removed: true)
     }
 }
@@ -164,10 +164,10 @@ public struct OperatorTokenRotateOperation: ConsoleOperation {
 
     public init(operatorName: String) { self.operatorName = operatorName }
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> Output {
         let name = try OperatorName(operatorName)
         let token = try await context.access.rotateToken(name, session: try context.session())
-        context.console.forgetSessions()
+        context.forgetSessions()
         return Output(operator: name.rawValue, token: token.withUnsafeBytes { String(decoding: $0, as: UTF8.self) })
     }
 }
@@ -196,11 +196,11 @@ public struct ImportOperation: ConsoleOperation {
     /// On a server the directory is the server's, below `--import-root/TENANT` only
     /// (``ServerPolicy/importDirectory(_:tenant:)``), checked after the role so that nobody
     /// but the tenant's admin learns anything of the server's disk.
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> ImportReport {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> ImportReport {
         let session = try await context.session()
         try await session.require(.importBackups)
         let directory =
-            try context.console.serverPolicy.map { (policy) throws(ConsoleError) in
+            try context.serverPolicy.map { (policy) throws(ConsoleError) in
                 try policy.importDirectory(self.directory, tenant: session.tenantName)
             } ?? self.directory
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
@@ -226,7 +226,7 @@ public struct SeedOperation: ConsoleOperation {
         self.seed = seed
     }
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> SeedReport {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> SeedReport {
         let total = backups
         return try await DataAdminService(store: try await context.store(), clock: context.clock).seed(
             backups: backups, orphans: orphans, seed: seed, session: try context.session(),
@@ -239,6 +239,6 @@ extension OperationContext {
     public func session(in tenant: String) async throws(ConsoleError) -> Session {
         var caller = caller
         caller.tenant = try TenantName(tenant).rawValue
-        return try await console.session(caller)
+        return try await session(as: caller)
     }
 }

@@ -19,7 +19,7 @@ public protocol ConsoleOperation: Codable, Sendable {
 
     /// Runs the operation in-process. Checks the caller's role, audits, and returns only
     /// what the caller may see.
-    func run(_ context: OperationContext) async throws(ConsoleError) -> Output
+    func run(_ context: any OperationContext) async throws(ConsoleError) -> Output
 }
 
 extension ConsoleOperation {

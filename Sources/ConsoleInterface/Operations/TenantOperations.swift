@@ -21,11 +21,11 @@ public struct TenantCreateOperation: ConsoleOperation {
 
     public init(_ spec: TenantSpec) { self.spec = spec }
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> Output {
         let creator = try await context.operatorRecord()
         // The right first: key files and URLs are looked at only for who may create tenants.
         try await context.access.checkCreate(try TenantName(spec.name), by: creator)
-        let record = try spec.record(createdAt: context.clock.seconds, policy: context.console.serverPolicy)
+        let record = try spec.record(createdAt: context.clock.seconds, policy: context.serverPolicy)
         try await context.access.createTenant(record, by: creator) {
             tenant throws(ConsoleError) in
             guard !tenant.isSandbox, let url = tenant.turnkeyURL, let org = tenant.turnkeyOrgId,
@@ -59,9 +59,9 @@ public struct TenantUpdateOperation: ConsoleOperation {
         self.backupServiceURL = backupServiceURL
     }
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> Output {
         let session = try await context.session(in: tenant)
-        let policy = context.console.serverPolicy
+        let policy = context.serverPolicy
         // The URL is looked at only after the role and the tenant's kind were checked.
         let url = try await context.access.setBackupServiceURL(backupServiceURL, session: session) {
             text throws(ConsoleError) in
@@ -99,12 +99,12 @@ public struct TenantTurnkeyUpdateOperation: ConsoleOperation {
         self.cleanupKeyFile = cleanupKeyFile
     }
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> Output {
         guard turnkeyURL != nil || apiKeyFile != nil || cleanupKeyFile != nil else {
             throw .usage("Give --turnkey-url, --turnkey-api-key-file or --cleanup-key-file.")
         }
         let session = try await context.session(in: tenant)
-        let policy = context.console.serverPolicy
+        let policy = context.serverPolicy
         let saved = try await context.access.setTurnkeyCredentials(
             url: turnkeyURL, apiKeyFile: apiKeyFile.map(TenantSpec.absolute),
             cleanupKeyFile: cleanupKeyFile.map(TenantSpec.absolute), session: session,
@@ -154,7 +154,7 @@ public struct TenantRetireThresholdOperation: ConsoleOperation {
         self.retireMaxCount = retireMaxCount
     }
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> Output {
         let session = try await context.session(in: tenant)
         let policy = try await context.access.setRetireThreshold(
             maxPercent: retireMaxPercent, maxCount: retireMaxCount, session: session)
@@ -187,7 +187,7 @@ public struct TenantListOperation: ConsoleOperation {
 
     public init() {}
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> Output {
         Output(
             tenants: try await context.access.tenants(visibleTo: try context.operatorRecord()).map {
                 Row(
@@ -217,13 +217,13 @@ public struct TenantDeleteOperation: ConsoleOperation {
         self.checkOnly = checkOnly
     }
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> Output {
         let name = try TenantName(tenant)
         let session = try await context.session(in: name.rawValue)
         try await session.require(.manageOperators)
         guard !checkOnly else { return Output(tenant: name.rawValue, deleted: false, backups: 0) }
         let backups = try await context.access.deleteTenant(session: session)
-        context.console.forgetSessions()
+        context.forgetSessions()
         return Output(tenant: name.rawValue, deleted: true, backups: backups)
     }
 }

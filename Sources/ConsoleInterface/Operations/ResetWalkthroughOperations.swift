@@ -1,6 +1,8 @@
 import Access
 import BackupModel
 import Cleanup
+import ConsoleStore
+import Inspect
 import Recovery
 
 /// `reset walkthrough` starts here: the caller must be allowed to begin and complete a reset
@@ -20,7 +22,7 @@ public struct ResetWalkthroughOperation: ConsoleOperation {
         }
     }
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> Output {
         let session = try await context.session()
         try await session.require(.resetBegin)
         try await session.require(.resetComplete)
@@ -36,7 +38,7 @@ public struct ResetReviewOperation: ConsoleOperation {
 
     public init(query: String) { self.query = query }
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> WalkthroughReview {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> WalkthroughReview {
         let store = try await context.store()
         return try await ResetReviewer(store: store, finder: LookupFinder(store: store)).review(
             query, session: try context.session())
@@ -89,7 +91,7 @@ public struct ResetTeardownOperation: ConsoleOperation {
         }
     }
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> Output {
         let session = try await context.session()
         guard session.role >= Permission.cleanupTeardown.minimumRole else {
             return Output(permitted: false, outcomes: [])
@@ -132,5 +134,21 @@ public struct ConsoleResetBackend: ResetBackend {
     {
         try await api.perform(
             ResetCompleteOperation(token: token, signature: signature, backupAccountId: backupAccountId), as: caller)
+    }
+}
+
+/// The walkthrough's "find" step on the lookup service: the same rules as `lookup`, audited
+/// the same way (`unauthorized_factor` and `dangling_lookup` are refusals, not hits).
+public struct LookupFinder: BackupFinder {
+    let store: any ConsoleStore
+
+    public init(store: any ConsoleStore) { self.store = store }
+
+    public func find(_ query: String, session: Session) async throws(ConsoleError) -> BackupRecord {
+        let result = try await LookupService(store: store).lookup(try LookupQuery(text: query), session: session)
+        guard let record = try await store.backup(tenant: session.tenantName, id: result.backupId) else {
+            throw .notFound("Backup \(result.backupId) does not exist in tenant \(session.tenantName).")
+        }
+        return record
     }
 }

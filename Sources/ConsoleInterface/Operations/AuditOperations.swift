@@ -31,7 +31,7 @@ public struct AuditListOperation: ConsoleOperation {
         self.limit = limit
     }
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> Output {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> Output {
         let entries = try await AuditLog(store: try await context.store()).list(
             session: try context.session(), operatorName: operatorName, action: action, sinceMillis: sinceMillis,
             afterSeq: afterSeq, limit: limit)
@@ -64,12 +64,12 @@ public struct AuditVerifyOperation: ConsoleOperation {
 
     public init(publicKey: String? = nil) { self.publicKeys = publicKey.map { [$0] } ?? [] }
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> AuditVerification {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> AuditVerification {
         var keys: [AuditPublicKey] = []
         for text in publicKeys { keys.append(try AuditPublicKey(text: text)) }
-        let signer = context.console.auditSigner
+        let signer = context.auditSigner
         if keys.isEmpty, let own = signer?.publicKey {
-            keys = [own] + context.console.retiredAuditKeys
+            keys = [own] + context.retiredAuditKeys
         }
         let anchors = anchors ?? []
         guard anchors.count <= Self.maxAnchors else {
@@ -101,7 +101,7 @@ public struct AuditExportOperation: ConsoleOperation {
         self.limit = limit
     }
 
-    public func run(_ context: OperationContext) async throws(ConsoleError) -> AuditExportPage {
+    public func run(_ context: any OperationContext) async throws(ConsoleError) -> AuditExportPage {
         try await SignedAuditLog(store: try await context.store()).export(
             session: try context.session(), sinceMillis: sinceMillis, afterSeq: afterSeq, limit: limit)
     }
