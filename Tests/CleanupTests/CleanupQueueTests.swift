@@ -10,7 +10,7 @@ import Turnkey
 
 /// `cleanup run --execute --queue` and the workers that drain the queue (``CleanupQueueWorker``)
 /// on the SQLite store, against the Turnkey sandbox over loopback HTTP.
-@Suite struct CleanupQueueTests {
+@Suite(.timeLimit(.minutes(10))) struct CleanupQueueTests {
     func queueEverything(_ fixture: CleanupFixture, _ service: CleanupService) async throws -> RunReport {
         try await service.run(
             session: fixture.session, options: CleanupRunOptions(execute: true, graceSeconds: 0, queue: true))

@@ -10,7 +10,7 @@ import Turnkey
 @testable import Cleanup
 @testable import TurnkeySandbox
 
-@Suite("cleanup over loopback HTTP against the sandbox server")
+@Suite("cleanup over loopback HTTP against the sandbox server", .timeLimit(.minutes(10)))
 struct CleanupRunTests {
     @Test(
         "30% 5xx and 10% rate-limit 429: every eligible orphan deleted, bodies identical, references kept",

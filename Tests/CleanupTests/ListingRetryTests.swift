@@ -9,7 +9,7 @@ import Turnkey
 @testable import Cleanup
 @testable import TurnkeySandbox
 
-@Suite("listing sub-orgs with the run's retry budget")
+@Suite("listing sub-orgs with the run's retry budget", .timeLimit(.minutes(10)))
 struct ListingRetryTests {
     @Test(
         "20 consecutive scan + execute runs against 20% 5xx and 10% 429 (Retry-After: 1) all finish, every orphan deleted"

@@ -15,7 +15,7 @@ import Turnkey
 
 /// A live tenant's store is a snapshot of the Backup Service: cleanup deletes a sub-org only on
 /// proof that is fresh enough — over loopback HTTP to the Turnkey and Backup Service sandboxes.
-@Suite(.serialized) struct LiveSnapshotTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct LiveSnapshotTests {
     func snapshot(_ f: CleanupFixture, at seconds: Int64, complete: Bool = true) async throws {
         try await f.store.recordSnapshot(
             tenant: f.session.tenantName,

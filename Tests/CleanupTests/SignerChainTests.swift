@@ -10,7 +10,7 @@ import Turnkey
 @testable import Cleanup
 @testable import TurnkeySandbox
 
-@Suite("signer chain and activity outcomes over loopback HTTP")
+@Suite("signer chain and activity outcomes over loopback HTTP", .timeLimit(.minutes(10)))
 struct SignerChainTests {
     /// A Backup Account Key and the sub-org users that make it the only deleter of a sub-org.
     struct BreakGlass {

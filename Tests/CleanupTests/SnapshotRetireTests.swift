@@ -16,7 +16,7 @@ import Turnkey
 /// Complete snapshots imported into a live tenant: they cannot retire the tenant by accident,
 /// a retired backup's sub-org waits for the Backup Service's `not_found`, and a factor that
 /// moved from a backup the snapshot no longer holds is no conflict.
-@Suite(.serialized) struct SnapshotRetireTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct SnapshotRetireTests {
     /// Writes `metadata` as an export directory with `export.json` saying complete, at `at`.
     static func export(_ backups: [BackupMetadata], in f: CleanupFixture, name: String, at: Int64) throws -> URL {
         let dir = f.directory.appendingPathComponent(name)

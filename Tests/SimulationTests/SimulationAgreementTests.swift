@@ -9,7 +9,7 @@ import Testing
 /// Over a simulated population, `check`, `check --turnkey`, `cleanup ingest-log` and
 /// `cleanup scan` agree with the ground truth exactly (precision and recall 1.0), and
 /// `cleanup run --execute` deletes exactly the orphans.
-@Suite struct SimulationAgreementTests {
+@Suite(.timeLimit(.minutes(15))) struct SimulationAgreementTests {
     /// The big run: 10,000 users through 90 days with faults on. Opt in with
     /// `BACKUPCTL_BIG_SIMULATION=1` (it takes minutes in a debug build).
     static let big = ProcessInfo.processInfo.environment["BACKUPCTL_BIG_SIMULATION"] == "1"
@@ -59,7 +59,7 @@ import Testing
 }
 
 /// The same agreement when the users talk HTTP to `sandbox backup-service` and `sandbox turnkey`.
-@Suite struct SimulationOverHTTPTests {
+@Suite(.timeLimit(.minutes(15))) struct SimulationOverHTTPTests {
     @Test func aWorldMadeOverHTTPAgreesWithItsGroundTruth() async throws {
         let harness = try await AgreementHarness(
             SimulationAgreementTests.faulty(users: 60, days: 20, seed: 21), mode: .overHTTP)
@@ -72,7 +72,7 @@ import Testing
 
 /// `sandbox simulate --tenant`: the world lands in a sandbox tenant, whose in-process Turnkey
 /// answers from the stored sub-org state; the same agreement holds there.
-@Suite struct SandboxTenantSimulationTests {
+@Suite(.timeLimit(.minutes(15))) struct SandboxTenantSimulationTests {
     @Test func aWorldLandedInASandboxTenantAgreesWithItsGroundTruth() async throws {
         let harness = try await AgreementHarness(
             SimulationAgreementTests.faulty(users: 150, days: 30, seed: 33), mode: .sandboxTenant)

@@ -57,15 +57,10 @@ public final class AuditGroupCommit: Sendable {
             state.draining = true
             return true
         }
-        // The drain serves every caller: it carries none of the first one's task-locals (the
-        // request it answers, a script's deferral).
-        if lead {
-            Task {
-                await ServedRequest.$id.withValue(nil) {
-                    await AuditDeferral.$current.withValue(nil) { await drain(commit) }
-                }
-            }
-        }
+        // The drain serves every caller: detached, it carries none of the first one's
+        // task-locals (the request it answers, a script's deferral) and none of its executor
+        // (a server's event loop must not run the other callers' transactions).
+        if lead { Task.detached { await self.drain(commit) } }
         return receipts
     }
 
