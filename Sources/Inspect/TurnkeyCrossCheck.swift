@@ -26,7 +26,9 @@ public enum LiveCheckName: String, Sendable, Codable, CaseIterable {
 ///   otherwise the deletion leaves an orphan (`fail`).
 ///
 /// Reads go through the tenant's Turnkey client (its rate limit, retries and budget), up to
-/// ``concurrency`` at a time; only backups with a TURNKEY key cost a call.
+/// ``concurrency`` at a time — 8 by default, the HTTP client's connections per host, so no call
+/// waits for a connection (a wait past the connect timeout fails it unsent); only backups with
+/// a TURNKEY key cost a call.
 public struct TurnkeyCrossCheck: Sendable {
     let store: any ConsoleStore
     let client: TurnkeyClient
@@ -34,7 +36,7 @@ public struct TurnkeyCrossCheck: Sendable {
     public var concurrency: Int
     public var pageSize = 500
 
-    public init(store: any ConsoleStore, client: TurnkeyClient, signer: TurnkeySigner, concurrency: Int = 16) {
+    public init(store: any ConsoleStore, client: TurnkeyClient, signer: TurnkeySigner, concurrency: Int = 8) {
         self.store = store
         self.client = client
         self.signer = signer.prepared()

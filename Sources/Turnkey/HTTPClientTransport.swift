@@ -18,10 +18,6 @@ public struct HTTPClientTransport: TurnkeyTransport {
     public static let sharedClient: HTTPClient = {
         var configuration = HTTPClient.Configuration()
         configuration.timeout.connect = .seconds(5)
-        // Room for every concurrent call a check or cleanup makes (16 by default) plus other
-        // tenants': past the default 8 per host, calls queued for a connection, and a slow
-        // Turnkey made them fail with `getConnectionFromPoolTimeout` before they were sent.
-        configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
         // A tenant's Turnkey URL must not lead the console anywhere else.
         configuration.redirectConfiguration = .disallow
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
