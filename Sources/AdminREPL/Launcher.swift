@@ -134,6 +134,8 @@ struct BatchRunner {
             ctx.batchLine = nil
             ctx.auditDeferral = nil
             ctx.continuesOnError = false
+            ctx.heldBatchLines = []
+            ctx.heldFailure = nil
         }
         let commands = lines.compactMap { line in LineSplitter.scriptLine(line.text).map { (line, $0) } }
         if let refused = check(commands) { return refused }
