@@ -56,6 +56,24 @@ public enum PostgresBackupCopy {
             }, tenant: tenant.rawValue, takeovers: last.flatMap(\.takesOver))
     }
 
+    /// ``prepare(tenant:_:)`` for a caller on the cooperative pool: a batch of 256 or more
+    /// renders on Dispatch's threads instead, so the pool's few threads stay free. Rendering a
+    /// large batch takes long (a debug build's seed of 1,000 backups, seconds), and a pool kept
+    /// busy that long stalls every other task of the process — among them the clients of open
+    /// transactions, which hold their locks meanwhile.
+    public static func prepareAside(tenant: TenantName, _ writes: [BackupWrite]) async throws(ConsoleError)
+        -> Prepared
+    {
+        guard writes.count >= 256 else { return try prepare(tenant: tenant, writes) }
+        let result = await withCheckedContinuation {
+            (done: CheckedContinuation<Result<Prepared, ConsoleError>, Never>) in
+            DispatchQueue.global().async {
+                done.resume(returning: Result { () throws(ConsoleError) in try prepare(tenant: tenant, writes) })
+            }
+        }
+        return try result.get()
+    }
+
     private static func render(tenant t: String, _ writes: ArraySlice<BackupWrite>) -> [CopyText] {
         var backups = CopyText()
         var blobs = CopyText()
@@ -73,7 +91,7 @@ public enum PostgresBackupCopy {
                 hasBlob ? record.blobSize.map(String.init) : nil, hasBlob ? record.blobSHA256 : nil,
                 String(record.importedAt), String(record.updatedAt),
             ])
-            if let blob = write.blob { blobs.row([t, id, CopyText.bytea(blob)]) }
+            if let blob = write.blob { blobs.row([t, id], bytea: blob) }
             for row in write.lookupRows { lookups.row([t, row.pk, id]) }
             for subOrg in Set(metadata.turnkeySubOrgIds).sorted() { refs.row([t, subOrg, id]) }
             for key in ImpliedKey.of(metadata) {
@@ -230,22 +248,16 @@ struct CopyText: Sendable {
         }
     }
 
-    mutating func row(_ fields: [String?]) {
+    /// Appends one row: each field escaped, `nil` as `\N`; `bytea`, when given, is the last field
+    /// (hex form, written straight into the buffer).
+    mutating func row(_ fields: [String?], bytea: Data? = nil) {
         for (index, field) in fields.enumerated() {
             if index > 0 { current.writeInteger(UInt8(ascii: "\t")) }
-            guard let field else {
-                current.writeStaticString("\\N")
-                continue
-            }
-            for byte in field.utf8 {
-                switch byte {
-                case UInt8(ascii: "\\"): current.writeStaticString("\\\\")
-                case UInt8(ascii: "\t"): current.writeStaticString("\\t")
-                case UInt8(ascii: "\n"): current.writeStaticString("\\n")
-                case UInt8(ascii: "\r"): current.writeStaticString("\\r")
-                default: current.writeInteger(byte)
-                }
-            }
+            if let field { write(escaping: field) } else { current.writeStaticString("\\N") }
+        }
+        if let bytea {
+            if !fields.isEmpty { current.writeInteger(UInt8(ascii: "\t")) }
+            write(bytea: bytea)
         }
         current.writeInteger(UInt8(ascii: "\n"))
         if current.readableBytes >= Self.chunkBytes {
@@ -254,18 +266,50 @@ struct CopyText: Sendable {
         }
     }
 
+    /// A field with COPY's escapes. Most fields (ids, keys, hex, numbers) hold none of the four
+    /// escaped bytes and are copied whole; only the others go byte by byte.
+    private mutating func write(escaping field: String) {
+        var field = field
+        let plain = field.withUTF8 { bytes in
+            guard let base = bytes.baseAddress else { return true }
+            return memchr(base, 0x5C, bytes.count) == nil && memchr(base, 0x09, bytes.count) == nil
+                && memchr(base, 0x0A, bytes.count) == nil && memchr(base, 0x0D, bytes.count) == nil
+        }
+        guard !plain else {
+            current.writeString(field)
+            return
+        }
+        for byte in field.utf8 {
+            switch byte {
+            case UInt8(ascii: "\\"): current.writeStaticString("\\\\")
+            case UInt8(ascii: "\t"): current.writeStaticString("\\t")
+            case UInt8(ascii: "\n"): current.writeStaticString("\\n")
+            case UInt8(ascii: "\r"): current.writeStaticString("\\r")
+            default: current.writeInteger(byte)
+            }
+        }
+    }
+
+    /// A BYTEA value in hex form, its backslash escaped for COPY (`\\x…`).
+    private mutating func write(bytea data: Data) {
+        current.writeStaticString("\\\\x")
+        let count = data.count * 2
+        current.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { out in
+            let digits: StaticString = "0123456789abcdef"
+            digits.withUTF8Buffer { hex in
+                data.withUnsafeBytes { input in
+                    var at = 0
+                    for byte in input {
+                        out[at] = hex[Int(byte >> 4)]
+                        out[at + 1] = hex[Int(byte & 0x0F)]
+                        at += 2
+                    }
+                }
+            }
+            return count
+        }
+    }
+
     /// All chunks, the last one included.
     var all: [ByteBuffer] { current.readableBytes > 0 ? chunks + [current] : chunks }
-
-    /// A BYTEA value in hex form (`\x…`; ``row(_:)`` escapes its backslash).
-    static func bytea(_ data: Data) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = [UInt8(ascii: "\\"), UInt8(ascii: "x")]
-        text.reserveCapacity(2 + data.count * 2)
-        for byte in data {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: text, as: UTF8.self)
-    }
 }

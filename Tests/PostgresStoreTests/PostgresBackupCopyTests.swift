@@ -112,7 +112,12 @@ struct PostgresBackupCopyTests {
         text.row(["a\tb", nil, "c\\d\ne\r", ""])
         let bytes = text.all.reduce(into: [UInt8]()) { $0 += $1.readableBytesView }
         #expect(String(decoding: bytes, as: UTF8.self) == "a\\tb\t\\N\tc\\\\d\\ne\\r\t\n")
-        #expect(CopyText.bytea(Data([0x00, 0xAB, 0xFF])) == "\\x00abff")
+        // A blob is the row's last field, in hex form with its backslash escaped; plain fields go whole.
+        var blobs = CopyText()
+        blobs.row(["t", "id-1"], bytea: Data([0x00, 0xAB, 0xFF]))
+        blobs.row([], bytea: Data())
+        let blobBytes = blobs.all.reduce(into: [UInt8]()) { $0 += $1.readableBytesView }
+        #expect(String(decoding: blobBytes, as: UTF8.self) == "t\tid-1\t\\\\x00abff\n\\\\x\n")
     }
 
     static let audit = AuditDraft(
