@@ -276,7 +276,7 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]),
         .testTarget(
-            name: "TurnkeyTests", dependencies: ["Turnkey", "BackupCrypto", "BackupModel"]),
+            name: "TurnkeyTests", dependencies: ["Turnkey", "BackupCrypto", "BackupModel", "BackupctlTestSupport"]),
         .testTarget(
             name: "TurnkeySandboxTests",
             dependencies: [
@@ -288,7 +288,7 @@ let package = Package(
             name: "BackupServiceTests",
             dependencies: [
                 "BackupService", "BackupServiceSandbox", "ConsoleStore", "BackupCrypto", "BackupModel",
-                "SandboxIdentity",
+                "SandboxIdentity", "BackupctlTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

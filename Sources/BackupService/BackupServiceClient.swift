@@ -140,10 +140,26 @@ public struct BackupServiceClient: Sendable {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(bytes: body))
         }
+        let started = ContinuousClock.now
         do {
             let response = try await client.execute(request, timeout: .milliseconds(timeoutMillis))
-            var buffer = try await response.body.collect(upTo: Self.maxResponseBytes)
-            return (Int(response.status.code), buffer.readBytes(length: buffer.readableBytes) ?? [])
+            // The client's deadline ends with the answer's head; the body gets what is left of it.
+            guard
+                let bytes = try await Deadline.run(
+                    millis: Deadline.remaining(timeoutMillis, since: started),
+                    {
+                        var buffer = try await response.body.collect(upTo: Self.maxResponseBytes)
+                        return buffer.readBytes(length: buffer.readableBytes) ?? []
+                    })
+            else {
+                throw BackupServiceError(
+                    .timeout,
+                    "The Backup Service at \(baseURL) did not finish its answer to \(route) within \(timeoutMillis) ms."
+                )
+            }
+            return (Int(response.status.code), bytes)
+        } catch let error as BackupServiceError {
+            throw error
         } catch let error as HTTPClientError {
             if error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout {
                 throw BackupServiceError(

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import BackupModel
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -35,14 +36,30 @@ public struct HTTPClientTransport: TurnkeyTransport {
         http.headers.add(name: "Accept", value: "application/json")
         http.headers.add(name: "X-Stamp", value: request.stamp)
         http.body = .bytes(ByteBuffer(bytes: request.body))
-        let deadline = TimeAmount.milliseconds(request.timeoutMillis)
+        let started = ContinuousClock.now
         do {
-            let response = try await client.execute(http, timeout: deadline)
-            var buffer = try await response.body.collect(upTo: maxResponseBytes)
-            let bytes = buffer.readBytes(length: buffer.readableBytes) ?? []
+            let response = try await client.execute(http, timeout: .milliseconds(request.timeoutMillis))
+            // The client's deadline ends with the answer's head; the body gets what is left of it,
+            // so a peer that stalls mid-answer is a timeout, not a call that never returns.
+            let left = Deadline.remaining(request.timeoutMillis, since: started)
+            let limit = maxResponseBytes
+            guard
+                let bytes = try await Deadline.run(
+                    millis: left,
+                    {
+                        var buffer = try await response.body.collect(upTo: limit)
+                        return buffer.readBytes(length: buffer.readableBytes) ?? []
+                    })
+            else {
+                throw TurnkeyError(
+                    .timeout,
+                    message: "the answer from \(request.path) did not finish within \(request.timeoutMillis) ms")
+            }
             return TurnkeyHTTPResponse(
                 status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"),
                 body: bytes)
+        } catch let error as TurnkeyError {
+            throw error
         } catch let error as HTTPClientError {
             if error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout {
                 throw TurnkeyError(

@@ -2,6 +2,7 @@ import BackupCrypto
 import BackupModel
 import BackupService
 import BackupServiceSandbox
+import BackupctlTestSupport
 import ConsoleStore
 import Foundation
 import Testing
@@ -151,6 +152,14 @@ import Testing
             "/v1/reset", 400,
             Array(#"{"allowRetry":false,"error":{"code":"already_used","message":"x\u001b[2Jy"}}"#.utf8))
         #expect(envelope.serviceCode == "already_used" && !envelope.message.contains("\u{1B}"))
+    }
+
+    @Test(.timeLimit(.minutes(1))) func anAnswerThatStallsMidBodyIsATimeout() async throws {
+        let server = try StallingServer()
+        defer { server.stop() }
+        let client = try BackupServiceClient(baseURL: server.baseURL, timeoutMillis: 300)
+        let error = await #expect(throws: BackupServiceError.self) { _ = try await client.health() }
+        #expect(error?.kind == .timeout)
     }
 
     @Test func statusAndChallengeRetryResetDoesNot() async throws {
