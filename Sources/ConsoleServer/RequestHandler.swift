@@ -55,7 +55,7 @@ final class RequestHandler: Sendable {
         var logger = logger
         logger[metadataKey: "request"] = "\(requestId)"
         var response = await ServedRequest.$id.withValue(requestId) {
-            await route(request, context: context, logger: logger)
+            await LocalConsole.pinningAccessVersion { await route(request, context: context, logger: logger) }
         }
         HTTPAnswer.finish(&response, requestId: requestId, retryAfterSeconds: limiter.limits.windowMillis / 1000)
         let status = response.status.code
@@ -142,7 +142,6 @@ final class RequestHandler: Sendable {
     func authenticate(_ request: Request, context: ServerRequestContext) async -> Authentication {
         let address = context.clientAddress
         let token: SecretBytes
-        let credential: String
         do throws(ConsoleError) {
             guard let header = request.headers[.authorization] else {
                 throw ConsoleError(
@@ -154,7 +153,6 @@ final class RequestHandler: Sendable {
                     .permissionDenied, code: "invalid_token", "The Authorization header must be `Bearer TOKEN`.")
             }
             token = try OperatorToken.parse(Array(header.utf8.dropFirst(7)))
-            credential = OperatorToken.hash(SecretBytes(Array(header.utf8)))
         } catch {
             metrics.failedAuthentication(reason: error.code)
             return .refused(HTTPAnswer.error(error))
@@ -172,6 +170,9 @@ final class RequestHandler: Sendable {
             guard error.code == "missing_token" || error.code == "invalid_token" else {
                 return .refused(HTTPAnswer.refusal(error))
             }
+            // The failure's credential (what its per-credential limit counts), hashed only now.
+            let credential = OperatorToken.hash(
+                SecretBytes(Array((request.headers[.authorization] ?? "").utf8)))
             return await .refused(failedSignIn(error, credential: credential, address: address))
         }
     }

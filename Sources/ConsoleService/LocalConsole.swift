@@ -283,7 +283,30 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
 
     /// The operator a token names.
     public func authenticate(_ caller: Caller) async throws(ConsoleError) -> OperatorRecord {
-        try await authenticate(caller, version: try await store().accessVersion())
+        let version = try await store().accessVersion()
+        Self.accessVersionPin?.keep(version)
+        return try await authenticate(caller, version: version)
+    }
+
+    /// Runs `body` (one served request) so that the access version its authentication reads is
+    /// the one its operation's session uses, once: one read of the version per request instead
+    /// of two. Any later read in the request (a long job's) reads the store again.
+    public static func pinningAccessVersion<T: Sendable>(_ body: () async -> T) async -> T {
+        await $accessVersionPin.withValue(AccessVersionPin()) { await body() }
+    }
+
+    @TaskLocal static var accessVersionPin: AccessVersionPin?
+
+    /// The access version a request's authentication read, until its session takes it.
+    final class AccessVersionPin: Sendable {
+        private let value = Mutex<Int64?>(nil)
+        func keep(_ version: Int64) { value.withLock { $0 = version } }
+        func take() -> Int64? {
+            value.withLock { value in
+                defer { value = nil }
+                return value
+            }
+        }
     }
 
     private func authenticate(_ caller: Caller, version: Int64) async throws(ConsoleError) -> OperatorRecord {
@@ -301,7 +324,12 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
 
     /// The caller's session in their chosen tenant, or in their only one.
     public func session(_ caller: Caller) async throws(ConsoleError) -> Session {
-        let version = try await store().accessVersion()
+        let version: Int64
+        if let pinned = Self.accessVersionPin?.take() {
+            version = pinned
+        } else {
+            version = try await store().accessVersion()
+        }
         let op = try await authenticate(caller, version: version)
         let key = SessionKey(operatorName: op.name.rawValue, tenant: caller.tenant)
         if let cached = lock.withLock({ sessions[key] }), cached.version == version { return cached.session }
