@@ -34,6 +34,7 @@ test: deps
 
 ## Benchmarks: JSON figures on stdout, each beside a reference measured in the same run.
 bench: deps
+	./scripts/install-deps.sh --wrk
 	$(SWIFT) build -c release --product backupctl
 	$(SWIFT) build -c release --product backupctl-bench
 	./scripts/pg-test-cluster.sh run -- .build/release/backupctl-bench

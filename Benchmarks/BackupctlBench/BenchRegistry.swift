@@ -8,6 +8,7 @@ enum BenchRegistry {
         CleanupBench(),
         SimulationBench(),
         ServerBench(),
+        ThroughputBench(),
         PostgresBench(),
         PostgresLookupBench(),
         PostgresWorkersBench(),

@@ -77,7 +77,7 @@ struct ConsoleBench: BenchSuite {
             "scriptLookups": .integer(lines),
             "scriptSeconds": .number(scriptSeconds),
             "scriptLookupsPerSecond": .number(Double(lines) / scriptSeconds),
-            "scriptTargetSecondsFor100k": .integer(20),
+            "scriptTargetSecondsFor100k": .integer(5),
             "seededBackups": .integer(backups),
         ]
     }

@@ -25,14 +25,15 @@ struct PostgresBench: BenchSuite {
         let perTenant = scale.pick(10_000, quick: 2_000)
         let referenceCount = scale.pick(2_000, quick: 500)
         let writes = try Self.synthetic(count: perTenant)
-        return try await BenchDatabase.with { _, database in
+        return try await BenchDatabase.with { url, database in
             try await measure(
-                database, writes: writes, tenants: tenants, batch: 5_000, referenceCount: referenceCount)
+                database, url: url, writes: writes, tenants: tenants, batch: 5_000, referenceCount: referenceCount)
         }
     }
 
     private func measure(
-        _ database: PostgresStoreDatabase, writes: [BackupWrite], tenants: Int, batch: Int, referenceCount: Int
+        _ database: PostgresStoreDatabase, url: String, writes: [BackupWrite], tenants: Int, batch: Int,
+        referenceCount: Int
     ) async throws -> [String: BenchValue] {
         _ = try await PostgresMigrator.migrate(database)
         let names = try (0..<tenants).map { try TenantName("t\($0)") } + [try TenantName("reference")]
@@ -85,7 +86,13 @@ struct PostgresBench: BenchSuite {
             return count
         }
         let copyPerSecond = Double(imported) / seconds
-        return [
+        let peakAfterImport = Self.peakResidentMegabytes()
+        let psqlFigures = try await Self.psqlReference(from: url, tenants: names.prefix(tenants).map(\.rawValue))
+        var figures: [String: BenchValue] = ["copyToPsqlCopyTargetRatio": .number(0.5)]
+        if case .number(let rate)? = psqlFigures["psqlCopyBackupsPerSecond"] {
+            figures["copyToPsqlCopyRatio"] = .number(copyPerSecond / max(1, rate))
+        }
+        return figures.merging(psqlFigures) { $1 }.merging([
             "importedBackups": .integer(imported),
             "storedBackups": .integer(Int(stored)),
             "batchSize": .integer(batch),
@@ -94,8 +101,44 @@ struct PostgresBench: BenchSuite {
             "rowByRowBackupsPerSecond": .number(rowByRowPerSecond),
             "copyToRowByRowRatio": .number(copyPerSecond / max(1, rowByRowPerSecond)),
             "peakResidentMBBeforeImport": .number(rssBefore),
-            "peakResidentMB": .number(Self.peakResidentMegabytes()),
-        ]
+            "peakResidentMB": .number(peakAfterImport),
+        ]) { $1 }
+    }
+
+    /// The reference of the import: the same rows, read back from the store's tables, loaded by
+    /// psql's `\copy` into a fresh database of the same schema (``PsqlCopy``).
+    static func psqlReference(from url: String, tenants: [String]) async throws -> [String: BenchValue] {
+        let directory = scratchDirectory("psql-copy")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        guard let psql = PsqlCopy(directory: directory) else {
+            return ["psqlCopyError": .text("psql is not installed (make bench's cluster installs it)")]
+        }
+        try await psql.export(from: url, tenants: tenants)
+        return try await BenchDatabase.with { target, database in
+            _ = try await PostgresMigrator.migrate(database)
+            try await database.withConnection("adding the tenants") { connection in
+                for tenant in tenants {
+                    _ = try await connection.query(
+                        "INSERT INTO tenants (name, is_sandbox, policy, created_at) VALUES (\(tenant), FALSE, '{}', 0)",
+                        logger: database.logger)
+                }
+            }
+            let seconds = try await psql.load(into: target)
+            let count = try await database.withConnection("counting") { connection in
+                var count: Int64 = 0
+                for try await value in try await connection.query(
+                    "SELECT count(*)::BIGINT FROM backups", logger: database.logger
+                ).decode(Int64.self) {
+                    count = value
+                }
+                return count
+            }
+            return [
+                "psqlCopyBackups": .integer(Int(count)), "psqlCopySeconds": .number(seconds),
+                "psqlCopyBackupsPerSecond": .number(Double(count) / max(seconds, 1e-9)),
+                "psqlCopyFileMB": .number(Double(psql.exportedBytes) / 1_048_576),
+            ]
+        }
     }
 
     /// The reference writer: every row of one backup as its own INSERT.

@@ -24,17 +24,29 @@ struct SeedBench: BenchSuite {
         figures["sqliteSeedBackupsPerSecond"] = .number(sqliteRate)
         let reference = try SQLiteConsoleStore(path: directory.appendingPathComponent("plain.db").path)
         try await Self.addTenant(reference)
-        figures["sqlitePlainInsertBackupsPerSecond"] = .number(
-            try await PlainSQLiteInserts.rate(path: reference.path, count: count))
+        let plainInserts = try await PlainSQLiteInserts.rate(path: reference.path, count: count)
+        figures["sqlitePlainInsertBackupsPerSecond"] = .number(plainInserts)
+        figures["sqliteSeedToPlainInsertRatio"] = .number(sqliteRate / max(1, plainInserts))
+        figures["sqliteSeedToPlainInsertTargetRatio"] = .number(0.5)
 
-        let postgres = try await BenchDatabase.with { _, database in
+        let postgres = try await BenchDatabase.with { url, database in
             let store = try await PostgresConsoleStore.open(database)
             let seeded = try await Self.seed(store, count: count)
             let plain = try await Self.plainCopy(database, store: store, count: count)
-            return [
+            var figures: [String: BenchValue] = [
                 "postgresSeedBackupsPerSecond": .number(seeded), "postgresPlainCopyBackupsPerSecond": .number(plain),
                 "postgresToSQLiteSeedRatio": .number(seeded / max(1, sqliteRate)),
+                "postgresSeedToPsqlCopyTargetRatio": .number(0.5),
             ]
+            // The very rows the seed wrote, loaded by psql's \copy into a fresh database.
+            let reference = try await PostgresBench.psqlReference(from: url, tenants: [Self.tenant.name.rawValue])
+            for (key, value) in reference {
+                figures["postgresSeed" + key.prefix(1).uppercased() + key.dropFirst()] = value
+            }
+            if case .number(let rate)? = reference["psqlCopyBackupsPerSecond"] {
+                figures["postgresSeedToPsqlCopyRatio"] = .number(seeded / max(1, rate))
+            }
+            return figures
         }
         figures.merge(postgres) { $1 }
         return figures

@@ -164,7 +164,7 @@ public final class ChildProcess: Sendable {
     // MARK: - Paths
 
     /// `executable` when it has a slash, else the first match in the child's PATH, then ours.
-    static func resolve(_ executable: String, environment: [String: String]) throws -> String {
+    public static func resolve(_ executable: String, environment: [String: String]) throws -> String {
         if executable.contains("/") { return executable }
         let paths =
             (environment["PATH"] ?? "").split(separator: ":")

@@ -1,0 +1,90 @@
+import BackupCrypto
+import BackupModel
+import GRDBSQLite
+import SQLiteStore
+
+/// The reference of an audited lookup: the store's resolve statement and one audit row written
+/// in a transaction of its own (`BEGIN IMMEDIATE`, the head read, `INSERT`, `COMMIT`), all
+/// through the SQLite C API with prepared statements, on a connection of its own to the same
+/// file. The rows go to a copy of the audit table (`bench_audit`, same columns, checks and
+/// keys), so the console's chain is untouched.
+final class RawAuditedLookup {
+    private var db: OpaquePointer?
+    private var resolve: OpaquePointer?
+    private var head: OpaquePointer?
+    private var insert: OpaquePointer?
+    private var begin: OpaquePointer?
+    private var commit: OpaquePointer?
+
+    init(path: String) throws {
+        guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK,
+            sqlite3_busy_timeout(db, 5000) == SQLITE_OK,
+            sqlite3_exec(db, "PRAGMA cache_size = -65536", nil, nil, nil) == SQLITE_OK,
+            sqlite3_exec(
+                db,
+                """
+                CREATE TABLE IF NOT EXISTS bench_audit (
+                    seq INTEGER PRIMARY KEY CHECK (seq > 0), at INTEGER NOT NULL, operator TEXT NOT NULL,
+                    tenant TEXT, action TEXT NOT NULL, target TEXT,
+                    details TEXT NOT NULL CHECK (json_valid(details)),
+                    prev_hash TEXT NOT NULL CHECK (length(prev_hash) = 64),
+                    hash TEXT NOT NULL UNIQUE CHECK (length(hash) = 64)) STRICT
+                """, nil, nil, nil) == SQLITE_OK,
+            sqlite3_prepare_v2(db, SQLiteConsoleStore.resolveSQL, -1, &resolve, nil) == SQLITE_OK,
+            sqlite3_prepare_v2(db, "SELECT seq, hash FROM bench_audit ORDER BY seq DESC LIMIT 1", -1, &head, nil)
+                == SQLITE_OK,
+            sqlite3_prepare_v2(
+                db,
+                """
+                INSERT INTO bench_audit (seq, at, operator, tenant, action, target, details, prev_hash, hash)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, -1, &insert, nil) == SQLITE_OK,
+            sqlite3_prepare_v2(db, "BEGIN IMMEDIATE", -1, &begin, nil) == SQLITE_OK,
+            sqlite3_prepare_v2(db, "COMMIT", -1, &commit, nil) == SQLITE_OK
+        else { throw ConsoleError.internalError("server bench: cannot open the raw SQLite connection") }
+    }
+
+    deinit {
+        for statement in [resolve, head, insert, begin, commit] { sqlite3_finalize(statement) }
+        sqlite3_close_v2(db)
+    }
+
+    /// Resolves `pk` in `tenant` and, on a hit, appends one audit row; whether it was a hit.
+    func lookup(tenant: String, pk: String, at millis: Int64) -> Bool {
+        let backupId: String? = tenant.withCString { t in
+            pk.withCString { k in
+                defer { sqlite3_reset(resolve) }
+                sqlite3_bind_text(resolve, 1, t, -1, nil)
+                sqlite3_bind_text(resolve, 2, k, -1, nil)
+                guard sqlite3_step(resolve) == SQLITE_ROW, let id = sqlite3_column_text(resolve, 0) else { return nil }
+                return String(cString: id)
+            }
+        }
+        guard let backupId else { return false }
+        guard step(begin) else { return false }
+        var seq: Int64 = 1
+        var prevHash = AuditEntry.genesisHash
+        if sqlite3_step(head) == SQLITE_ROW, let hash = sqlite3_column_text(head, 1) {
+            seq = sqlite3_column_int64(head, 0) + 1
+            prevHash = String(cString: hash)
+        }
+        sqlite3_reset(head)
+        let hash = SHA256.hex(Array((prevHash + backupId + String(seq)).utf8))
+        let texts = ["bench", tenant, "backup.lookup", backupId, #"{"kind":"passkey","scope":"MAIN"}"#, prevHash, hash]
+        sqlite3_bind_int64(insert, 1, seq)
+        sqlite3_bind_int64(insert, 2, millis)
+        for (offset, text) in texts.enumerated() {
+            sqlite3_bind_text(insert, Int32(offset + 3), text, -1, Self.transient)
+        }
+        let inserted = sqlite3_step(insert) == SQLITE_DONE
+        sqlite3_reset(insert)
+        return inserted && step(commit)
+    }
+
+    private func step(_ statement: OpaquePointer?) -> Bool {
+        defer { sqlite3_reset(statement) }
+        return sqlite3_step(statement) == SQLITE_DONE
+    }
+
+    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+}

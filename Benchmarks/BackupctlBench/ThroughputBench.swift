@@ -1,0 +1,131 @@
+import Access
+import BackupModel
+import BackupctlTestSupport
+import ConsoleStore
+import Foundation
+import SQLiteStore
+
+/// The server's throughput under a load generator (wrk, installed by `make bench` from Debian),
+/// each figure beside its reference in the same run: `serve` (the release binary) on SQLite
+/// with 5,000 seeded backups; `GET /healthz` and the audited `POST /v1/ops/lookup` at 16 and 64
+/// connections; `/healthz` from one connection on the probe listener (`--probe-listen`), idle
+/// and while 64 connections run lookups, and on the API listener under the same load.
+struct ThroughputBench: BenchSuite {
+    let name = "throughput"
+
+    func run(_ scale: BenchScale) async throws -> [String: BenchValue] {
+        guard BackupctlBinary.exists else {
+            return ["error": .text("build the backupctl product in the same configuration first (make bench does)")]
+        }
+        let environment = ProcessInfo.processInfo.environment
+        guard let wrk = try? ChildProcess.resolve("wrk", environment: environment) else {
+            return ["error": .text("wrk is not installed: ./scripts/install-deps.sh --wrk (make bench does)")]
+        }
+        let directory = scratchDirectory("throughput")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let dbPath = directory.appendingPathComponent("console.db").path
+        let store = try SQLiteConsoleStore(path: dbPath)
+        let access = AccessService(store: store)
+        let token = try await access.bootstrap(admin: try OperatorName("bench"))
+        let op = try await access.authenticate(token: token)
+        let tenant = try TenantName("sandbox")
+        let session = try await access.session(operator: op, tenant: tenant)
+        let backups = scale.pick(5_000, quick: 300)
+        _ = try await DataAdminService(store: store).seed(backups: backups, orphans: 0, seed: 9, session: session)
+        guard
+            let key = try await store.lookupRows(tenant: tenant, after: nil, limit: 5000)
+                .first(where: { $0.pk.hasPrefix("MAIN#PK|") })?.pk.dropFirst(8)
+        else { return ["error": .text("the seed has no passkey")] }
+
+        var serverEnvironment = environment
+        serverEnvironment["XDG_STATE_HOME"] = directory.appendingPathComponent("state").path
+        // A production server does not check its own answers against the schema.
+        serverEnvironment["BACKUPCTL_CHECK_ANSWERS"] = "0"
+        let server = try await ServerProcess.serve(
+            db: dbPath, arguments: ["--operator-rate", "0", "--probe-listen", "127.0.0.1:0"],
+            environment: serverEnvironment)
+        defer { server.killNow() }
+        guard let probes = server.probesURL else { return ["error": .text("serve announced no probe listener")] }
+
+        let tokenText = token.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+        let script = directory.appendingPathComponent("lookup.lua")
+        try """
+        wrk.method = "POST"
+        wrk.body = '{"query":{"kind":"passkey","credentialId":"\(key)"}}'
+        wrk.headers["Content-Type"] = "application/json"
+        wrk.headers["Authorization"] = "Bearer \(tokenText)"
+        wrk.headers["Backupctl-Tenant"] = "sandbox"
+        """.write(to: script, atomically: true, encoding: .utf8)
+        let seconds = scale.pick(8, quick: 2)
+        let lookupURL = server.url + "/v1/ops/lookup"
+        func load(_ url: String, connections: Int, threads: Int = 2, seconds: Int, lua: Bool = false) async throws
+            -> WrkFigures
+        {
+            var arguments = ["-t\(threads)", "-c\(connections)", "-d\(seconds)s", "--latency"]
+            if lua { arguments += ["-s", script.path] }
+            let result = try await ChildProcess.run(
+                wrk, arguments + [url], environment: environment, seconds: Double(seconds) + 60)
+            return WrkFigures(result.stdout)
+        }
+
+        var figures: [String: BenchValue] = [
+            "seededBackups": .integer(backups), "secondsPerPoint": .integer(seconds),
+            "lookupToHealthzTargetRatio": .number(0.5), "probeP99UnderLoadTargetMillis": .number(2),
+        ]
+        for connections in [16, 64] {
+            let healthz = try await load(server.url + "/healthz", connections: connections, seconds: seconds)
+            let lookups = try await load(lookupURL, connections: connections, seconds: seconds, lua: true)
+            figures["healthzPerSecond\(connections)"] = .number(healthz.requestsPerSecond)
+            figures["healthzP99Millis\(connections)"] = .number(healthz.p99Millis)
+            figures["lookupsPerSecond\(connections)"] = .number(lookups.requestsPerSecond)
+            figures["lookupP99Millis\(connections)"] = .number(lookups.p99Millis)
+            figures["lookupNon2xx\(connections)"] = .integer(lookups.non2xx)
+            figures["lookupToHealthzRatio\(connections)"] = .number(
+                lookups.requestsPerSecond / max(1, healthz.requestsPerSecond))
+        }
+        let idle = try await load(probes + "/healthz", connections: 1, threads: 1, seconds: max(2, seconds / 2))
+        figures["probeIdleP50Millis"] = .number(idle.p50Millis)
+        figures["probeIdleP99Millis"] = .number(idle.p99Millis)
+        // The probe and the API's own /healthz from one connection each, while 64 connections
+        // run lookups for the whole of both measurements.
+        let busy = Task { try await load(lookupURL, connections: 64, threads: 1, seconds: seconds + 4, lua: true) }
+        let probe = try await load(probes + "/healthz", connections: 1, threads: 1, seconds: seconds / 2 + 1)
+        let api = try await load(server.url + "/healthz", connections: 1, threads: 1, seconds: seconds / 2)
+        let background = try await busy.value
+        figures["probeUnderLoadP50Millis"] = .number(probe.p50Millis)
+        figures["probeUnderLoadP99Millis"] = .number(probe.p99Millis)
+        figures["apiHealthzUnderLoadP99Millis"] = .number(api.p99Millis)
+        figures["backgroundLookupsPerSecond"] = .number(background.requestsPerSecond)
+        return figures
+    }
+}
+
+/// What wrk printed: requests per second, latency percentiles, non-2xx answers.
+struct WrkFigures {
+    var requestsPerSecond = 0.0
+    var p50Millis = 0.0
+    var p99Millis = 0.0
+    var non2xx = 0
+
+    init(_ output: String) {
+        for line in output.split(separator: "\n") {
+            let words = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard let first = words.first, words.count >= 2 else { continue }
+            switch first {
+            case "Requests/sec:": requestsPerSecond = Double(words[1]) ?? 0
+            case "50%": p50Millis = Self.millis(words[1])
+            case "99%": p99Millis = Self.millis(words[1])
+            case "Non-2xx": non2xx = Int(words.last ?? "") ?? 0
+            default: break
+            }
+        }
+    }
+
+    /// wrk's "812.00us", "4.80ms", "1.20s" as milliseconds.
+    static func millis(_ text: Substring) -> Double {
+        for (unit, factor) in [("us", 0.001), ("ms", 1.0), ("s", 1000.0)] where text.hasSuffix(unit) {
+            return (Double(text.dropLast(unit.count)) ?? 0) * factor
+        }
+        return 0
+    }
+}
