@@ -2,6 +2,7 @@ import BackupModel
 import ConsoleStore
 import Foundation
 import GRDB
+import GRDBSQLite
 
 /// The shared rules' driver over a GRDB `DatabasePool` in WAL mode.
 ///
@@ -87,17 +88,57 @@ public struct SQLiteSession: SQLSession {
         try SQLiteDriver.synchronously { try pool.writeWithoutTransaction(access) }
     }
 
+    /// One statement on the writer (in its transaction) or on a reader. A reader runs it
+    /// outside a transaction (`unsafeRead`): one statement is atomic by itself, and a read's
+    /// statements each take their own reader anyway, so `read`'s BEGIN and COMMIT bought nothing.
     private func run<T>(_ access: (Database) throws -> T) throws -> T {
         if onWriter { return try writer(access) }
-        return try SQLiteDriver.synchronously { try pool.read(access) }
+        return try SQLiteDriver.synchronously { try pool.unsafeRead(access) }
     }
 
+    /// The cached statement of `statement`'s text, its values bound through the C API: GRDB's
+    /// `StatementArguments` resolve generic metadata per value, most of a hot write's cost.
     private static func prepare(_ statement: SQLStatement, _ db: Database) throws -> Statement {
         let (sql, binds) = statement.render { _ in "?" }
         let prepared = try db.cachedStatement(sql: sql)
-        prepared.setUncheckedArguments(StatementArguments(binds.map(databaseValue)))
+        // Resets, clears the bindings and marks the statement bound, so GRDB keeps ours.
+        prepared.setUncheckedArguments(StatementArguments())
+        let handle = prepared.sqliteStatement
+        for (offset, value) in binds.enumerated() {
+            let index = Int32(offset + 1)
+            let code: Int32
+            switch value {
+            case .null: code = sqlite3_bind_null(handle, index)
+            case .integer(let v): code = sqlite3_bind_int64(handle, index, v)
+            case .bool(let v): code = sqlite3_bind_int64(handle, index, v ? 1 : 0)
+            case .real(let v): code = sqlite3_bind_double(handle, index, v)
+            case .text(var v):
+                code = v.withUTF8 { bytes in
+                    guard let base = bytes.baseAddress, bytes.count > 0 else {
+                        // An empty text, not NULL (which a nil pointer would bind).
+                        return sqlite3_bind_text(handle, index, "", 0, Self.transient)
+                    }
+                    return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+                        sqlite3_bind_text(handle, index, $0, Int32(bytes.count), Self.transient)
+                    }
+                }
+            case .blob(let v):
+                code = v.withUnsafeBytes { bytes in
+                    guard let base = bytes.baseAddress, bytes.count > 0 else {
+                        return sqlite3_bind_zeroblob(handle, index, 0)
+                    }
+                    return sqlite3_bind_blob(handle, index, base, Int32(bytes.count), Self.transient)
+                }
+            }
+            guard code == SQLITE_OK else {
+                throw DatabaseError(resultCode: ResultCode(rawValue: code), message: db.lastErrorMessage, sql: sql)
+            }
+        }
         return prepared
     }
+
+    /// SQLite copies the bytes it is given (`SQLITE_TRANSIENT`).
+    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
     public func query(_ statement: SQLStatement) async throws -> [SQLRow] {
         try run { db in
