@@ -1,7 +1,7 @@
 import BackupModel
 import Testing
 
-@Suite(.timeLimit(.minutes(1))) struct DeadlineTests {
+@Suite(.timeLimit(.minutes(10))) struct DeadlineTests {
     @Test func workThatEndsInTimeKeepsItsValueAndItsError() async throws {
         #expect(try await Deadline.run(millis: 60_000) { 42 } == 42)
         await #expect(throws: CancellationError.self) {

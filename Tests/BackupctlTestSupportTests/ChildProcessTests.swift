@@ -7,7 +7,7 @@ import Testing
 #endif
 
 /// The one process runner: output drained together, bounded waits, groups killed, terminals.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(10)))
 struct ChildProcessTests {
     static let environment = ["PATH": "/usr/bin:/bin"]
 

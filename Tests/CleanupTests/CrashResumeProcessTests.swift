@@ -11,7 +11,7 @@ import Turnkey
 @testable import TurnkeySandbox
 
 /// Real processes: the console SIGKILLed mid-run against a standalone sandbox server that outlives it.
-@Suite("cleanup as real processes against `backupctl sandbox turnkey`", .serialized, .timeLimit(.minutes(5)))
+@Suite("cleanup as real processes against `backupctl sandbox turnkey`", .serialized, .timeLimit(.minutes(10)))
 struct CrashResumeProcessTests {
     static let runCommand = [
         "--tenant", "drill", "--yes", "--format", "json", "cleanup", "run", "--execute", "--grace", "0", "--max",

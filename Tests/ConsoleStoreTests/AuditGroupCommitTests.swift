@@ -10,7 +10,7 @@ import Testing
 /// Group commit of audit appends (``AuditGroupCommit``): the entries of concurrent callers share
 /// a transaction, no caller returns before the commit that holds its entry, and the chain stays
 /// one chain.
-@Suite(.timeLimit(.minutes(5))) struct AuditGroupCommitTests {
+@Suite(.timeLimit(.minutes(10))) struct AuditGroupCommitTests {
     /// Counts the group transactions (``StoreCheckpoint/auditGroup``: entries written, not committed).
     final class Groups: Sendable {
         private let count = Mutex(0)

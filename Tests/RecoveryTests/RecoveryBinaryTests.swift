@@ -5,7 +5,7 @@ import Testing
 import Turnkey
 
 /// End-to-end runs of the real binary for the user-side commands: no store, no token.
-@Suite(.enabled(if: Binary.exists, "build the executable first: swift build --build-tests"), .timeLimit(.minutes(5)))
+@Suite(.enabled(if: Binary.exists, "build the executable first: swift build --build-tests"), .timeLimit(.minutes(10)))
 struct RecoveryBinaryTests {
     let v = ResetVector.shared
     let keyHex = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"

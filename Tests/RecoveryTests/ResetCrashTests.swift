@@ -16,7 +16,7 @@ import Testing
 /// on SQLite and on PostgreSQL alike, the `wiped` point being inside the shared rules' transaction.
 @Suite(
     .enabled(if: Binary.exists, "build the executable first: swift build --build-tests"), .serialized,
-    .timeLimit(.minutes(5)))
+    .timeLimit(.minutes(10)))
 struct ResetCrashTests {
     struct Prepared {
         var backend: TestBackend

@@ -7,7 +7,7 @@ import Turnkey
 
 @testable import TurnkeySandbox
 
-@Suite("`backupctl sandbox turnkey` as a real process", .timeLimit(.minutes(3)))
+@Suite("`backupctl sandbox turnkey` as a real process", .timeLimit(.minutes(10)))
 struct SandboxCommandProcessTests {
     @Test(
         "serves on 127.0.0.1, writes its state while running, stops cleanly on the signal",
