@@ -2,7 +2,7 @@
 # Installs the Debian packages backupctl builds against, only those missing.
 # Used by every Makefile target so a fresh Debian 12 machine needs nothing done by hand.
 # `--postgres` installs PostgreSQL 15 (server and client) and openssl for its test certificates,
-# which only the tests need (pg-test-cluster.sh); `--wrk` installs wrk (scripts/throughput.sh).
+# which only the tests need (pg-test-cluster.sh); `--wrk` installs wrk (`make bench`'s throughput suite).
 set -euo pipefail
 
 # less: the default pager (the pty tests drive a real one). openssl, sqlite3, curl: the server's
