@@ -20,6 +20,8 @@ final class RawAuditedLookup {
         guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK,
             sqlite3_busy_timeout(db, 5000) == SQLITE_OK,
             sqlite3_exec(db, "PRAGMA cache_size = -65536", nil, nil, nil) == SQLITE_OK,
+            // As the store's connections (GRDB's pool in WAL mode): commits do not wait for fsync.
+            sqlite3_exec(db, "PRAGMA synchronous = NORMAL", nil, nil, nil) == SQLITE_OK,
             sqlite3_exec(
                 db,
                 """
