@@ -7,12 +7,17 @@ import Synchronization
 
 /// A loopback HTTP server that answers every request with a status line, headers and the
 /// first bytes of a body it promises to be longer, then sends nothing more and keeps the
-/// connection open: a peer that stalls mid-answer. Its accept loop runs on a thread of its
-/// own (never a cooperative one); ``stop()`` closes every socket, which ends it.
+/// connection open: a peer that stalls mid-answer.
+///
+/// Its accept loop runs on a thread of its own (never a cooperative one), and that thread alone
+/// reads, writes and closes its descriptors: ``stop()`` only shuts the listener down and raises
+/// a flag. A descriptor closed from outside could be reused by another test's socket while the
+/// loop still held its number, and the loop would then answer, or accept, that test's
+/// connections.
 public final class StallingServer: @unchecked Sendable {
     public let port: Int
     private let listener: Int32
-    private let connections = Mutex<[Int32]>([])
+    private let stopped = Atomic<Bool>(false)
 
     /// - Parameter head: what each connection gets before the silence.
     public init(
@@ -41,26 +46,41 @@ public final class StallingServer: @unchecked Sendable {
         self.listener = listener
         port = Int(UInt16(bigEndian: address.sin_port))
         let bytes = Array(head.utf8)
-        Thread { [self] in
-            while true {
-                let connection = accept(listener, nil, nil)
-                guard connection >= 0 else { break }
-                self.connections.withLock { $0.append(connection) }
-                // Read the request (whatever arrives first), then answer the head and go quiet.
-                var buffer = [UInt8](repeating: 0, count: 65536)
-                _ = read(connection, &buffer, buffer.count)
-                _ = bytes.withUnsafeBytes { write(connection, $0.baseAddress, $0.count) }
-            }
-        }.start()
+        Thread { [self] in serve(bytes) }.start()
     }
 
     /// `http://127.0.0.1:PORT`.
     public var baseURL: String { "http://127.0.0.1:\(port)" }
 
-    /// Closes the listener (its accept loop ends) and every connection.
+    /// Ends the accept loop, which then closes the listener and every connection itself.
     public func stop() {
+        // Shut down before the flag: once the loop sees the flag it closes the listener, and
+        // nothing here may touch that descriptor afterwards.
         shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
-        for connection in connections.withLock({ $0 }) { close(connection) }
+        stopped.store(true, ordering: .releasing)
+    }
+
+    private func serve(_ head: [UInt8]) {
+        var connections: [Int32] = []
+        defer {
+            for connection in connections { close(connection) }
+            close(listener)
+        }
+        while true {
+            let connection = accept(listener, nil, nil)
+            if stopped.load(ordering: .acquiring) {
+                if connection >= 0 { close(connection) }
+                return
+            }
+            // Refused by the shutdown before the flag was raised: look again.
+            guard connection >= 0 else { continue }
+            connections.append(connection)
+            // Read the request (whatever arrives within a second), answer the head, go quiet.
+            var ready = pollfd(fd: connection, events: Int16(POLLIN), revents: 0)
+            guard poll(&ready, 1, 1000) > 0 else { continue }
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            guard read(connection, &buffer, buffer.count) > 0, !stopped.load(ordering: .acquiring) else { continue }
+            _ = head.withUnsafeBytes { write(connection, $0.baseAddress, $0.count) }
+        }
     }
 }
