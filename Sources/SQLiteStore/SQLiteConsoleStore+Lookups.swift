@@ -25,13 +25,4 @@ extension SQLiteConsoleStore {
         }
         return backupId.map { LookupRow(pk: pk, backupId: $0) }
     }
-
-    /// Read on every call of every operation (is a cached operator or session still current?).
-    public func accessVersion() async throws(ConsoleError) -> Int64 {
-        try await readOne("reading the access version") { db in
-            let cursor = try RawCursor(db, sql: "SELECT version FROM access_version WHERE id = 1", texts: [])
-            defer { cursor.finish() }
-            return try cursor.step() ? cursor.int(0) : 0
-        }
-    }
 }
