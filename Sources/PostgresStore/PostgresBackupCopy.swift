@@ -56,24 +56,6 @@ public enum PostgresBackupCopy {
             }, tenant: tenant.rawValue, takeovers: last.flatMap(\.takesOver))
     }
 
-    /// ``prepare(tenant:_:)`` for a caller on the cooperative pool: a batch of 256 or more
-    /// renders on Dispatch's threads instead, so the pool's few threads stay free. Rendering a
-    /// large batch takes long (a debug build's seed of 1,000 backups, seconds), and a pool kept
-    /// busy that long stalls every other task of the process — among them the clients of open
-    /// transactions, which hold their locks meanwhile.
-    public static func prepareAside(tenant: TenantName, _ writes: [BackupWrite]) async throws(ConsoleError)
-        -> Prepared
-    {
-        guard writes.count >= 256 else { return try prepare(tenant: tenant, writes) }
-        let result = await withCheckedContinuation {
-            (done: CheckedContinuation<Result<Prepared, ConsoleError>, Never>) in
-            DispatchQueue.global().async {
-                done.resume(returning: Result { () throws(ConsoleError) in try prepare(tenant: tenant, writes) })
-            }
-        }
-        return try result.get()
-    }
-
     private static func render(tenant t: String, _ writes: ArraySlice<BackupWrite>) -> [CopyText] {
         var backups = CopyText()
         var blobs = CopyText()

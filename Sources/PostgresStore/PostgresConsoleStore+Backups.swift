@@ -90,7 +90,7 @@ extension PostgresConsoleStore {
     private func copy(tenant: TenantName, _ writes: [BackupWrite], audit: AuditDraft, what: String)
         async throws(ConsoleError)
     {
-        let prepared = try await PostgresBackupCopy.prepareAside(tenant: tenant, writes)
+        let prepared = try PostgresBackupCopy.prepare(tenant: tenant, writes)
         // An unknown tenant fails on the foreign keys, with SQLite's `not_found`.
         try await driver.transaction(what) { session in
             try await PostgresBackupCopy.write(prepared, on: session.connection, logger: database.logger)
