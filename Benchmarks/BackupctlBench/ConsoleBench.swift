@@ -22,15 +22,10 @@ struct ConsoleBench: BenchSuite {
         }
         let directory = scratchDirectory("console")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let dbPath = directory.appendingPathComponent("console.db").path
-        let store = try SQLiteConsoleStore(path: dbPath)
-        let access = AccessService(store: store)
-        let token = try await access.bootstrap(admin: try OperatorName("bench"))
-        let tokenText = token.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
-        let op = try await access.authenticate(token: token)
-        let session = try await access.session(operator: op, tenant: try TenantName("sandbox"))
         let backups = scale.pick(5_000, quick: 300)
-        _ = try await DataAdminService(store: store).seed(backups: backups, orphans: 0, seed: 9, session: session)
+        let seeded = try await SeededStore(in: directory, backups: backups)
+        let dbPath = seeded.path
+        let tokenText = seeded.tokenText
 
         var environment = ProcessInfo.processInfo.environment
         environment["BACKUPCTL_DB"] = dbPath
@@ -49,14 +44,7 @@ struct ConsoleBench: BenchSuite {
         }
 
         // A script of lookups over the seeded passkeys, cycled to the target length.
-        var keys: [String] = []
-        var after: String?
-        while true {
-            let rows = try await store.lookupRows(tenant: try TenantName("sandbox"), after: after, limit: 5000)
-            for row in rows where row.pk.hasPrefix("MAIN#PK|") { keys.append(String(row.pk.dropFirst(8))) }
-            guard rows.count == 5000, let last = rows.last else { break }
-            after = last.pk
-        }
+        let keys = try await seeded.passkeys()
         let lines = scale.pick(100_000, quick: 2_000)
         var script = ""
         script.reserveCapacity(lines * 40)

@@ -23,24 +23,11 @@ struct ServerBench: BenchSuite {
         }
         let directory = scratchDirectory("server")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let dbPath = directory.appendingPathComponent("console.db").path
-        let store = try SQLiteConsoleStore(path: dbPath)
-        let access = AccessService(store: store)
-        let token = try await access.bootstrap(admin: try OperatorName("bench"))
-        let op = try await access.authenticate(token: token)
-        let session = try await access.session(operator: op, tenant: try TenantName("sandbox"))
         let backups = scale.pick(5_000, quick: 300)
-        _ = try await DataAdminService(store: store).seed(backups: backups, orphans: 0, seed: 9, session: session)
-        var queries: [LookupQuery] = []
-        var after: String?
-        while true {
-            let rows = try await store.lookupRows(tenant: try TenantName("sandbox"), after: after, limit: 5000)
-            for row in rows where row.pk.hasPrefix("MAIN#PK|") {
-                queries.append(.passkey(credentialId: String(row.pk.dropFirst(8))))
-            }
-            guard rows.count == 5000, let last = rows.last else { break }
-            after = last.pk
-        }
+        let seeded = try await SeededStore(in: directory, backups: backups)
+        let dbPath = seeded.path
+        let token = seeded.token
+        let queries = try await seeded.passkeys().map { LookupQuery.passkey(credentialId: $0) }
         var serverEnvironment = ProcessInfo.processInfo.environment
         serverEnvironment["XDG_STATE_HOME"] = directory.appendingPathComponent("state").path
         // A production server does not check its own answers against the schema (the tests' do).

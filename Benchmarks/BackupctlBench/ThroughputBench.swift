@@ -23,31 +23,21 @@ struct ThroughputBench: BenchSuite {
         }
         let directory = scratchDirectory("throughput")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let dbPath = directory.appendingPathComponent("console.db").path
-        let store = try SQLiteConsoleStore(path: dbPath)
-        let access = AccessService(store: store)
-        let token = try await access.bootstrap(admin: try OperatorName("bench"))
-        let op = try await access.authenticate(token: token)
-        let tenant = try TenantName("sandbox")
-        let session = try await access.session(operator: op, tenant: tenant)
         let backups = scale.pick(5_000, quick: 300)
-        _ = try await DataAdminService(store: store).seed(backups: backups, orphans: 0, seed: 9, session: session)
-        guard
-            let key = try await store.lookupRows(tenant: tenant, after: nil, limit: 5000)
-                .first(where: { $0.pk.hasPrefix("MAIN#PK|") })?.pk.dropFirst(8)
-        else { return ["error": .text("the seed has no passkey")] }
+        let seeded = try await SeededStore(in: directory, backups: backups)
+        guard let key = try await seeded.passkeys().first else { return ["error": .text("the seed has no passkey")] }
 
         var serverEnvironment = environment
         serverEnvironment["XDG_STATE_HOME"] = directory.appendingPathComponent("state").path
         // A production server does not check its own answers against the schema.
         serverEnvironment["BACKUPCTL_CHECK_ANSWERS"] = "0"
         let server = try await ServerProcess.serve(
-            db: dbPath, arguments: ["--operator-rate", "0", "--probe-listen", "127.0.0.1:0"],
+            db: seeded.path, arguments: ["--operator-rate", "0", "--probe-listen", "127.0.0.1:0"],
             environment: serverEnvironment)
         defer { server.killNow() }
         guard let probes = server.probesURL else { return ["error": .text("serve announced no probe listener")] }
 
-        let tokenText = token.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+        let tokenText = seeded.tokenText
         let script = directory.appendingPathComponent("lookup.lua")
         try """
         wrk.method = "POST"
