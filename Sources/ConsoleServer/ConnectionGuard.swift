@@ -71,7 +71,7 @@ final class ConnectionWatch: @unchecked Sendable {
         guard !isWritable, let channel else { return }
         let registry = registry
         writeDeadline = channel.eventLoop.scheduleTask(in: limits.writeTimeout) {
-            registry.countClosed("write_timeout")
+            registry.countClosed("write_timeout", address: channel.remoteAddress?.ipAddress ?? "unknown")
             channel.close(promise: nil)
         }
     }
@@ -89,7 +89,7 @@ final class ConnectionWatch: @unchecked Sendable {
         guard let channel else { return }
         let registry = registry
         deadline = channel.eventLoop.scheduleTask(in: timeout) {
-            registry.countClosed(reason)
+            registry.countClosed(reason, address: channel.remoteAddress?.ipAddress ?? "unknown")
             channel.close(promise: nil)
         }
     }

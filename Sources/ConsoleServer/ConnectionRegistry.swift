@@ -1,5 +1,6 @@
 import Foundation
 import HummingbirdCore
+import Logging
 import NIOCore
 
 /// Every open connection of a server, with the phase it is in, so that nobody without a token
@@ -69,7 +70,20 @@ final class ConnectionRegistry: @unchecked Sendable {
     /// Connections closed by this registry, by reason (for metrics and tests).
     private var closedCounts: [String: Int] = [:]
 
-    init(limits: ConnectionLimits) { self.limits = limits }
+    /// Where each connection the registry closes or refuses is logged (`info`, with its
+    /// reason): a client cut off by a deadline or a cap can be told from a server that failed.
+    private let logger: Logger?
+
+    init(limits: ConnectionLimits, logger: Logger? = nil) {
+        self.limits = limits
+        self.logger = logger
+    }
+
+    /// Counts (under the lock) and logs a connection closed or refused for `reason`.
+    private func noteClosed(_ reason: String, address: String) {
+        closedCounts[reason, default: 0] += 1
+        logger?.info("closed a connection", metadata: ["reason": "\(reason)", "address": "\(address)"])
+    }
 
     /// Takes a new connection in: served (evicting an older one if a cap is reached), kept
     /// waiting while every served one is busy, or refused past its address's cap.
@@ -80,7 +94,7 @@ final class ConnectionRegistry: @unchecked Sendable {
         let admission = lock.withLock { () -> Admission in
             if perAddress[address, default: 0] >= limits.maxPerAddress {
                 guard let id = oldestEvictable(address: address), let victim = evict(id, reason: "address_cap") else {
-                    closedCounts["address_refused", default: 0] += 1
+                    noteClosed("address_refused", address: address)
                     return .refuse
                 }
                 victims.append(victim)
@@ -92,7 +106,7 @@ final class ConnectionRegistry: @unchecked Sendable {
                 } else if queue.count < maxWaiting {
                     admission = .wait
                 } else {
-                    closedCounts["server_refused", default: 0] += 1
+                    noteClosed("server_refused", address: address)
                     return .refuse
                 }
             }
@@ -141,8 +155,8 @@ final class ConnectionRegistry: @unchecked Sendable {
     }
 
     /// Counts a connection the guard closed (a timeout), by reason.
-    func countClosed(_ reason: String) {
-        lock.withLock { closedCounts[reason, default: 0] += 1 }
+    func countClosed(_ reason: String, address: String) {
+        lock.withLock { noteClosed(reason, address: address) }
     }
 
     /// Whether the listening socket may be read (a connection accepted) now: there is room for
@@ -210,7 +224,7 @@ final class ConnectionRegistry: @unchecked Sendable {
         guard var entry = entries[id], !entry.evicted else { return nil }
         entry.evicted = true
         entries[id] = entry
-        closedCounts[reason, default: 0] += 1
+        noteClosed(reason, address: entry.address)
         release(address: entry.address)
         return entry.channel
     }

@@ -107,7 +107,7 @@ public struct ConsoleServer: Sendable {
         self.console = console
         self.configuration = configuration
         self.logger = logger
-        registry = ConnectionRegistry(limits: configuration.connections)
+        registry = ConnectionRegistry(limits: configuration.connections, logger: logger)
         handler = RequestHandler(
             console: console, metrics: ServerMetrics(), limiter: RequestLimiter(configuration.requestLimits),
             connections: registry, logger: logger, operations: operations)

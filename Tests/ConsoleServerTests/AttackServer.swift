@@ -23,9 +23,9 @@ final class AttackServer: @unchecked Sendable {
 
     /// Starts `serve --listen 127.0.0.1:0 --db DB ARGUMENTS`; `prepare` runs first, in the
     /// workspace directory (import roots, key files), which `{dir}` in an argument names.
-    static func start(_ arguments: [String] = [], prepare: (URL) throws -> Void = { _ in }) async throws
-        -> AttackServer
-    {
+    static func start(
+        _ arguments: [String] = [], environment extra: [String: String] = [:], prepare: (URL) throws -> Void = { _ in }
+    ) async throws -> AttackServer {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("attack-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         try prepare(directory)
@@ -36,7 +36,7 @@ final class AttackServer: @unchecked Sendable {
             "XDG_STATE_HOME": directory.appendingPathComponent("state").path,
             "XDG_DATA_HOME": directory.appendingPathComponent("data").path,
             "XDG_CONFIG_HOME": directory.appendingPathComponent("config").path,
-        ]
+        ].merging(extra) { $1 }
         let server: ServerProcess
         do {
             server = try await ServerProcess.serve(
@@ -73,10 +73,10 @@ final class AttackServer: @unchecked Sendable {
 
     /// Runs `body` against a fresh server, then stops it (also when `body` throws).
     static func with(
-        _ arguments: [String] = [], prepare: (URL) throws -> Void = { _ in },
+        _ arguments: [String] = [], environment: [String: String] = [:], prepare: (URL) throws -> Void = { _ in },
         _ body: (AttackServer) async throws -> Void
     ) async throws {
-        let server = try await start(arguments, prepare: prepare)
+        let server = try await start(arguments, environment: environment, prepare: prepare)
         do {
             try await body(server)
         } catch {

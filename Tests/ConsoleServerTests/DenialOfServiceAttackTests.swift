@@ -19,7 +19,7 @@ import Testing
     }
 
     @Test func slowHeadersAreCutOffAtTheHeaderTimeoutWhileTheOperatorIsServed() async throws {
-        try await AttackServer.with(["--header-timeout", "1"]) { server in
+        try await AttackServer.with(["--header-timeout", "1"], environment: ["BACKUPCTL_LOG_LEVEL": "info"]) { server in
             let slow = try (0..<8).map { _ in try RawConnection(port: server.port, from: "127.0.0.2") }
             for connection in slow { connection.send(Self.partialHead) }
             // One more header byte from each every 100 ms, for at most 10 s: the head never
@@ -41,6 +41,10 @@ import Testing
             #expect(
                 metrics?.body.contains(#"backupctl_connections_closed_total{reason="header_timeout"} 9"#) == true,
                 "\(metrics?.body ?? "")")
+            // And in the log (at info), each with its reason and address.
+            let closings = server.server.stderr.split(separator: "\n").filter { $0.contains("closed a connection") }
+            #expect(closings.count == 9, "\(server.server.stderr)")
+            #expect(closings.allSatisfy { $0.contains("reason=header_timeout") && $0.contains("address=127.0.0.2") })
         }
     }
 

@@ -5,7 +5,7 @@ import Synchronization
 
 /// A streamed job for the tests only (served by a test's ``ServerFixture``, never by
 /// `backupctl serve`): it reports progress 1 of 2, waits for its gate to open — or for its
-/// caller to go — and finishes.
+/// caller to go — and finishes (it waits at most 300 s, like ``SlowPlainOperation``).
 struct SlowOperation: ConsoleOperation {
     static let name = "test.slow"
     static let streams = true
@@ -14,7 +14,7 @@ struct SlowOperation: ConsoleOperation {
     func run(_ context: any OperationContext) async throws(ConsoleError) -> Done {
         _ = try await context.operatorRecord()
         try context.progress(ProgressEvent(done: 1, total: 2))
-        for _ in 0..<3000 {
+        for _ in 0..<30_000 {
             if Gates.isOpen(gate) { break }
             if context.isCancelled {
                 Gates.noteCancelled(gate)
