@@ -48,6 +48,10 @@ extension RequestHandler {
         }
         var headers = HTTPFields()
         headers[.contentType] = Wire.jsonLines
+        // The body is read beside the answer (to see the client go), which leaves the connection
+        // unusable for another request: it closes when the answer ends, and says so, so that a
+        // client does not send its next request on it (a race it loses on a busy server).
+        headers[.connection] = "close"
         return Response(
             status: .ok, headers: headers,
             body: ResponseBody { writer in

@@ -62,6 +62,9 @@ import Testing
             let ran = try await Self.send(
                 fixture, "/v1/ops/seed", bearer: root, headers: tenant, body: #"{"backups":3,"orphans":0,"seed":1}"#)
             #expect(ran.status == 200 && ran.headers["Content-Type"].first == Wire.jsonLines)
+            // Its connection closes with the answer, and the answer says so: a client that sent
+            // its next request on it would lose that request.
+            #expect(ran.headers["Connection"].first == "close")
             #expect(ran.body.split(separator: "\n").last?.hasPrefix(#"{"result":"#) == true, "\(ran.body)")
         }
     }
