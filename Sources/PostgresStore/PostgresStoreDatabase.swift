@@ -33,20 +33,16 @@ public final class PostgresStoreDatabase: Service, Sendable {
     ///   or `usage` for TLS settings that cannot be loaded.
     public func start() async throws(ConsoleError) {
         try await checkReachable()
-        let (running, signal) = AsyncStream.makeStream(of: Void.self)
-        let started = runner.withLock { task in
-            guard task == nil else { return false }
-            task = Task { [client] in
-                signal.finish()
-                await client.run()
-            }
-            return true
+        // A lease before `run()` has begun is served anyway, but the pool warns about it on the
+        // operator's terminal ("run() hasn't been called yet"). `run()` marks itself running
+        // before its first suspension, and an immediate task runs it on this thread up to that
+        // suspension: once `start()` returns, the pool is marked running. (A plain task could
+        // start on another core after the first lease: a signal sent from it just before
+        // `run()` did not order the two, and a loaded run saw the warning.)
+        runner.withLock { task in
+            guard task == nil else { return }
+            task = Task.immediate { [client] in await client.run() }
         }
-        // The first lease waits until `run()` has begun: the pool would serve it anyway, but
-        // warns on the operator's terminal ("run() hasn't been called yet") in one command of
-        // two. `run()` marks itself running before its first suspension, and this task resumes
-        // only after the runner's thread has gone on into it.
-        if started { for await _ in running {} }
     }
 
     /// Stops the pool started by ``start()`` and waits for its connections to close; safe to
