@@ -86,6 +86,12 @@ final class KeepAliveClient: Sendable {
                 // The server closed the kept connection before the request reached it.
             }
         }
+        // A new connection the server closed before the request was written (at its cap, or
+        // past its head deadline on a busy machine) is replaced once.
+        do {
+            let fresh = try await connect()
+            return try await send(on: fresh, head: head, body: body, timeout: timeout, maxAnswer: maxAnswer)
+        } catch Failure.notSent(let inner) where RemoteConsole.tlsFailure(inner) == nil {}
         let fresh = try await connect()
         return try await send(on: fresh, head: head, body: body, timeout: timeout, maxAnswer: maxAnswer)
     }
@@ -166,9 +172,10 @@ final class KeepAliveClient: Sendable {
             }.get()
             return Connection(channel: channel, handler: handler, idleSince: .now())
         } catch {
-            // The connection died before it could be used (a TLS handshake refused): its own error.
+            // The connection died before it could be used: its own error (a TLS handshake
+            // refused), or, closed by the server without one, a request not sent.
             channel.close(promise: nil)
-            throw failure.value ?? error
+            throw Failure.notSent(failure.value ?? ChannelError.ioOnClosedChannel)
         }
     }
 
@@ -291,7 +298,15 @@ final class ExchangeHandler: ChannelInboundHandler {
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         connectionError = connectionError ?? error
         failure.keep(error)
-        fail(error)
+        // Before the whole request was written the server cannot have acted on it; after, a
+        // connection reset before any answer is the connection closing before the answer.
+        if !written {
+            fail(KeepAliveClient.Failure.notSent(error))
+        } else if error is IOError, status == nil {
+            fail(KeepAliveClient.Failure.closedBeforeAnswer)
+        } else {
+            fail(error)
+        }
         context.close(promise: nil)
     }
 

@@ -86,6 +86,36 @@ import Testing
         }
     }
 
+    @Test func aNewConnectionTheServerClosesAtOnceIsReplacedOnceAndTheRequestSentOnce() async throws {
+        // Closed before the request was written: the server cannot have acted, so one new
+        // connection is tried. The client may also have written it before the close reached it;
+        // then it must not send it again, and says the connection closed before the answer.
+        // Never a bare socket or pipeline error.
+        let server = try await ScriptedServer(closingFirst: 1)
+        let client = try KeepAliveClient(host: "127.0.0.1", port: server.port, tls: nil)
+        do {
+            let answer = try await exchange(client, "/echo", body: "one")
+            #expect(answer.status == 200 && answer.body == "one")
+            #expect(server.counts.connections == 2 && server.counts.requests == 1)
+        } catch KeepAliveClient.Failure.closedBeforeAnswer {
+            #expect(server.counts.connections == 1 && server.counts.requests == 0)
+        }
+        try await server.stop()
+        // At most once more: a server that closes every connection is an error, named as one.
+        let closing = try await ScriptedServer(closingFirst: 3)
+        let refused = try KeepAliveClient(host: "127.0.0.1", port: closing.port, tls: nil)
+        await #expect {
+            _ = try await exchange(refused, "/echo", body: "two")
+        } throws: { error in
+            switch error as? KeepAliveClient.Failure {
+            case .notSent?, .closedBeforeAnswer?: true
+            default: false
+            }
+        }
+        #expect(closing.counts.connections <= 2 && closing.counts.requests == 0)
+        try await closing.stop()
+    }
+
     @Test func aConnectionDroppedAfterTheRequestIsAnErrorNotARetry() async throws {
         try await withServer { server, client in
             await #expect {

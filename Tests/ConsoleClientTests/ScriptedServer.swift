@@ -9,7 +9,9 @@ import Synchronization
 /// answers twice. Made with `redirectingTo: PORT`, it answers every request with a 307 to
 /// the same path on 127.0.0.2:PORT instead.
 /// It counts connections and requests, and can close every connection it holds (as a server
-/// does when a kept connection has been idle too long).
+/// does when a kept connection has been idle too long). Made with `closingFirst: N`, it closes
+/// each of its first N connections as soon as it accepts it (as a server at its cap, or past a
+/// deadline, does), before any byte is read.
 final class ScriptedServer: Sendable {
     struct Counts: Sendable, Equatable {
         var connections = 0
@@ -27,17 +29,30 @@ final class ScriptedServer: Sendable {
         /// Resumed with each request's path as it arrives.
         let arrivals: AsyncStream<String>
         let arrived: AsyncStream<String>.Continuation
+        /// Connections still to close at once.
+        let toClose: Mutex<Int>
 
-        init() { (arrivals, arrived) = AsyncStream.makeStream(of: String.self) }
+        init(closingFirst: Int) {
+            (arrivals, arrived) = AsyncStream.makeStream(of: String.self)
+            toClose = Mutex(closingFirst)
+        }
     }
 
-    init(host: String = "127.0.0.1", redirectingTo target: Int? = nil) async throws {
-        let state = State()
+    init(host: String = "127.0.0.1", redirectingTo target: Int? = nil, closingFirst: Int = 0) async throws {
+        let state = State(closingFirst: closingFirst)
         channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     state.counts.withLock { $0.connections += 1 }
+                    let close = state.toClose.withLock { left in
+                        defer { left = max(0, left - 1) }
+                        return left > 0
+                    }
+                    if close {
+                        channel.close(promise: nil)
+                        return
+                    }
                     state.open.withLock { $0[ObjectIdentifier(channel)] = channel }
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withPipeliningAssistance: false)
                     try channel.pipeline.syncOperations.addHandler(Responder(state: state, redirect: target))
