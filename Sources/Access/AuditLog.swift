@@ -112,7 +112,8 @@ public struct AuditLog: Sendable {
         {
             throw .invalid(
                 "invalid_action",
-                "--action must be an action like backup.show or a family like reset., got \(action.prefix(64)).")
+                "--action must be an action like backup.show or a family like reset., got \(SecretShape.excerpt(action, limit: 64))."
+            )
         }
         return try await store.auditEntries(
             AuditQuery(

@@ -9,7 +9,7 @@ enum OutputFormat: String, CaseIterable, ExpressibleByArgument {
 
     static func parse(_ text: String) throws(ConsoleError) -> OutputFormat {
         guard let format = OutputFormat(rawValue: text) else {
-            throw .usage("--format must be table, json, yaml or csv, got \(text.prefix(40)).")
+            throw .usage("--format must be table, json, yaml or csv, got \(SecretShape.excerpt(text, limit: 40)).")
         }
         return format
     }
@@ -21,7 +21,7 @@ enum ColorMode: String, CaseIterable, ExpressibleByArgument {
 
     static func parse(_ text: String) throws(ConsoleError) -> ColorMode {
         guard let mode = ColorMode(rawValue: text) else {
-            throw .usage("--color must be auto, always or never, got \(text.prefix(40)).")
+            throw .usage("--color must be auto, always or never, got \(SecretShape.excerpt(text, limit: 40)).")
         }
         return mode
     }

@@ -1,3 +1,4 @@
+import BackupModel
 import Foundation
 
 /// The REPL history file: `$XDG_STATE_HOME/backupctl/history`, mode 0600, and never a line

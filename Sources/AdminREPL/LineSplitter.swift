@@ -46,7 +46,7 @@ enum LineSplitter {
                 inWord = true
             }
         }
-        if quote != nil { throw .usage("Unterminated quote in: \(line.prefix(60))") }
+        if quote != nil { throw .usage("Unterminated quote in: \(SecretShape.excerpt(line, limit: 60))") }
         if escape { throw .usage("The line ends with a lone backslash.") }
         if inWord { words.append(current) }
         return words

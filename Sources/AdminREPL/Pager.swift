@@ -1,3 +1,4 @@
+import BackupModel
 import Foundation
 
 #if canImport(Glibc)

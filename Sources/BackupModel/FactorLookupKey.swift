@@ -88,6 +88,6 @@ public struct FactorLookupKey: Sendable, Hashable, Comparable, CustomStringConve
     public static func < (a: FactorLookupKey, b: FactorLookupKey) -> Bool { a.rawValue < b.rawValue }
 
     static func invalid(_ text: String, _ reason: String) -> ConsoleError {
-        .invalid("invalid_lookup_key", "Invalid FactorLookup key \"\(text.prefix(80))\": \(reason).")
+        .invalid("invalid_lookup_key", "Invalid FactorLookup key \(SecretShape.quoted(text, limit: 80)): \(reason).")
     }
 }

@@ -19,7 +19,8 @@ public enum Role: Int, Sendable, Comparable, CaseIterable, Codable, CustomString
     public init(name: String) throws(ConsoleError) {
         guard let role = Role.allCases.first(where: { $0.name == name.lowercased() }) else {
             throw .invalid(
-                "invalid_role", "Invalid role \"\(name.prefix(20))\": expected viewer, support, cleaner or admin.")
+                "invalid_role",
+                "Invalid role \(SecretShape.quoted(name, limit: 20)): expected viewer, support, cleaner or admin.")
         }
         self = role
     }

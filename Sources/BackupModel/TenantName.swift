@@ -10,7 +10,7 @@ public struct TenantName: Sendable, Hashable, Comparable, Codable, CustomStringC
         else {
             throw .invalid(
                 "invalid_tenant_name",
-                "Invalid tenant name \"\(text.prefix(40))\": expected 1-32 characters of a-z, 0-9 and '-', starting with a letter."
+                "Invalid tenant name \(SecretShape.quoted(text, limit: 40)): expected 1-32 characters of a-z, 0-9 and '-', starting with a letter."
             )
         }
         rawValue = text
@@ -45,7 +45,7 @@ public struct OperatorName: Sendable, Hashable, Comparable, Codable, CustomStrin
         else {
             throw .invalid(
                 "invalid_operator_name",
-                "Invalid operator name \"\(text.prefix(40))\": expected 1-64 characters of a-z, 0-9, '-', '.', '_', starting with a letter."
+                "Invalid operator name \(SecretShape.quoted(text, limit: 40)): expected 1-64 characters of a-z, 0-9, '-', '.', '_', starting with a letter."
             )
         }
         rawValue = text

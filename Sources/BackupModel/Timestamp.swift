@@ -78,7 +78,8 @@ public struct Timestamp: Sendable, Equatable, Comparable, Codable, CustomStringC
                 throw DecodingError.dataCorruptedError(
                     in: c,
                     debugDescription:
-                        "createdAt must be RFC 3339 (years 0001-9999) or unix seconds, got \"\(text.prefix(40))\"")
+                        "createdAt must be RFC 3339 (years 0001-9999) or unix seconds, got \(SecretShape.quoted(text, limit: 40))"
+                )
             }
             self = t
         }

@@ -66,7 +66,7 @@ enum HTTPAnswer {
 
     /// 405 with the methods the route takes.
     static func wrongMethod(_ path: Substring, allow: String) -> Response {
-        var response = error(.usage("\(path.prefix(64)) takes \(allow)."), status: 405)
+        var response = error(.usage("\(SecretShape.excerpt(path, limit: 64)) takes \(allow)."), status: 405)
         response.headers[.allow] = allow
         return response
     }

@@ -34,7 +34,9 @@ public struct ListenAddress: Sendable, Equatable {
     }
 
     private static func invalid(_ text: String) -> ConsoleError {
-        .usage("--listen must be HOST:PORT (e.g. 127.0.0.1:8443, [::1]:8443), got \(text.prefix(80)).")
+        .usage(
+            "--listen must be HOST:PORT (e.g. 127.0.0.1:8443, [::1]:8443), got \(SecretShape.excerpt(text, limit: 80))."
+        )
     }
 
     /// Whether only this machine can connect: 127.0.0.0/8, ::1 or `localhost`.

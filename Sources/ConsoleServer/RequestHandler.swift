@@ -79,7 +79,8 @@ final class RequestHandler: Sendable {
                     HTTPAnswer.error(
                         ConsoleError(
                             .notFound, code: "unknown_operation",
-                            "This server has no operation \(name.prefix(64)); it may be older than the console.")))
+                            "This server has no operation \(SecretShape.excerpt(name, limit: 64)); it may be older than the console."
+                        )))
             }
             guard request.method == .post else {
                 return record(name, started, HTTPAnswer.wrongMethod(path[...], allow: "POST"))
@@ -105,7 +106,8 @@ final class RequestHandler: Sendable {
         case "/openapi.json":
             return record("openapi", started, HTTPAnswer.json(200, document.json))
         default:
-            return record("unknown", started, HTTPAnswer.error(.notFound("No route \(path.prefix(64)).")))
+            return record(
+                "unknown", started, HTTPAnswer.error(.notFound("No route \(SecretShape.excerpt(path, limit: 64)).")))
         }
     }
 

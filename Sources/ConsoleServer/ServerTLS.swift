@@ -16,7 +16,7 @@ public enum ServerTLS {
         /// - Throws: `usage` for anything else (1.0 and 1.1 are not offered).
         public init(parsing text: String) throws(ConsoleError) {
             guard let version = Version(rawValue: text) else {
-                throw .usage("--tls-min-version must be 1.2 or 1.3, got \(text.prefix(16)).")
+                throw .usage("--tls-min-version must be 1.2 or 1.3, got \(SecretShape.excerpt(text, limit: 16)).")
             }
             self = version
         }

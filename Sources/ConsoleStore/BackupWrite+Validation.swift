@@ -45,7 +45,8 @@ extension BackupWrite {
     public static func checkKey(_ pk: String) throws(ConsoleError) {
         guard pk.hasPrefix("MAIN#") || pk.hasPrefix("SYNC#") else {
             throw ConsoleError.invalid(
-                "invalid_lookup_key", "Invalid FactorLookup key \"\(pk.prefix(80))\": the scope must be MAIN or SYNC.")
+                "invalid_lookup_key",
+                "Invalid FactorLookup key \(SecretShape.quoted(pk, limit: 80)): the scope must be MAIN or SYNC.")
         }
     }
 }

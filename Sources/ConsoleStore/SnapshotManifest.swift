@@ -32,7 +32,7 @@ public struct SnapshotManifest: Sendable, Equatable {
         }
         let unknown = Set(object.keys).subtracting(["snapshotAt", "complete"])
         guard unknown.isEmpty else {
-            throw invalid("unknown field \(unknown.sorted().first.map { "\"\($0.prefix(32))\"" } ?? "")")
+            throw invalid("unknown field \(unknown.sorted().first.map { SecretShape.quoted($0, limit: 32) } ?? "")")
         }
         struct Raw: Decodable {
             var snapshotAt: String

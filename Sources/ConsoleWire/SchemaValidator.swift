@@ -131,7 +131,7 @@ public struct SchemaValidator: Sendable {
         case .bool(let flag): String(flag)
         case .int(let number): String(number)
         case .double(let number): String(number)
-        case .string(let text): "\"\(text.prefix(40))\""
+        case .string(let text): SecretShape.quoted(text, limit: 40)
         case .array: "an array"
         case .object: "an object"
         }

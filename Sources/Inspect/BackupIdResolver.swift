@@ -40,14 +40,15 @@ public struct BackupIdResolver: Sendable {
                 tenant: tenant, prefix: pattern.prefix, limit: Self.listedCandidates + 1)
         }
         guard let first = matches.first else {
-            throw ConsoleError.notFound("No backup id in tenant \(tenant) starts with \(typed.prefix(80)).")
+            throw ConsoleError.notFound(
+                "No backup id in tenant \(tenant) starts with \(SecretShape.excerpt(typed, limit: 80)).")
         }
         guard matches.count == 1 else {
             let shown = matches.prefix(Self.listedCandidates)
             let more = matches.count > Self.listedCandidates ? ", and more" : ""
             throw ConsoleError.invalid(
                 "ambiguous_id",
-                "\(typed.prefix(80)) matches several backups in tenant \(tenant); give more digits. Candidates: "
+                "\(SecretShape.excerpt(typed, limit: 80)) matches several backups in tenant \(tenant); give more digits. Candidates: "
                     + shown.joined(separator: ", ") + more + ".")
         }
         return first
@@ -76,6 +77,6 @@ public struct BackupIdResolver: Sendable {
     }
 
     static func invalid(_ typed: String, _ reason: String) -> ConsoleError {
-        .invalid("invalid_backup_account_id", "Invalid backup id \"\(typed.prefix(80))\": \(reason).")
+        .invalid("invalid_backup_account_id", "Invalid backup id \(SecretShape.quoted(typed, limit: 80)): \(reason).")
     }
 }

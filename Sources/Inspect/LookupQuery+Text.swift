@@ -18,7 +18,9 @@ extension LookupQuery {
         case ("oidc", 3): self = .oidc(provider: words[1], sub: words[2])
         case ("keypair", 2): self = .keypair(publicKey: words[1], sync: false)
         case ("keypair", 3) where words[2] == "--sync": self = .keypair(publicKey: words[1], sync: true)
-        default: throw Self.badQuery("\"\(first.prefix(24))\" with \(words.count - 1) more word(s) is none of them")
+        default:
+            throw Self.badQuery(
+                "\(SecretShape.quoted(first, limit: 24)) with \(words.count - 1) more word(s) is none of them")
         }
     }
 

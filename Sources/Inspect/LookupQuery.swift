@@ -64,7 +64,7 @@ public enum LookupQuery: Sendable, Equatable, Codable {
         guard !out.isEmpty else {
             throw .invalid(
                 "invalid_credential_id",
-                "Invalid CREDENTIAL_ID \"\(text.prefix(24))\": expected base64url (padded or not), standard base64 or hex."
+                "Invalid CREDENTIAL_ID \(SecretShape.quoted(text, limit: 24)): expected base64url (padded or not), standard base64 or hex."
             )
         }
         return out
@@ -75,7 +75,7 @@ public enum LookupQuery: Sendable, Equatable, Codable {
         guard let provider = OIDCProvider(name: trimmed(raw)) else {
             throw .invalid(
                 "invalid_provider",
-                "Invalid OIDC provider \"\(raw.prefix(40))\": expected google, apple, \(OIDCProvider.google.issuer) "
+                "Invalid OIDC provider \(SecretShape.quoted(raw, limit: 40)): expected google, apple, \(OIDCProvider.google.issuer) "
                     + "or \(OIDCProvider.apple.issuer).")
         }
         return provider.issuer
@@ -100,7 +100,8 @@ public enum LookupQuery: Sendable, Equatable, Codable {
         guard let bytes else {
             throw .invalid(
                 "invalid_public_key",
-                "Invalid PUBLIC_KEY \"\(text.prefix(24))\": expected a 33- or 65-byte P-256 key as base64 or hex.")
+                "Invalid PUBLIC_KEY \(SecretShape.quoted(text, limit: 24)): expected a 33- or 65-byte P-256 key as base64 or hex."
+            )
         }
         if bytes.count == 65 { return Base64.encode(bytes) }
         do {

@@ -186,7 +186,8 @@ public struct ResetWalkthrough: Sendable {
         var updated = teardown
         for (subOrgId, header) in pasted {
             guard let index = updated.firstIndex(where: { $0.subOrgId == subOrgId }) else {
-                throw .invalid("invalid_stamp", "Sub-org \(subOrgId.prefix(64)) is not part of this reset.")
+                throw .invalid(
+                    "invalid_stamp", "Sub-org \(SecretShape.excerpt(subOrgId, limit: 64)) is not part of this reset.")
             }
             let stamp = try TurnkeyStamp(headerValue: header)
             guard stamp.scheme == .secp256k1, stamp.publicKey == backupKey else {

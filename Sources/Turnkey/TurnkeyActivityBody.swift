@@ -56,7 +56,7 @@ public struct TurnkeyActivityBody: Sendable, Equatable, CustomStringConvertible 
         guard ok else {
             throw .invalid(
                 "invalid_suborg_id",
-                "Invalid Turnkey sub-organization id \"\(id.prefix(64))\": expected 1-64 characters of A-Z, a-z, 0-9, '-' or '_' (a UUID)."
+                "Invalid Turnkey sub-organization id \(SecretShape.quoted(id, limit: 64)): expected 1-64 characters of A-Z, a-z, 0-9, '-' or '_' (a UUID)."
             )
         }
     }

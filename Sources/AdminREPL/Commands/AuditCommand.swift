@@ -79,7 +79,8 @@ struct AuditCommand: ParsableCommand {
             } catch {
                 throw .invalid(
                     "invalid_since",
-                    "--since must be a duration ago (24h, 7d) or a date (2026-11-01), got \(text.prefix(40)).")
+                    "--since must be a duration ago (24h, 7d) or a date (2026-11-01), got \(SecretShape.excerpt(text, limit: 40))."
+                )
             }
         }
 

@@ -30,14 +30,16 @@ struct BackupsCommand: ParsableCommand {
                 guard let kind = BackupList.FactorKindFilter(rawValue: factorKind) else {
                     throw ConsoleError.invalid(
                         "invalid_factor_kind",
-                        "--factor-kind must be passkey, oidc or keypair, got \(factorKind.prefix(40)).")
+                        "--factor-kind must be passkey, oidc or keypair, got \(SecretShape.excerpt(factorKind, limit: 40))."
+                    )
                 }
                 query.factorKind = kind
             }
             if let health {
                 guard let status = HealthStatus(rawValue: health) else {
                     throw ConsoleError.invalid(
-                        "invalid_health", "--health must be ok, warn or fail, got \(health.prefix(40)).")
+                        "invalid_health",
+                        "--health must be ok, warn or fail, got \(SecretShape.excerpt(health, limit: 40)).")
                 }
                 query.health = status
             }

@@ -19,7 +19,8 @@ struct GraceDuration: ExpressibleByArgument, Sendable, Equatable {
         }
         guard let value = Int(number), value >= 0, value <= 365 * 86_400 / scale else {
             throw .invalid(
-                "invalid_duration", "--grace must be a duration like 0, 90s, 30m, 24h or 2d, got \(text.prefix(64)).")
+                "invalid_duration",
+                "--grace must be a duration like 0, 90s, 30m, 24h or 2d, got \(SecretShape.excerpt(text, limit: 64)).")
         }
         seconds = value * scale
     }

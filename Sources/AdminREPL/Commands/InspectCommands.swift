@@ -120,7 +120,7 @@ struct CheckCommand: ConsoleCommand, ListsRecords {
         guard let name = HealthCheckName(rawValue: text) else {
             throw ConsoleError.invalid(
                 "unknown_check",
-                "Unknown check \"\(text.prefix(40))\"; the checks are "
+                "Unknown check \(SecretShape.quoted(text, limit: 40)); the checks are "
                     + HealthCheckName.allCases.map(\.rawValue).joined(separator: ", ") + " (with --turnkey also "
                     + LiveCheckName.allCases.map(\.rawValue).joined(separator: ", ") + ").")
         }

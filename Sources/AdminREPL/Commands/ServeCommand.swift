@@ -164,7 +164,8 @@ struct ServeCommand: ConsoleCommand {
             await console.close()
             throw ConsoleError(
                 .invalidInput, code: "listen_failed",
-                "backupctl serve could not run on \(listen.prefix(80)): \(String(describing: error).prefix(200)).")
+                "backupctl serve could not run on \(SecretShape.excerpt(listen, limit: 80)): \(String(describing: error).prefix(200))."
+            )
         }
         return .empty
     }

@@ -66,7 +66,8 @@ struct SimulateCommand: ConsoleCommand {
         if let start {
             guard let time = Timestamp(rfc3339: start) else {
                 throw ConsoleError.invalid(
-                    "invalid_simulation", "--start must be an RFC 3339 time, got \(start.prefix(40)).")
+                    "invalid_simulation",
+                    "--start must be an RFC 3339 time, got \(SecretShape.excerpt(start, limit: 40)).")
             }
             options.start = time.seconds / 86_400 * 86_400
         }

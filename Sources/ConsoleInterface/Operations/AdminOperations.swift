@@ -94,7 +94,8 @@ public struct OperatorRightOperation: ConsoleOperation {
     public func run(_ context: any OperationContext) async throws(ConsoleError) -> Output {
         let name = try OperatorName(operatorName)
         guard right == AccessService.tenantsCreate else {
-            throw .usage("--right must be \(AccessService.tenantsCreate), got \(right.prefix(40)).")
+            throw .usage(
+                "--right must be \(AccessService.tenantsCreate), got \(SecretShape.excerpt(right, limit: 40)).")
         }
         try await context.access.setTenantCreation(name, allowed: allowed, by: try context.operatorRecord())
         context.forgetSessions()

@@ -1,5 +1,3 @@
-import BackupModel
-
 /// The one secret filter of the console: what a root key, private key, operator token or reset
 /// token looks like in a line of text (history, error messages), and which environment
 /// variables carry one (the pager's environment).
@@ -18,14 +16,14 @@ import BackupModel
 /// `*PRIVATE*`, `*API_KEY*`, `*ROOT_KEY*`, `*CREDENTIAL*`, `*COOKIE*`, `*SESSION*`, `*_PAT`, a
 /// URL with credentials (`postgres://u:PASS@…`) whatever its name, and any value of a secret's
 /// shape.
-enum SecretShape {
+public enum SecretShape {
     /// Whether the line holds anything secret-shaped.
-    static func appears(in line: String, halfKeys: Bool = true) -> Bool {
+    public static func appears(in line: String, halfKeys: Bool = true) -> Bool {
         !secretRanges(line, halfKeys: halfKeys).isEmpty
     }
 
     /// `line` with each secret-shaped stretch replaced by `<withheld>`.
-    static func redact(_ line: String) -> String {
+    public static func redact(_ line: String) -> String {
         let ranges = merged(secretRanges(line, halfKeys: true))
         guard !ranges.isEmpty else { return line }
         var out = line
@@ -33,8 +31,23 @@ enum SecretShape {
         return out
     }
 
+    /// How an error quotes what it was given: the first `limit` characters in double quotes, or
+    /// `<withheld>` when the text holds anything secret-shaped. The whole text is judged before
+    /// it is cut, since the first 24 characters of a pasted private key are too short to look
+    /// like one and are still most of its secret.
+    public static func quoted(_ text: some StringProtocol, limit: Int) -> String {
+        let whole = String(text)
+        return appears(in: whole) ? "<withheld>" : "\"" + whole.prefix(limit) + "\""
+    }
+
+    /// ``quoted(_:limit:)`` without the quotes: the first `limit` characters, or `<withheld>`.
+    public static func excerpt(_ text: some StringProtocol, limit: Int) -> String {
+        let whole = String(text)
+        return appears(in: whole) ? "<withheld>" : String(whole.prefix(limit))
+    }
+
     /// Whether an environment variable must not reach a child process (the pager).
-    static func isSecret(variable name: String, value: String) -> Bool {
+    public static func isSecret(variable name: String, value: String) -> Bool {
         let upper = name.uppercased()
         let names = [
             "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PRIVATE", "API_KEY", "ROOT_KEY", "CREDENTIAL", "COOKIE",
@@ -47,7 +60,7 @@ enum SecretShape {
     }
 
     /// `scheme://user:password@…` (or a user alone) anywhere in the text.
-    static func hasURLCredentials(_ text: String) -> Bool {
+    public static func hasURLCredentials(_ text: String) -> Bool {
         var rest = Substring(text)
         while let scheme = rest.range(of: "://") {
             let authority = rest[scheme.upperBound...].prefix { !"/?#".contains($0) && !$0.isWhitespace }
