@@ -263,27 +263,30 @@ final class ChildMonitor: @unchecked Sendable {
             if ready < 0, errno != EINTR { fatalError("ChildMonitor: poll failed: \(errno)") }
             var resume: [(CheckedContinuation<Bool, Never>, Bool)] = []
             state.withLock { state in
+                // Each child is taken out of the table while it is changed: a copy left in the
+                // table would make every append copy the whole output so far (quadratic in a
+                // long output, such as a 100,000-line script's).
                 for (index, entry) in fds.enumerated() where entry.revents != 0 {
                     switch roles[index] {
                     case .wake:
                         while Glibc.read(wakeRead, &buffer, buffer.count) > 0 {}
                     case .exit(let id):
-                        guard var child = state.children[id] else { continue }
+                        guard var child = state.children.removeValue(forKey: id) else { continue }
                         Self.reap(&child)
                         if child.termination != nil { reaper.unregister(child.pid) }
                         state.children[id] = child
                     case .out(let id):
-                        guard var child = state.children[id] else { continue }
+                        guard var child = state.children.removeValue(forKey: id) else { continue }
                         if entry.revents & Int16(POLLOUT) != 0 { Self.flush(&child) }
                         if entry.revents & ~Int16(POLLOUT) != 0 { Self.drain(&child.outFD, into: &child.out, &buffer) }
                         if child.terminal, child.outFD < 0 { child.inFD = -1 }
                         state.children[id] = child
                     case .err(let id):
-                        guard var child = state.children[id] else { continue }
+                        guard var child = state.children.removeValue(forKey: id) else { continue }
                         Self.drain(&child.errFD, into: &child.err, &buffer)
                         state.children[id] = child
                     case .input(let id):
-                        guard var child = state.children[id] else { continue }
+                        guard var child = state.children.removeValue(forKey: id) else { continue }
                         Self.flush(&child)
                         state.children[id] = child
                     }
