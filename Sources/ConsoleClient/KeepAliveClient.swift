@@ -217,6 +217,10 @@ final class ExchangeHandler: ChannelInboundHandler {
     private var status: HTTPResponseStatus?
     private var keepAlive = false
     private var body = ByteBuffer()
+    /// The answer read in full, handed over when the read that brought it ends
+    /// (``channelReadComplete(context:)``): anything else in the same read is an answer nobody
+    /// asked for, and the connection must not go back to the pool.
+    private var finished: Answer?
     private var deadline: Scheduled<Void>?
     /// Whether the request was written in full (a failure after that may have been acted on).
     private var written = false
@@ -262,8 +266,11 @@ final class ExchangeHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         // An answer nobody asked for (a second one to one request): the connection is out of
-        // step, and the next request on it could be given this answer. Close it.
-        guard promise != nil else {
+        // step, and the next request on it could be given this answer. Close it. Seen in the
+        // read of the answer itself, the answer is still handed over, on a connection that is
+        // not kept; seen later, the connection is already idle and closes.
+        guard promise != nil, finished == nil else {
+            finished?.keepAlive = false
             context.close(promise: nil)
             return
         }
@@ -279,12 +286,25 @@ final class ExchangeHandler: ChannelInboundHandler {
             body.writeBuffer(&part)
         case .end:
             guard let status else { return }
-            complete(.success(Answer(status: status, body: body, keepAlive: keepAlive)))
+            finished = Answer(status: status, body: body, keepAlive: keepAlive)
             body = ByteBuffer()
         }
     }
 
+    func channelReadComplete(context: ChannelHandlerContext) {
+        handOver()
+        context.fireChannelReadComplete()
+    }
+
+    /// Completes the request with the answer read in full, if there is one.
+    private func handOver() {
+        guard let answer = finished else { return }
+        finished = nil
+        complete(.success(answer))
+    }
+
     func channelInactive(context: ChannelHandlerContext) {
+        handOver()
         fail(
             written
                 ? KeepAliveClient.Failure.closedBeforeAnswer
@@ -298,6 +318,14 @@ final class ExchangeHandler: ChannelInboundHandler {
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         connectionError = connectionError ?? error
         failure.keep(error)
+        if finished != nil {
+            // After a whole answer, in the same read: the decoder met an answer nobody asked
+            // for. The request has its answer; the connection is not kept.
+            finished?.keepAlive = false
+            handOver()
+            context.close(promise: nil)
+            return
+        }
         // Before the whole request was written the server cannot have acted on it; after, a
         // connection reset before any answer is the connection closing before the answer.
         if !written {
@@ -313,6 +341,8 @@ final class ExchangeHandler: ChannelInboundHandler {
     /// Fails the request in hand (if any) and closes the connection: what is left on it
     /// cannot be matched to a request any more.
     func fail(_ error: any Error) {
+        // An answer already read in full is the request's answer, whatever happens next.
+        handOver()
         let pending = promise != nil
         complete(.failure(error))
         if pending { context?.close(promise: nil) }

@@ -127,7 +127,9 @@ final class ScriptedServer: Sendable {
             case "/close": send(context: context, status: .ok, body: ByteBuffer(string: "bye"), close: true)
             case "/hang": break
             case "/twice":
-                send(context: context, status: .ok, body: ByteBuffer(string: "first"))
+                // Both in one write, as a server out of step sends them: they reach the
+                // client in one read.
+                send(context: context, status: .ok, body: ByteBuffer(string: "first"), flush: false)
                 send(context: context, status: .ok, body: ByteBuffer(string: "unasked"))
             case "/drop": context.close(promise: nil)
             default:
@@ -143,7 +145,7 @@ final class ScriptedServer: Sendable {
 
         private func send(
             context: ChannelHandlerContext, status: HTTPResponseStatus, body: ByteBuffer, close: Bool = false,
-            location: String? = nil
+            location: String? = nil, flush: Bool = true
         ) {
             var headers = HTTPHeaders()
             if let location { headers.add(name: "Location", value: location) }
@@ -153,6 +155,10 @@ final class ScriptedServer: Sendable {
                 wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))),
                 promise: nil)
             context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+            guard flush else {
+                context.write(wrapOutboundOut(.end(nil)), promise: nil)
+                return
+            }
             let done = context.writeAndFlush(wrapOutboundOut(.end(nil)))
             if close { done.assumeIsolated().whenComplete { _ in context.close(promise: nil) } }
         }
