@@ -114,6 +114,11 @@ public final class ServerProcess: Sendable {
     public var stderr: String { child.stderr }
     public var isRunning: Bool { child.isRunning }
 
+    /// Waits until the server's log (stderr) contains `needle`; false after `seconds`.
+    public func waitForStderr(_ needle: String, seconds: Double = 30) async -> Bool {
+        await child.waitForStderr(needle, seconds: seconds)
+    }
+
     /// SIGTERM, then how it ended; its group is SIGKILLed when it has not ended within `seconds`.
     @discardableResult
     public func stop(seconds: Double = 30) async -> ChildTermination { await child.stop(seconds: seconds) }

@@ -57,7 +57,8 @@ import Testing
         #expect(unready, "\(server.stderr)")
         let refused = try await Self.get(server.url + "/readyz")
         #expect(refused.status == 503 && refused.body.contains("audit_signing_failed"), "\(refused.body)")
-        #expect(server.stderr.contains("not ready"), "\(server.stderr)")
+        // The log line follows the state a probe reads: waited for, not raced.
+        #expect(await server.waitForStderr("not ready"), "\(server.stderr)")
         #expect(try await Self.get(probes + "/healthz").status == 200)
     }
 
