@@ -152,7 +152,7 @@ public struct CleanupStatusOperation: ConsoleOperation {
                 guard let state = CleanupItemRecord.State(rawValue: name) else {
                     throw ConsoleError.invalid(
                         "invalid_state",
-                        "--state must be pending, deleted, alreadyGone, failed, needsUser or skipped, got \(SecretShape.quoted(name, limit: 32))."
+                        "--state must be pending, deleted, alreadyGone, failed, needsUser or skipped, got \(SecretShape.excerpt(name, limit: 32))."
                     )
                 }
                 parsed?.insert(state)
