@@ -40,6 +40,14 @@ public enum SHA256 {
         }
     }
 
+    /// The algorithm fetched once: `EVP_sha256()` makes OpenSSL 3 look the implementation up
+    /// in its provider store on every digest (locks and a property query), which cost more than
+    /// hashing a token or an audit entry.
+    nonisolated(unsafe) private static let algorithm: OpaquePointer = {
+        guard let fetched = EVP_MD_fetch(nil, "SHA2-256", nil) else { fatalError("OpenSSL has no SHA2-256") }
+        return fetched
+    }()
+
     private static func digest(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) {
         precondition(output.count >= 32)
         var length: UInt32 = 0
@@ -48,7 +56,7 @@ public enum SHA256 {
         let rc = withUnsafePointer(to: &empty) { emptyPointer in
             EVP_Digest(
                 input.baseAddress ?? UnsafeRawPointer(emptyPointer), input.count,
-                output.baseAddress?.assumingMemoryBound(to: UInt8.self), &length, EVP_sha256(), nil)
+                output.baseAddress?.assumingMemoryBound(to: UInt8.self), &length, algorithm, nil)
         }
         precondition(rc == 1 && length == 32, "OpenSSL SHA-256 failed")
     }

@@ -25,4 +25,14 @@ extension SQLiteConsoleStore {
         }
         return backupId.map { LookupRow(pk: pk, backupId: $0) }
     }
+
+    /// Read before every operation (``ConsoleStore/accessVersion()``): the same one-row read
+    /// as the shared rule's, without a reader's pool checkout and schema check around it.
+    public func accessVersion() async throws(ConsoleError) -> Int64 {
+        try await readOne("reading the access version") { db in
+            let cursor = try RawCursor(db, sql: "SELECT version FROM access_version WHERE id = 1", texts: [])
+            defer { cursor.finish() }
+            return try cursor.step() ? cursor.int(0) : 0
+        }
+    }
 }
