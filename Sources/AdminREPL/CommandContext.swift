@@ -43,6 +43,9 @@ final class CommandContext {
     /// A whole script run in-process: the audit entries of its lookups and `show`s are committed
     /// behind them, a group at a time, and their output waits for the commit (``BatchRunner``).
     var auditDeferral: AuditDeferral?
+    /// Answers of a script's reads run ahead of their lines, by line (``BatchRunner``):
+    /// ``perform(_:progress:)`` hands a line its own instead of calling the service again.
+    var readAhead: [Int: Result<any Sendable, ConsoleError>] = [:]
     /// The script lines whose output is held for ``auditDeferral``.
     var heldBatchLines: [Int] = []
     /// The exit status of held reads whose audit failed, released before another command ran
@@ -113,7 +116,12 @@ final class CommandContext {
     func perform<Op: ConsoleOperation>(_ operation: Op, progress: ProgressSink? = nil) async throws(ConsoleError)
         -> Op.Output
     {
-        try await console.perform(operation, as: try caller, progress: progress)
+        if let line = batchLine?.line, let ready = readAhead.removeValue(forKey: line),
+            let output = try ready.get() as? Op.Output
+        {
+            return output
+        }
+        return try await console.perform(operation, as: try caller, progress: progress)
     }
 
     /// The in-process console; commands that only make sense next to the store (`init`,

@@ -50,14 +50,36 @@ struct Completion {
     /// The deepest command named by `path`, or `nil` for the root.
     static func resolve(_ path: [String]) -> (any ParsableCommand.Type)? {
         var found: (any ParsableCommand.Type)?
-        var candidates = ConsoleLine.configuration.subcommands
         for word in path {
-            guard let next = candidates.first(where: { commandName($0) == word }) else { break }
+            guard let next = subcommand(of: found ?? ConsoleLine.self, named: word) else { break }
             found = next
-            candidates = next.configuration.subcommands
         }
         return found
     }
+
+    /// The subcommand of `parent` called `name` (the first, as ArgumentParser picks), from a
+    /// table of the whole tree made once: every script line resolves its command, and reading
+    /// each candidate's configuration (and `String(describing:)` of its type) per line was a
+    /// twentieth of a lookup's cost.
+    static func subcommand(of parent: any ParsableCommand.Type, named name: String) -> (any ParsableCommand.Type)? {
+        guard let named = children[ObjectIdentifier(parent)] else {
+            return parent.configuration.subcommands.first { commandName($0) == name }
+        }
+        return named[name]
+    }
+
+    private static let children: [ObjectIdentifier: [String: any ParsableCommand.Type]] = {
+        var table: [ObjectIdentifier: [String: any ParsableCommand.Type]] = [:]
+        var pending: [any ParsableCommand.Type] = [ConsoleLine.self]
+        while let type = pending.popLast() {
+            guard table[ObjectIdentifier(type)] == nil else { continue }
+            let subcommands = type.configuration.subcommands
+            table[ObjectIdentifier(type)] = Dictionary(
+                subcommands.map { (commandName($0), $0) }, uniquingKeysWith: { first, _ in first })
+            pending += subcommands
+        }
+        return table
+    }()
 
     static func commandName(_ type: any ParsableCommand.Type) -> String {
         type.configuration.commandName ?? String(describing: type).lowercased()

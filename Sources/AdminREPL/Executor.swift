@@ -17,7 +17,9 @@ struct Executor {
     /// for a script's lookups and `show`s (``CommandContext/auditDeferral``) — the output is
     /// held until ``releaseHeld()`` has seen the entries committed. Any other command first
     /// releases what is held.
-    func run(words given: [String]) async -> Int32 {
+    /// - Parameter preparsed: the command `words` make, when a script's check parsed them
+    ///   already (no per-line options: ``ParsedLine``).
+    func run(words given: [String], preparsed: (any ParsableCommand)? = nil) async -> Int32 {
         var words = given
         if words.first == "--help" || words.first == "-h" { words[0] = "help" }
         // Global options after the command words apply to this line only.
@@ -30,20 +32,25 @@ struct Executor {
             ctx.settings.yes = kept.yes
             ctx.settings.noPager = kept.noPager
         }
-        do {
-            let (kept, trailing) = try TrailingOptions.extract(words)
-            if !trailing.isEmpty {
-                try trailing.applyPerLine(to: &ctx.settings)
-                words = kept
+        if preparsed == nil {
+            do {
+                let (kept, trailing) = try TrailingOptions.extract(words)
+                if !trailing.isEmpty {
+                    try trailing.applyPerLine(to: &ctx.settings)
+                    words = kept
+                }
+            } catch {
+                report(error)
+                return ExitStatus.usage
             }
-        } catch {
-            report(error)
-            return ExitStatus.usage
         }
         guard let first = words.first else { return ExitStatus.ok }
         _ = ArgumentFailure.take()
         let top = first == "help" ? nil : Completion.resolve([first])
-        let parse = top.map { top in Result { () throws -> any ParsableCommand in try Self.parse(words, top: top) } }
+        let parse = top.map { top in
+            preparsed.map { .success($0) }
+                ?? Result { () throws -> any ParsableCommand in try Self.parse(words, top: top) }
+        }
         let deferral = (try? parse?.get()) is any GroupsReadAudit ? ctx.auditDeferral : nil
         if deferral == nil, let failed = await releaseHeld() {
             ctx.heldFailure = failed
@@ -111,7 +118,7 @@ struct Executor {
         var leaf = top
         var consumed = 1
         while consumed < words.count,
-            let next = leaf.configuration.subcommands.first(where: { Completion.commandName($0) == words[consumed] })
+            let next = Completion.subcommand(of: leaf, named: words[consumed])
         {
             leaf = next
             consumed += 1

@@ -124,7 +124,10 @@ struct BatchRunner {
     /// In-process, the audit entries of consecutive lookups and `show`s are committed behind
     /// them, many to a transaction (``CommandContext/auditDeferral``), and their output waits:
     /// it is written once its entries are committed — after at most ``groupLines`` reads or
-    /// ``groupNanos``, before any other command runs, when a read fails, and at the end.
+    /// ``groupNanos``, before any other command runs, when a read fails, and at the end. The
+    /// reads of such a run of lines are also performed ahead of them, in order, in one call
+    /// (``readAhead(_:from:parsed:until:)``), so a line costs no trip between the main actor and
+    /// the service.
     func run(_ lines: [BatchLine]) async -> Int32 {
         let ctx = executor.ctx
         let grouping = !ctx.interactive && ctx.settings.server == nil
@@ -136,20 +139,25 @@ struct BatchRunner {
             ctx.continuesOnError = false
             ctx.heldBatchLines = []
             ctx.heldFailure = nil
+            ctx.readAhead = [:]
         }
         let commands = lines.compactMap { line in LineSplitter.scriptLine(line.text).map { (line, $0) } }
-        if let refused = check(commands) { return refused }
+        let (refused, parsed) = check(commands)
+        if let refused { return refused }
         var firstFailure: Int32 = 0
         var grouped = 0
         var groupStart: UInt64 = 0
-        for (line, text) in commands {
+        for (index, (line, text)) in commands.enumerated() {
             ctx.batchLine = (line.file, line.line)
-            var status =
-                ctx.interactive
-                ? await executor.run(line: text) : await Interrupts.finishing { await executor.run(line: text) }
+            if grouped == 0 { groupStart = DispatchTime.now().uptimeNanoseconds }
+            if grouping, ctx.readAhead.isEmpty {
+                await readAhead(
+                    commands, from: index, parsed: parsed, until: groupStart + Self.groupNanos,
+                    limit: Self.groupLines - grouped)
+            }
+            var status = await runLine(text, parsed: parsed[index])
             if !ctx.heldBatchLines.isEmpty {
                 let now = DispatchTime.now().uptimeNanoseconds
-                if grouped == 0 { groupStart = now }
                 grouped += 1
                 // A failure stops the script (or may) and a signal stops it: what it printed shows now.
                 if status != 0 || Interrupts.exitStatus != nil || grouped >= Self.groupLines
@@ -177,13 +185,84 @@ struct BatchRunner {
         return firstFailure
     }
 
+    private func runLine(_ text: String, parsed: ParsedLine?) async -> Int32 {
+        let run = { () async -> Int32 in
+            if let parsed { return await executor.run(words: parsed.words, preparsed: parsed.command) }
+            return await executor.run(line: text)
+        }
+        return executor.ctx.interactive ? await run() : await Interrupts.finishing { await run() }
+    }
+
+    /// Performs the reads of the lookups and `show`s from `index` on (up to `limit` lines, the
+    /// first non-read line, or `deadline`), in order and in one call off the main actor, and
+    /// keeps each answer for its line (``CommandContext/readAhead``). Their audit entries join
+    /// the script's deferral as the lines' own would. Without `--continue-on-error` it stops at
+    /// the first failed read (the script stops there), and a signal stops it before the next
+    /// read. Only lines without per-line options qualify, so all of them run as the same
+    /// caller with the same settings.
+    private func readAhead(
+        _ commands: [(BatchLine, String)], from index: Int, parsed: [ParsedLine?], until deadline: UInt64, limit: Int
+    ) async {
+        let ctx = executor.ctx
+        guard let deferral = ctx.auditDeferral, ctx.settings.format != .csv else { return }
+        var reads: [(line: Int, operation: any ConsoleOperation)] = []
+        var next = index
+        while next < commands.count, reads.count < limit, let read = parsed[next]?.command as? any GroupsReadAudit {
+            reads.append((commands[next].0.line, read.readOperation))
+            next += 1
+        }
+        // One read runs as its line does.
+        guard reads.count > 1 else { return }
+        // Without a console or a caller the line reports why, as it would alone.
+        guard let console = try? ctx.console, let caller = try? ctx.caller else { return }
+        let answers = await Self.perform(
+            reads.map(\.operation), console: console, caller: caller, deferral: deferral,
+            stopAtFailure: !continueOnError, deadline: deadline)
+        for (read, answer) in zip(reads, answers) { ctx.readAhead[read.line] = answer }
+    }
+
+    /// The reads, one after another on the caller's executor (the cooperative pool: no hop
+    /// between them), with their audit entries kept in `deferral`.
+    nonisolated private static func perform(
+        _ operations: [any ConsoleOperation], console: any ConsoleAPI, caller: Caller, deferral: AuditDeferral,
+        stopAtFailure: Bool, deadline: UInt64
+    ) async -> [Result<any Sendable, ConsoleError>] {
+        await AuditDeferral.$current.withValue(deferral) {
+            var answers: [Result<any Sendable, ConsoleError>] = []
+            for operation in operations {
+                // The first read always runs: its line is the one running now.
+                if !answers.isEmpty, Interrupts.signal != nil || DispatchTime.now().uptimeNanoseconds >= deadline {
+                    break
+                }
+                let answer = await perform(operation, console: console, caller: caller)
+                answers.append(answer)
+                if stopAtFailure, case .failure = answer { break }
+            }
+            return answers
+        }
+    }
+
+    nonisolated private static func perform<Op: ConsoleOperation>(
+        _ operation: Op, console: any ConsoleAPI, caller: Caller
+    ) async -> Result<any Sendable, ConsoleError> {
+        do throws(ConsoleError) {
+            return .success(try await console.perform(operation, as: caller, progress: nil))
+        } catch {
+            return .failure(error)
+        }
+    }
+
     /// Reports every line that would be refused (each saying that nothing ran); the exit
-    /// status of the first, or `nil`.
-    private func check(_ commands: [(BatchLine, String)]) -> Int32? {
+    /// status of the first, or `nil`, and each line's parse for the run to reuse.
+    private func check(_ commands: [(BatchLine, String)]) -> (refused: Int32?, parsed: [ParsedLine?]) {
         var first: Int32?
         var reported = 0
+        var parsed: [ParsedLine?] = []
+        parsed.reserveCapacity(commands.count)
         for (line, text) in commands {
-            guard let refusal = ScriptCheck.refusal(text, settings: executor.ctx.settings) else { continue }
+            let checked = ScriptCheck.check(text, settings: executor.ctx.settings)
+            parsed.append(checked.parsed)
+            guard let refusal = checked.refusal else { continue }
             executor.ctx.batchLine = (line.file, line.line)
             if reported < 20 {
                 executor.report(
@@ -193,6 +272,6 @@ struct BatchRunner {
             reported += 1
             if first == nil { first = ExitStatus.code(for: refusal) }
         }
-        return first
+        return (first, parsed)
     }
 }

@@ -9,6 +9,12 @@ import ConsoleService
 enum ScriptCheck {
     /// The error the line would fail with before doing anything, or `nil` when it parses.
     static func refusal(_ line: String, settings: GlobalSettings) -> ConsoleError? {
+        check(line, settings: settings).refusal
+    }
+
+    /// The line's refusal, or — when it parses to a command without per-line options — its
+    /// words and command, which the run then uses instead of splitting and parsing it again.
+    static func check(_ line: String, settings: GlobalSettings) -> (refusal: ConsoleError?, parsed: ParsedLine?) {
         var words: [String]
         do {
             words =
@@ -16,14 +22,17 @@ enum ScriptCheck {
                 ? ["set"] + (try LineSplitter.split(String(line.dropFirst()))) : try LineSplitter.split(line)
             let (kept, trailing) = try TrailingOptions.extract(words)
             var lineSettings = settings
+            let trailingFree = trailing.isEmpty
             if !trailing.isEmpty {
                 try trailing.applyPerLine(to: &lineSettings)
                 words = kept
             }
-            guard let first = words.first, first != "help", first != "--help", first != "-h" else { return nil }
+            guard let first = words.first, first != "help", first != "--help", first != "-h" else { return (nil, nil) }
             guard let top = Completion.resolve([first]) else {
-                return .usage(
-                    "Unknown command '\(first)'\(Suggest.didYouMean(first, among: Completion.commandWords)); `help` lists the commands."
+                return (
+                    .usage(
+                        "Unknown command '\(first)'\(Suggest.didYouMean(first, among: Completion.commandWords)); `help` lists the commands."
+                    ), nil
                 )
             }
             _ = ArgumentFailure.take()
@@ -31,17 +40,29 @@ enum ScriptCheck {
             do {
                 parsed = try Executor.parse(words, top: top)
             } catch {
-                return Executor.parseFailure(error, root: top, words: words)
+                return (Executor.parseFailure(error, root: top, words: words), nil)
             }
             if lineSettings.format == .csv, parsed is any ConsoleCommand, !(parsed is any ListsRecords) {
-                return .usage(
-                    "--format csv is for commands that list rows (\(ListsRecordsNames.all)); yaml and json fit all.")
+                return (
+                    .usage(
+                        "--format csv is for commands that list rows (\(ListsRecordsNames.all)); yaml and json fit all."
+                    ),
+                    nil
+                )
             }
-            return (parsed as? any ReadsStdin)?.stdinRefusal
+            if let refusal = (parsed as? any ReadsStdin)?.stdinRefusal { return (refusal, nil) }
+            let plain = !line.hasPrefix("\\") && trailingFree && parsed is any ConsoleCommand
+            return (nil, plain ? ParsedLine(words: words, command: parsed) : nil)
         } catch {
-            return error
+            return (error, nil)
         }
     }
+}
+
+/// A script line as its check parsed it: its words and the command they make.
+struct ParsedLine {
+    var words: [String]
+    var command: any ParsableCommand
 }
 
 /// A command that may read stdin itself (a Root Key): refused before a script that arrives on

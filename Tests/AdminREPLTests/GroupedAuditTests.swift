@@ -47,6 +47,47 @@ import Testing
         #expect(try await cli.run(["--tenant", "sandbox", "audit", "verify"]).status == 0)
     }
 
+    /// The reads of consecutive lookups run ahead of their lines; a script that stops at a
+    /// failed one has read (and audited) nothing after it, and a line with its own options
+    /// still gets them.
+    @Test func readsRunAheadNoFurtherThanTheScriptGoes() async throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        let ids = try await seeded(&cli)
+        func lookups() async throws -> Int {
+            let audit = try await cli.run([
+                "--format", "json", "--tenant", "sandbox", "audit", "list", "--limit", "500",
+            ])
+            let entries = (CLI.json(audit.stdout)?["entries"] as? [[String: Any]]) ?? []
+            return entries.filter { $0["action"] as? String == "backup.lookup" }.count
+        }
+        let stopping = [
+            "lookup passkey \(ids[0])", "lookup passkey \(ids[1]) --format yaml", "lookup passkey \(ids[2])",
+            "lookup passkey AAAAAAAAAAAAAAAAAAAAAA", "lookup passkey \(ids[3])", "lookup passkey \(ids[4])",
+        ]
+        let before = try await lookups()
+        let batch = try await cli.run(
+            ["--format", "json", "--tenant", "sandbox", "-f", "-"], stdin: stopping.joined(separator: "\n"))
+        #expect(batch.status != 0)
+        let afterBatch = try await lookups()
+
+        // The same lines one by one, up to the one that failed.
+        var oneByOne = ""
+        for line in stopping.prefix(4) {
+            let single = try await cli.run(["--format", "json", "--tenant", "sandbox", "-c", line])
+            if line != stopping[3] { oneByOne += single.stdout }
+        }
+        let afterSingles = try await lookups()
+        #expect(afterBatch - before == afterSingles - afterBatch)
+        #expect(batch.stdout.hasPrefix(oneByOne))
+        let rest = batch.stdout.dropFirst(oneByOne.count)
+        #expect(rest.contains(#""code":"not_found""#) && rest.contains(#""line":4"#), "\(rest)")
+        #expect(rest.split(separator: "\n").count == 1)
+        #expect(batch.stdout.contains("backupId: "), "the yaml line keeps its format")
+        #expect(!batch.stdout.contains(ids[3]) && !batch.stdout.contains(ids[4]))
+        #expect(try await cli.run(["--tenant", "sandbox", "audit", "verify"]).status == 0)
+    }
+
     @Test func outputIsWithheldWhenItsAuditCannotBeWritten() async throws {
         var cli = CLI()
         defer { cli.cleanUp() }

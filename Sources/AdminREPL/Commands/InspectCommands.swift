@@ -7,7 +7,13 @@ import Inspect
 
 /// A read whose audit entry a script may commit behind it, holding its output until then
 /// (``CommandContext/auditDeferral``): lookups and `show`.
-protocol GroupsReadAudit {}
+///
+/// Its one service call is ``readOperation``: a script runs the operations of consecutive
+/// reads ahead of their lines, in one call (``BatchRunner``), and each line's `execute` then
+/// takes its answer from ``CommandContext/perform(_:progress:)``.
+protocol GroupsReadAudit: ConsoleCommand {
+    var readOperation: any ConsoleOperation { get }
+}
 
 /// `lookup passkey|oidc|keypair|account …`: which backup a factor opens.
 struct LookupCommand: ParsableCommand {
@@ -20,6 +26,8 @@ struct LookupCommand: ParsableCommand {
             abstract: "By WebAuthn credential id (base64url, padded or not, standard base64 or hex).")
         @Argument(help: "The credential id.") var credentialId: String
 
+        var readOperation: any ConsoleOperation { LookupOperation(.passkey(credentialId: credentialId)) }
+
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
             try await LookupCommand.run(.passkey(credentialId: credentialId), ctx)
         }
@@ -29,6 +37,8 @@ struct LookupCommand: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "By OIDC account: provider and subject.")
         @Argument(help: "google, apple, or the issuer URL.") var provider: String
         @Argument(help: "The account's sub.") var sub: String
+
+        var readOperation: any ConsoleOperation { LookupOperation(.oidc(provider: provider, sub: sub)) }
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
             try await LookupCommand.run(.oidc(provider: provider, sub: sub), ctx)
@@ -41,6 +51,8 @@ struct LookupCommand: ParsableCommand {
         @Argument(help: "The public key.") var publicKey: String
         @Flag(help: "Look in the SYNC scope (device keys) instead of MAIN.") var sync = false
 
+        var readOperation: any ConsoleOperation { LookupOperation(.keypair(publicKey: publicKey, sync: sync)) }
+
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
             try await LookupCommand.run(.keypair(publicKey: publicKey, sync: sync), ctx)
         }
@@ -49,6 +61,8 @@ struct LookupCommand: ParsableCommand {
     struct Account: ConsoleCommand, GroupsReadAudit {
         static let configuration = CommandConfiguration(abstract: "By Backup Account ID (the backup's id).")
         @Argument(help: "backup_account_<66 hex>.") var backupAccountId: String
+
+        var readOperation: any ConsoleOperation { LookupOperation(.account(backupAccountId)) }
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
             try await LookupCommand.run(.account(backupAccountId), ctx)
@@ -71,6 +85,8 @@ struct ShowCommand: ConsoleCommand, GroupsReadAudit {
         commandName: "show", abstract: "Show a backup: factors, devices, key kinds, sub-orgs, blob and health (viewer)."
     )
     @Argument(help: "The backup id (its Backup Account ID), or a unique prefix of it.") var backupId: String
+
+    var readOperation: any ConsoleOperation { ShowOperation(backupId: backupId) }
 
     func execute(_ ctx: CommandContext) async throws -> CommandOutput {
         let report = try await ctx.perform(ShowOperation(backupId: backupId))
