@@ -124,10 +124,11 @@ struct BatchRunner {
     /// In-process, the audit entries of consecutive lookups and `show`s are committed behind
     /// them, many to a transaction (``CommandContext/auditDeferral``), and their output waits:
     /// it is written once its entries are committed — after at most ``groupLines`` reads or
-    /// ``groupNanos``, before any other command runs, when a read fails, and at the end. The
-    /// reads of such a run of lines are also performed ahead of them, in order, in one call
-    /// (``readAhead(_:from:parsed:until:)``), so a line costs no trip between the main actor and
-    /// the service.
+    /// ``groupNanos``, before any other command runs, when a read fails, and at the end.
+    ///
+    /// The reads of such a run of lines are also performed ahead of them (``ReadAhead``): in
+    /// order, in one call off the main actor, so a line costs no trip between the main actor
+    /// and the service; and the next run's reads go on while this run's lines are rendered.
     func run(_ lines: [BatchLine]) async -> Int32 {
         let ctx = executor.ctx
         let grouping = !ctx.interactive && ctx.settings.server == nil
@@ -144,16 +145,57 @@ struct BatchRunner {
         let commands = lines.compactMap { line in LineSplitter.scriptLine(line.text).map { (line, $0) } }
         let (refused, parsed) = check(commands)
         if let refused { return refused }
+        var ahead: ReadAhead?
+        let status = await run(commands, parsed: parsed, grouping: grouping, ahead: &ahead)
+        if let ahead {
+            // The script stopped before these lines: the reads already made are audited all the
+            // same (they were made), and nothing of theirs is shown.
+            ahead.task.cancel()
+            _ = await ahead.task.value
+            try? await ctx.auditDeferral?.settle()
+        }
+        return status
+    }
+
+    private func run(
+        _ commands: [(BatchLine, String)], parsed: [ParsedLine?], grouping: Bool, ahead: inout ReadAhead?
+    ) async -> Int32 {
+        let ctx = executor.ctx
         var firstFailure: Int32 = 0
         var grouped = 0
         var groupStart: UInt64 = 0
         for (index, (line, text)) in commands.enumerated() {
             ctx.batchLine = (line.file, line.line)
             if grouped == 0 { groupStart = DispatchTime.now().uptimeNanoseconds }
-            if grouping, ctx.readAhead.isEmpty {
-                await readAhead(
-                    commands, from: index, parsed: parsed, until: groupStart + Self.groupNanos,
-                    limit: Self.groupLines - grouped)
+            if grouping, ctx.readAhead[line.line] == nil {
+                var started: ReadAhead?
+                if let pending = ahead {
+                    ahead = nil
+                    if pending.start == index {
+                        started = pending
+                    } else {
+                        // Not this line's (it cannot happen: a run starts where the last one ended).
+                        pending.task.cancel()
+                        _ = await pending.task.value
+                    }
+                }
+                if let reads = started
+                    ?? ReadAhead(
+                        commands, from: index, parsed: parsed, ctx: ctx, continueOnError: continueOnError,
+                        until: groupStart + Self.groupNanos, limit: Self.groupLines - grouped)
+                {
+                    let answers = await reads.task.value
+                    for (read, answer) in zip(reads.lines, answers) { ctx.readAhead[read] = answer }
+                    // The next run of reads goes on while these lines are rendered, unless the
+                    // script stops within these (a failure without --continue-on-error, a signal).
+                    let failed = answers.contains { if case .failure = $0 { true } else { false } }
+                    if continueOnError || !failed, Interrupts.signal == nil {
+                        ahead = ReadAhead(
+                            commands, from: index + answers.count, parsed: parsed, ctx: ctx,
+                            continueOnError: continueOnError,
+                            until: DispatchTime.now().uptimeNanoseconds + Self.groupNanos, limit: Self.groupLines)
+                    }
+                }
             }
             var status = await runLine(text, parsed: parsed[index])
             if !ctx.heldBatchLines.isEmpty {
@@ -193,65 +235,6 @@ struct BatchRunner {
         return executor.ctx.interactive ? await run() : await Interrupts.finishing { await run() }
     }
 
-    /// Performs the reads of the lookups and `show`s from `index` on (up to `limit` lines, the
-    /// first non-read line, or `deadline`), in order and in one call off the main actor, and
-    /// keeps each answer for its line (``CommandContext/readAhead``). Their audit entries join
-    /// the script's deferral as the lines' own would. Without `--continue-on-error` it stops at
-    /// the first failed read (the script stops there), and a signal stops it before the next
-    /// read. Only lines without per-line options qualify, so all of them run as the same
-    /// caller with the same settings.
-    private func readAhead(
-        _ commands: [(BatchLine, String)], from index: Int, parsed: [ParsedLine?], until deadline: UInt64, limit: Int
-    ) async {
-        let ctx = executor.ctx
-        guard let deferral = ctx.auditDeferral, ctx.settings.format != .csv else { return }
-        var reads: [(line: Int, operation: any ConsoleOperation)] = []
-        var next = index
-        while next < commands.count, reads.count < limit, let read = parsed[next]?.command as? any GroupsReadAudit {
-            reads.append((commands[next].0.line, read.readOperation))
-            next += 1
-        }
-        // One read runs as its line does.
-        guard reads.count > 1 else { return }
-        // Without a console or a caller the line reports why, as it would alone.
-        guard let console = try? ctx.console, let caller = try? ctx.caller else { return }
-        let answers = await Self.perform(
-            reads.map(\.operation), console: console, caller: caller, deferral: deferral,
-            stopAtFailure: !continueOnError, deadline: deadline)
-        for (read, answer) in zip(reads, answers) { ctx.readAhead[read.line] = answer }
-    }
-
-    /// The reads, one after another on the caller's executor (the cooperative pool: no hop
-    /// between them), with their audit entries kept in `deferral`.
-    nonisolated private static func perform(
-        _ operations: [any ConsoleOperation], console: any ConsoleAPI, caller: Caller, deferral: AuditDeferral,
-        stopAtFailure: Bool, deadline: UInt64
-    ) async -> [Result<any Sendable, ConsoleError>] {
-        await AuditDeferral.$current.withValue(deferral) {
-            var answers: [Result<any Sendable, ConsoleError>] = []
-            for operation in operations {
-                // The first read always runs: its line is the one running now.
-                if !answers.isEmpty, Interrupts.signal != nil || DispatchTime.now().uptimeNanoseconds >= deadline {
-                    break
-                }
-                let answer = await perform(operation, console: console, caller: caller)
-                answers.append(answer)
-                if stopAtFailure, case .failure = answer { break }
-            }
-            return answers
-        }
-    }
-
-    nonisolated private static func perform<Op: ConsoleOperation>(
-        _ operation: Op, console: any ConsoleAPI, caller: Caller
-    ) async -> Result<any Sendable, ConsoleError> {
-        do throws(ConsoleError) {
-            return .success(try await console.perform(operation, as: caller, progress: nil))
-        } catch {
-            return .failure(error)
-        }
-    }
-
     /// Reports every line that would be refused (each saying that nothing ran); the exit
     /// status of the first, or `nil`, and each line's parse for the run to reuse.
     private func check(_ commands: [(BatchLine, String)]) -> (refused: Int32?, parsed: [ParsedLine?]) {
@@ -273,5 +256,76 @@ struct BatchRunner {
             if first == nil { first = ExitStatus.code(for: refusal) }
         }
         return (first, parsed)
+    }
+}
+
+/// The reads of a script's consecutive lookups and `show`s from one line on, performed ahead of
+/// their lines in one task off the main actor (no hop between them), each answer kept for its
+/// line (``CommandContext/readAhead``), their audit entries in the script's deferral as the
+/// lines' own would be.
+///
+/// It covers up to `limit` lines, up to the first line that is not such a read, or until
+/// `deadline`; without `--continue-on-error` it stops after a failed read (the script stops
+/// there), and a signal or cancellation stops it before its next read. Only lines without
+/// per-line options qualify, so all of them run as the same caller with the same settings.
+@MainActor
+struct ReadAhead {
+    /// The index in the script's commands of the first line covered.
+    let start: Int
+    /// The script line of each read, in order.
+    let lines: [Int]
+    let task: Task<[Result<any Sendable, ConsoleError>], Never>
+
+    /// `nil` when fewer than two lines qualify (one read runs as its line does), or without a
+    /// console or caller (the line reports why).
+    init?(
+        _ commands: [(BatchLine, String)], from index: Int, parsed: [ParsedLine?], ctx: CommandContext,
+        continueOnError: Bool, until deadline: UInt64, limit: Int
+    ) {
+        guard let deferral = ctx.auditDeferral, ctx.settings.format != .csv else { return nil }
+        var lines: [Int] = []
+        var operations: [any ConsoleOperation] = []
+        var next = index
+        while next < commands.count, lines.count < limit, let read = parsed[next]?.command as? any GroupsReadAudit {
+            lines.append(commands[next].0.line)
+            operations.append(read.readOperation)
+            next += 1
+        }
+        guard lines.count > 1, let console = try? ctx.console, let caller = try? ctx.caller else { return nil }
+        start = index
+        self.lines = lines
+        task = Task.detached {
+            await Self.perform(
+                operations, console: console, caller: caller, deferral: deferral, stopAtFailure: !continueOnError,
+                deadline: deadline)
+        }
+    }
+
+    nonisolated private static func perform(
+        _ operations: [any ConsoleOperation], console: any ConsoleAPI, caller: Caller, deferral: AuditDeferral,
+        stopAtFailure: Bool, deadline: UInt64
+    ) async -> [Result<any Sendable, ConsoleError>] {
+        await AuditDeferral.$current.withValue(deferral) {
+            var answers: [Result<any Sendable, ConsoleError>] = []
+            for operation in operations {
+                if Task.isCancelled || Interrupts.signal != nil { break }
+                // The first read always runs (its line may be the one running now).
+                if !answers.isEmpty, DispatchTime.now().uptimeNanoseconds >= deadline { break }
+                let answer = await perform(operation, console: console, caller: caller)
+                answers.append(answer)
+                if stopAtFailure, case .failure = answer { break }
+            }
+            return answers
+        }
+    }
+
+    nonisolated private static func perform<Op: ConsoleOperation>(
+        _ operation: Op, console: any ConsoleAPI, caller: Caller
+    ) async -> Result<any Sendable, ConsoleError> {
+        do throws(ConsoleError) {
+            return .success(try await console.perform(operation, as: caller, progress: nil))
+        } catch {
+            return .failure(error)
+        }
     }
 }
