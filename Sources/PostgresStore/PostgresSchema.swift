@@ -18,6 +18,7 @@ enum PostgresSchema {
         PostgresMigration(version: 5, name: "reset-send-claims", statements: v5),
         PostgresMigration(version: 6, name: "cleanup-queue", statements: v6),
         PostgresMigration(version: 7, name: "sandbox-suborg-state", statements: v7),
+        PostgresMigration(version: 8, name: "audit-hash-unindexed", statements: v8),
     ]
 
     /// A text column compared and sorted bytewise.
@@ -317,5 +318,12 @@ enum PostgresSchema {
     /// A sandbox sub-org's Turnkey state (SQLite's v10).
     private static let v7: [String] = [
         "ALTER TABLE sandbox_suborgs ADD COLUMN state TEXT CHECK (state IS NULL OR json_text_valid(state))"
+    ]
+
+    /// The audit's hash loses its unique index, as in SQLite's v12: a random key per entry made
+    /// every append write a page anywhere in that index; the chain (each entry's unique `seq`
+    /// in what it hashes, checked by `audit verify`) is what ties a hash to its entry.
+    private static let v8: [String] = [
+        "ALTER TABLE audit DROP CONSTRAINT audit_hash_key"
     ]
 }

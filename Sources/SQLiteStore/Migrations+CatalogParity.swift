@@ -32,15 +32,27 @@ enum CatalogParity {
 
     /// Rebuilds `table` with `constraint` added as a table constraint.
     private static func rebuild(_ table: String, adding constraint: String, _ db: Database) throws {
+        try rebuild(table, db) { definition in
+            guard let close = definition.lastIndex(of: ")") else { return false }
+            definition.insert(contentsOf: ",\n    \(constraint)\n", at: close)
+            return true
+        }
+    }
+
+    /// Rebuilds `table` from its definition as `edit` changes it (`false`: the definition is not
+    /// the one expected), by SQLite's procedure: the new table made, the rows copied, the old
+    /// table dropped and the new one renamed, its indexes made again.
+    static func rebuild(_ table: String, _ db: Database, edit: (inout String) -> Bool) throws {
         guard
             let definition = try String.fetchOne(
                 db, sql: "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", arguments: [table]),
-            let close = definition.lastIndex(of: ")"),
-            let name = definition.range(of: "CREATE TABLE \(table)")
+            // A table SQLite renamed is stored with its name quoted.
+            let name = definition.range(of: "CREATE TABLE \(table) ")
+                ?? definition.range(of: "CREATE TABLE \"\(table)\"")
         else { throw DatabaseError(message: "cannot read the definition of \(table)") }
         var rebuilt = definition
-        rebuilt.insert(contentsOf: ",\n    \(constraint)\n", at: close)
-        rebuilt.replaceSubrange(name, with: "CREATE TABLE \(table)_rebuilt")
+        rebuilt.replaceSubrange(name, with: "CREATE TABLE \(table)_rebuilt ")
+        guard edit(&rebuilt) else { throw DatabaseError(message: "unexpected definition of \(table)") }
         let indexes = try String.fetchAll(
             db, sql: "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL",
             arguments: [table])

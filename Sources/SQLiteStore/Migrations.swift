@@ -43,6 +43,18 @@ enum Migrations {
         // Foreign keys are off while it runs (GRDB's deferred checks): the rebuilt tables'
         // dependants keep their rows.
         migrator.registerMigration("v11-catalog-parity") { db in try CatalogParity.migrate(db) }
+        // The audit's hash loses its unique index: every entry's hash is random, so each group
+        // commit of entries wrote one leaf page of that index per entry, anywhere in it (most of
+        // an audited read's write cost on a large log). The chain itself is what makes an entry's
+        // hash its own: each entry's canonical form holds its unique `seq`, and `audit verify`
+        // recomputes every hash and link. No query looks an entry up by its hash.
+        migrator.registerMigration("v12-audit-hash-unindexed") { db in
+            try CatalogParity.rebuild("audit", db) { definition in
+                guard let unique = definition.range(of: "hash TEXT NOT NULL UNIQUE CHECK") else { return false }
+                definition.replaceSubrange(unique, with: "hash TEXT NOT NULL CHECK")
+                return true
+            }
+        }
         return migrator
     }
 
