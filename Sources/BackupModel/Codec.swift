@@ -3,17 +3,25 @@
 /// Hand-written rather than Foundation's so that decoding can be strict (no whitespace, no
 /// silent truncation) and so that secret bytes can be decoded straight into ``SecretBytes``.
 public enum Hex {
-    private static let digits = Array("0123456789abcdef".utf8)
-
     /// Lowercase hex.
     public static func encode(_ bytes: some Sequence<UInt8>) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.underestimatedCount * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0f)])
+        if let text = bytes.withContiguousStorageIfAvailable({ encode(buffer: $0) }) { return text }
+        return Array(bytes).withUnsafeBufferPointer { encode(buffer: $0) }
+    }
+
+    /// Written straight into the string's storage (every audit entry and token hash is hex).
+    private static func encode(buffer: UnsafeBufferPointer<UInt8>) -> String {
+        String(unsafeUninitializedCapacity: buffer.count * 2) { out in
+            for (i, byte) in buffer.enumerated() {
+                out[2 * i] = digit(byte >> 4)
+                out[2 * i + 1] = digit(byte & 0x0f)
+            }
+            return buffer.count * 2
         }
-        return String(decoding: out, as: UTF8.self)
+    }
+
+    @inline(__always) private static func digit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") - 10 + nibble
     }
 
     /// Decodes hex of either case; `nil` on odd length or a non-hex character.

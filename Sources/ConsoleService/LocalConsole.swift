@@ -45,6 +45,7 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
     /// or another — takes effect on the very next call.
     private var operators: [String: (record: OperatorRecord, version: Int64)] = [:]
     private var sessions: [SessionKey: (session: Session, version: Int64)] = [:]
+    private var lastToken: (token: SecretBytes, hash: String)?
 
     public init(
         storePath: String, clock: WallClock = .system, random: any RandomSource = SystemRandom(),
@@ -315,11 +316,20 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
                 .permissionDenied, code: "missing_token",
                 "No operator token: pass --token-file PATH or set BACKUPCTL_TOKEN.")
         }
-        let hash = OperatorToken.hash(token)
+        let hash = tokenHash(token)
         if let cached = lock.withLock({ operators[hash] }), cached.version == version { return cached.record }
         let record = try await access.authenticate(token: token)
         lock.withLock { operators[hash] = (record, version) }
         return record
+    }
+
+    /// The token's hash, kept for the last token seen (compared in constant time): a script or
+    /// a client sends the same token with every call.
+    private func tokenHash(_ token: SecretBytes) -> String {
+        if let last = lock.withLock({ lastToken }), last.token == token { return last.hash }
+        let hash = OperatorToken.hash(token)
+        lock.withLock { lastToken = (token, hash) }
+        return hash
     }
 
     /// The caller's session in their chosen tenant, or in their only one.
@@ -344,6 +354,7 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
         lock.withLock {
             operators = [:]
             sessions = [:]
+            lastToken = nil
         }
     }
 
