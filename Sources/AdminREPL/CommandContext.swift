@@ -45,7 +45,7 @@ final class CommandContext {
     var auditDeferral: AuditDeferral?
     /// Answers of a script's reads run ahead of their lines, by line (``BatchRunner``):
     /// ``perform(_:progress:)`` hands a line its own instead of calling the service again.
-    var readAhead: [Int: Result<any Sendable, ConsoleError>] = [:]
+    var readAhead: [Int: ReadAheadAnswer] = [:]
     /// The script lines whose output is held for ``auditDeferral``.
     var heldBatchLines: [Int] = []
     /// The exit status of held reads whose audit failed, released before another command ran
@@ -116,10 +116,17 @@ final class CommandContext {
     func perform<Op: ConsoleOperation>(_ operation: Op, progress: ProgressSink? = nil) async throws(ConsoleError)
         -> Op.Output
     {
-        if let line = batchLine?.line, let ready = readAhead.removeValue(forKey: line),
-            let output = try ready.get() as? Op.Output
-        {
-            return output
+        if let line = batchLine?.line, let ready = readAhead.removeValue(forKey: line) {
+            // A settle for earlier lines may have taken this read's entry and failed: then it
+            // is not in the log, and its answer must not be shown.
+            if case .success = ready.result,
+                let failed = auditDeferral?.failure(keptAfter: ready.keptAfter, through: ready.keptThrough)
+            {
+                throw ConsoleError(
+                    failed.kind, code: failed.code,
+                    "\(failed.message) The output of this command was withheld: it could not be audited.")
+            }
+            if let output = try ready.result.get() as? Op.Output { return output }
         }
         return try await console.perform(operation, as: try caller, progress: progress)
     }

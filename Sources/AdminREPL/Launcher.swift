@@ -188,7 +188,7 @@ struct BatchRunner {
                     for (read, answer) in zip(reads.lines, answers) { ctx.readAhead[read] = answer }
                     // The next run of reads goes on while these lines are rendered, unless the
                     // script stops within these (a failure without --continue-on-error, a signal).
-                    let failed = answers.contains { if case .failure = $0 { true } else { false } }
+                    let failed = answers.contains { if case .failure = $0.result { true } else { false } }
                     if continueOnError || !failed, Interrupts.signal == nil {
                         ahead = ReadAhead(
                             commands, from: index + answers.count, parsed: parsed, ctx: ctx,
@@ -274,7 +274,7 @@ struct ReadAhead {
     let start: Int
     /// The script line of each read, in order.
     let lines: [Int]
-    let task: Task<[Result<any Sendable, ConsoleError>], Never>
+    let task: Task<[ReadAheadAnswer], Never>
 
     /// `nil` when fewer than two lines qualify (one read runs as its line does), or without a
     /// console or caller (the line reports why).
@@ -304,16 +304,17 @@ struct ReadAhead {
     nonisolated private static func perform(
         _ operations: [any ConsoleOperation], console: any ConsoleAPI, caller: Caller, deferral: AuditDeferral,
         stopAtFailure: Bool, deadline: UInt64
-    ) async -> [Result<any Sendable, ConsoleError>] {
+    ) async -> [ReadAheadAnswer] {
         await AuditDeferral.$current.withValue(deferral) {
-            var answers: [Result<any Sendable, ConsoleError>] = []
+            var answers: [ReadAheadAnswer] = []
             for operation in operations {
                 if Task.isCancelled || Interrupts.signal != nil { break }
                 // The first read always runs (its line may be the one running now).
                 if !answers.isEmpty, DispatchTime.now().uptimeNanoseconds >= deadline { break }
-                let answer = await perform(operation, console: console, caller: caller)
-                answers.append(answer)
-                if stopAtFailure, case .failure = answer { break }
+                let before = deferral.keptCount
+                let result = await perform(operation, console: console, caller: caller)
+                answers.append(ReadAheadAnswer(result: result, keptAfter: before, keptThrough: deferral.keptCount))
+                if stopAtFailure, case .failure = result { break }
             }
             return answers
         }
@@ -328,4 +329,12 @@ struct ReadAhead {
             return .failure(error)
         }
     }
+}
+
+/// A read made ahead of its line: its answer, and which of the script's audit entries it kept
+/// (``AuditDeferral/keptCount`` before and after it).
+struct ReadAheadAnswer: Sendable {
+    var result: Result<any Sendable, ConsoleError>
+    var keptAfter: Int
+    var keptThrough: Int
 }

@@ -8,12 +8,14 @@ import GRDB
 /// ``SQLiteDriver``.
 ///
 /// Every mutation and its audit entry share one write transaction on the pool's writer. Hot
-/// single-row reads (lookups) run one cached statement on the writer connection through the C
-/// API (``RawCursor``): `DatabasePool.read` adds BEGIN/COMMIT and a schema-version query per
-/// call, which tripled the cost of a lookup, and a separate reader connection re-reads its
-/// pages through the OS after every audit write this process makes (SQLite drops a
-/// connection's cache when another connection changed the file). The writer's cache stays
-/// warm across its own writes.
+/// single-row reads (lookups, the access version) run one cached statement through the C API
+/// (``RawCursor``), on the writer connection whenever it is free: `DatabasePool.read` adds
+/// BEGIN/COMMIT and a schema-version query per call, which tripled the cost of a lookup, and a
+/// separate reader connection re-reads its pages through the OS after every audit write this
+/// process makes (SQLite drops a connection's cache when another connection changed the
+/// file). The writer's cache stays warm across its own writes. While a transaction or a group
+/// commit holds the writer, a served read takes a reader instead of waiting
+/// (``SQLiteDriver/readOne(_:_:)``).
 public final class SQLiteConsoleStore: SQLRuleStore {
     public let driver: SQLiteDriver
     public let clock: @Sendable () -> Int64
@@ -119,12 +121,13 @@ public final class SQLiteConsoleStore: SQLRuleStore {
         }
     }
 
-    /// A single-statement read outside a transaction on the writer connection (its warm
-    /// cache; see the type's note). Only for bodies that run ONE SELECT: nothing here may write.
+    /// A single-statement read outside a transaction: on the writer connection when it is free
+    /// (its warm cache; see the type's note), else on a reader (``SQLiteDriver/readOne(_:_:)``).
+    /// Only for bodies that run ONE SELECT: nothing here may write.
     func readOne<T: Sendable>(_ what: @autoclosure () -> String, _ body: (Database) throws -> T)
         async throws(ConsoleError) -> T
     {
-        try await driver.withWriter(what(), body)
+        try await driver.readOne(what(), body)
     }
 
     /// Turns a GRDB or SQLite error into one operator-facing sentence (never SQL or arguments).

@@ -40,12 +40,26 @@ public struct SQLiteDriver: SQLDriver {
         }
     }
 
-    /// Runs `access` on the writer connection outside a transaction, holding the gate (so no
-    /// transaction is open on it): single hot reads through the C API (``RawCursor``).
-    func withWriter<T>(_ what: @autoclosure () -> String, _ access: (Database) throws -> T) async throws(ConsoleError)
+    /// Runs `access` — one read-only statement through the C API (``RawCursor``) — on the
+    /// writer connection outside a transaction when the writer is free (its cache is the warm
+    /// one), and on one of the pool's readers when it is not: a served read never waits behind
+    /// a transaction or a group commit of other requests.
+    ///
+    /// A script's reads (a task in an ``AuditDeferral``) wait for the writer instead: what holds
+    /// it then is the script's own group commit, and after a commit a reader's cache is cold
+    /// (SQLite drops it when another connection changed the file), which costs more than the wait.
+    func readOne<T>(_ what: @autoclosure () -> String, _ access: (Database) throws -> T) async throws(ConsoleError)
         -> T
     {
-        await gate.acquire()
+        if AuditDeferral.current != nil {
+            await gate.acquire()
+        } else if !gate.tryAcquire() {
+            do {
+                return try Self.synchronously { try pool.unsafeRead(access) }
+            } catch {
+                throw SQLiteConsoleStore.mapError(error, while: what())
+            }
+        }
         defer { gate.release() }
         do {
             return try Self.synchronously { try pool.writeWithoutTransaction(access) }

@@ -32,6 +32,16 @@ final class WriterGate: Sendable {
         }
     }
 
+    /// Takes the writer only when it is free and no one waits for it; `true` when taken (then
+    /// paired with one ``release()``).
+    func tryAcquire() -> Bool {
+        state.withLock { state in
+            guard !state.busy else { return false }
+            state.busy = true
+            return true
+        }
+    }
+
     /// Hands the writer to the longest waiter, or frees it.
     func release() {
         let next = state.withLock { state -> CheckedContinuation<Void, Never>? in

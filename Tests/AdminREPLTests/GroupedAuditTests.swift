@@ -121,5 +121,21 @@ import Testing
         #expect(lines.prefix(3).allSatisfy { $0?["error"] != nil })
         #expect(lines.last??["error"] == nil)
         #expect(!json.stdout.contains("backup_account_"))
+
+        // A failed read releases the held output at once; the commit that fails then also took
+        // the entries of the reads made ahead of the lines after it, which stay unshown.
+        let ahead = [
+            "lookup passkey \(ids[0])", "lookup passkey AAAAAAAAAAAAAAAAAAAAAA", "lookup passkey \(ids[1])",
+            "lookup passkey \(ids[2])", "whoami",
+        ]
+        let mixed = try await cli.run(
+            ["--format", "json", "--tenant", "sandbox", "--continue-on-error", "-f", "-"],
+            stdin: ahead.joined(separator: "\n"))
+        #expect(mixed.status != 0)
+        let mixedLines = mixed.lines.map { CLI.json($0) }
+        #expect(mixedLines.count == 5, "\(mixed.stdout)")
+        #expect(mixedLines.prefix(4).allSatisfy { $0?["error"] != nil }, "\(mixed.stdout)")
+        #expect(mixedLines.map { $0?["line"] as? Int }.prefix(4) == [1, 2, 3, 4])
+        #expect(!mixed.stdout.contains("backup_account_"), "\(mixed.stdout)")
     }
 }

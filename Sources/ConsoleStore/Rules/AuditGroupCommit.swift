@@ -149,7 +149,23 @@ public final class AuditDeferral: Sendable {
         var drafts: [AuditDraft]
     }
 
-    private let batches = Mutex<[Batch]>([])
+    /// A settle that failed: the entries it took (by keep count, `from` exclusive) and why.
+    private struct Failure: Sendable {
+        var from: Int
+        var through: Int
+        var error: ConsoleError
+    }
+
+    private struct State: Sendable {
+        var batches: [Batch] = []
+        /// Entries kept so far, ever (each keep is numbered by it).
+        var kept = 0
+        /// The keep count the last settle took entries through.
+        var settled = 0
+        var failures: [Failure] = []
+    }
+
+    private let state = Mutex(State())
 
     public init() {}
 
@@ -158,24 +174,43 @@ public final class AuditDeferral: Sendable {
         _ draft: AuditDraft, for group: AuditGroupCommit, submit: @escaping @Sendable ([AuditDraft]) -> [AuditReceipt]
     ) {
         let queue = ObjectIdentifier(group)
-        batches.withLock { batches in
-            if batches.last?.queue == queue {
-                batches[batches.count - 1].drafts.append(draft)
+        state.withLock { state in
+            state.kept += 1
+            if state.batches.last?.queue == queue {
+                state.batches[state.batches.count - 1].drafts.append(draft)
             } else {
-                batches.append(Batch(queue: queue, submit: submit, drafts: [draft]))
+                state.batches.append(Batch(queue: queue, submit: submit, drafts: [draft]))
             }
         }
     }
 
     /// How many entries are waiting to be committed.
-    public var count: Int { batches.withLock { $0.reduce(0) { $0 + $1.drafts.count } } }
+    public var count: Int { state.withLock { $0.batches.reduce(0) { $0 + $1.drafts.count } } }
+
+    /// How many entries were kept so far, ever: read before and after a read, it numbers the
+    /// read's entries for ``failure(keptAfter:through:)``.
+    public var keptCount: Int { state.withLock { $0.kept } }
+
+    /// Why the entries kept after the `before`-th through the `after`-th are not in the log: a
+    /// settle took one of them and failed. `nil` when none was in a failed settle (committed,
+    /// or still kept). A script that reads ahead of its lines asks it for each line before
+    /// showing it: a settle for earlier lines may have taken this line's entry with theirs.
+    public func failure(keptAfter before: Int, through after: Int) -> ConsoleError? {
+        guard after > before else { return nil }
+        return state.withLock { state in
+            state.failures.first { $0.from < after && before < $0.through }?.error
+        }
+    }
 
     /// Commits every entry kept so far, and returns once they are in the log.
     /// - Throws: the first failed entry's error (the others are waited for all the same).
     public func settle() async throws(ConsoleError) {
-        let taken = batches.withLock { batches in
-            defer { batches = [] }
-            return batches
+        let (taken, from, through) = state.withLock { state in
+            defer {
+                state.batches = []
+                state.settled = state.kept
+            }
+            return (state.batches, state.settled, state.kept)
         }
         var failure: ConsoleError?
         for batch in taken {
@@ -183,6 +218,9 @@ public final class AuditDeferral: Sendable {
                 do throws(ConsoleError) { _ = try await receipt.entry() } catch { failure = failure ?? error }
             }
         }
-        if let failure { throw failure }
+        if let failure {
+            state.withLock { $0.failures.append(Failure(from: from, through: through, error: failure)) }
+            throw failure
+        }
     }
 }
