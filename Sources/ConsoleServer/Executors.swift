@@ -1,4 +1,5 @@
 import Dispatch
+import NIOCore
 
 extension ConsoleServer {
     /// Where operations that may hold a thread for a while run (long jobs, whole-tenant scans,
@@ -16,5 +17,20 @@ final class DispatchTaskExecutor: TaskExecutor {
         let job = UnownedJob(job)
         let executor = asUnownedTaskExecutor()
         queue.async { job.runSynchronously(on: executor) }
+    }
+}
+
+/// A task executor over one NIO event loop: the probe listener's tasks (Hummingbird runs each
+/// connection as a child task, which inherits the preference) run on its own thread instead of
+/// the global executor, which `serve` makes the API's busy event loops.
+final class EventLoopTaskExecutor: TaskExecutor {
+    private let loop: any EventLoop
+
+    init(_ loop: any EventLoop) { self.loop = loop }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        loop.execute { job.runSynchronously(on: executor) }
     }
 }

@@ -99,8 +99,9 @@ struct ProbeListener: Service {
     let logger: Logger
     let bound: BoundURL
 
-    /// One thread for the probes alone.
+    /// One thread for the probes alone: their sockets and, through ``executor``, their tasks.
     static let loops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    static let executor = EventLoopTaskExecutor(loops.next())
 
     func run() async throws {
         let handler = handler
@@ -116,7 +117,9 @@ struct ProbeListener: Service {
             onServerRunning: { channel in bound.set("http://\(host):\(channel.localAddress?.port ?? port)") },
             eventLoopGroupProvider: .shared(Self.loops), logger: logger)
         do {
-            try await app.runService()
+            // Without the preference each probe's task would run on the global executor (the
+            // API's event loops once `serve` installs them) and queue behind the API's work.
+            try await withTaskExecutorPreference(Self.executor) { try await app.runService() }
         } catch {
             bound.set(nil)
             throw error
