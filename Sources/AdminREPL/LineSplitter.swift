@@ -6,106 +6,73 @@ import Foundation
 /// unquoted `#` at the start of a word begins a comment that runs to the end of the line.
 enum LineSplitter {
     static func split(_ line: String) throws(ConsoleError) -> [String] {
-        if let words = splitASCII(line) { return words }
+        // A script of lookups is ASCII: walked byte by byte, where walking it by `Character`
+        // was a tenth of a line's cost. In ASCII every byte is one character (`\r\n` aside,
+        // which no rule separates), so both walks agree on every line the first takes.
+        var text = line
+        let split =
+            text.withUTF8 { bytes in
+                bytes.allSatisfy { $0 < 0x80 }
+                    ? walk(bytes, UInt8.init(ascii:)) { String(decoding: $0, as: UTF8.self) } : nil
+            } ?? walk(line, Character.init) { String($0) }
+        if split.open == .quote { throw .usage("Unterminated quote in: \(SecretShape.excerpt(line, limit: 60))") }
+        if split.open == .escape { throw .usage("The line ends with a lone backslash.") }
+        return split.words
+    }
+
+    /// What a line left open at its end.
+    private enum Open { case nothing, quote, escape }
+
+    /// The splitting rules over a line's units (its bytes or its characters); `symbol` makes
+    /// the unit of an ASCII symbol, `word` the text of a word's units.
+    private static func walk<Unit: Equatable>(
+        _ units: some Sequence<Unit>, _ symbol: (Unicode.Scalar) -> Unit, word: ([Unit]) -> String
+    ) -> (words: [String], open: Open) {
+        let (backslash, doubleQuote, singleQuote) = (symbol("\\"), symbol("\""), symbol("'"))
+        let (hash, space, tab) = (symbol("#"), symbol(" "), symbol("\t"))
         var words: [String] = []
-        var current = ""
+        var current: [Unit] = []
         var inWord = false
-        var quote: Character?
+        var quote: Unit?
         var escape = false
-        for ch in line {
+        for unit in units {
             if escape {
-                current.append(ch)
+                current.append(unit)
                 escape = false
                 continue
             }
             if let q = quote {
-                if ch == q {
+                if unit == q {
                     quote = nil
-                } else if ch == "\\" && q == "\"" {
+                } else if unit == backslash, q == doubleQuote {
                     escape = true
                 } else {
-                    current.append(ch)
+                    current.append(unit)
                 }
                 continue
             }
-            if ch == "#", !inWord { break }
-            switch ch {
-            case "\\":
+            if unit == hash, !inWord { break }
+            if unit == backslash {
                 escape = true
                 inWord = true
-            case "\"", "'":
-                quote = ch
+            } else if unit == doubleQuote || unit == singleQuote {
+                quote = unit
                 inWord = true
-            case " ", "\t":
+            } else if unit == space || unit == tab {
                 if inWord {
-                    words.append(current)
-                    current = ""
+                    words.append(word(current))
+                    current.removeAll(keepingCapacity: true)
                     inWord = false
                 }
-            default:
-                current.append(ch)
+            } else {
+                current.append(unit)
                 inWord = true
             }
         }
-        if quote != nil { throw .usage("Unterminated quote in: \(SecretShape.excerpt(line, limit: 60))") }
-        if escape { throw .usage("The line ends with a lone backslash.") }
-        if inWord { words.append(current) }
-        return words
-    }
-
-    /// ``split(_:)`` of an ASCII line, byte by byte (a script of lookups is ASCII; walking it
-    /// by `Character` was a tenth of a line's cost). `nil` for a line with any other byte: in
-    /// ASCII every byte is one character (`\r\n` aside, which no rule separates), so the two
-    /// agree on every line this takes.
-    private static func splitASCII(_ line: String) -> [String]? {
-        var line = line
-        return line.withUTF8 { bytes -> [String]? in
-            guard bytes.allSatisfy({ $0 < 0x80 }) else { return nil }
-            var words: [String] = []
-            var current: [UInt8] = []
-            var inWord = false
-            var quote: UInt8?
-            var escape = false
-            for byte in bytes {
-                if escape {
-                    current.append(byte)
-                    escape = false
-                    continue
-                }
-                if let q = quote {
-                    if byte == q {
-                        quote = nil
-                    } else if byte == UInt8(ascii: "\\"), q == UInt8(ascii: "\"") {
-                        escape = true
-                    } else {
-                        current.append(byte)
-                    }
-                    continue
-                }
-                if byte == UInt8(ascii: "#"), !inWord { break }
-                switch byte {
-                case UInt8(ascii: "\\"):
-                    escape = true
-                    inWord = true
-                case UInt8(ascii: "\""), UInt8(ascii: "'"):
-                    quote = byte
-                    inWord = true
-                case UInt8(ascii: " "), UInt8(ascii: "\t"):
-                    if inWord {
-                        words.append(String(decoding: current, as: UTF8.self))
-                        current.removeAll(keepingCapacity: true)
-                        inWord = false
-                    }
-                default:
-                    current.append(byte)
-                    inWord = true
-                }
-            }
-            // An open quote or a lone backslash: the general walk says which.
-            if quote != nil || escape { return nil }
-            if inWord { words.append(String(decoding: current, as: UTF8.self)) }
-            return words
-        }
+        if quote != nil { return (words, .quote) }
+        if escape { return (words, .escape) }
+        if inWord { words.append(word(current)) }
+        return (words, .nothing)
     }
 
     /// A script line: blank lines and `#` comments are skipped (`nil`).

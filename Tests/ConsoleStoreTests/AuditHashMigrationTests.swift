@@ -11,45 +11,43 @@ import Testing
 /// gone, and appends go on extending the same chain.
 @Suite struct AuditHashMigrationTests {
     @Test func theAuditKeepsItsChainAndLosesTheHashIndex() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("audit-hash-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: dir) }
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        let path = dir.appendingPathComponent("console.db").path
-        let draft = { (n: Int) in
-            AuditDraft(operatorName: "ann", tenant: "alpha", action: "backup.show", target: "t\(n)")
-        }
-        do {
-            let store = try SQLiteConsoleStore(path: path)
-            for n in 0..<20 { _ = try await store.appendAudit(draft(n)) }
-        }
-        // The audit as it was before v12: the same table with `hash … UNIQUE`, v12 not recorded.
-        let queue = try DatabaseQueue(path: path)
-        let before = try await queue.write { db in
-            try CatalogParity.rebuild("audit", db) { definition in
-                guard let plain = definition.range(of: "hash TEXT NOT NULL CHECK") else { return false }
-                definition.replaceSubrange(plain, with: "hash TEXT NOT NULL UNIQUE CHECK")
-                return true
+        try await withStorePath("audit-hash") { path in
+            let draft = { (n: Int) in
+                AuditDraft(operatorName: "ann", tenant: "alpha", action: "backup.show", target: "t\(n)")
             }
-            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v12-audit-hash-unindexed'")
-            #expect(try Self.uniqueIndexes(db) == 1)
-            return try Self.chain(db)
-        }
-        try queue.close()
+            do {
+                let store = try SQLiteConsoleStore(path: path)
+                for n in 0..<20 { _ = try await store.appendAudit(draft(n)) }
+            }
+            // The audit as it was before v12: the same table with `hash … UNIQUE`, v12 not recorded.
+            let queue = try DatabaseQueue(path: path)
+            let before = try await queue.write { db in
+                try CatalogParity.rebuild("audit", db) { definition in
+                    guard let plain = definition.range(of: "hash TEXT NOT NULL CHECK") else { return false }
+                    definition.replaceSubrange(plain, with: "hash TEXT NOT NULL UNIQUE CHECK")
+                    return true
+                }
+                try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v12-audit-hash-unindexed'")
+                #expect(try Self.uniqueIndexes(db) == 1)
+                return try Self.chain(db)
+            }
+            try queue.close()
 
-        let store = try SQLiteConsoleStore(path: path)
-        let after = try await store.pool.read { db in (try Self.chain(db), try Self.uniqueIndexes(db)) }
-        #expect(after.0 == before)
-        #expect(after.1 == 0)
-        let next = try await store.appendAudit(draft(20))
-        #expect(next.seq == 21 && next.prevHash == before.last?.hash)
-        let chain = try await store.pool.read { db in try Self.chain(db) }
-        #expect(chain.count == 21)
-        for (earlier, later) in zip(chain, chain.dropFirst()) { #expect(later.prevHash == earlier.hash) }
-        let indexes = try await store.pool.read { db in
-            try String.fetchAll(
-                db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'audit' ORDER BY name")
+            let store = try SQLiteConsoleStore(path: path)
+            let after = try await store.pool.read { db in (try Self.chain(db), try Self.uniqueIndexes(db)) }
+            #expect(after.0 == before)
+            #expect(after.1 == 0)
+            let next = try await store.appendAudit(draft(20))
+            #expect(next.seq == 21 && next.prevHash == before.last?.hash)
+            let chain = try await store.pool.read { db in try Self.chain(db) }
+            #expect(chain.count == 21)
+            for (earlier, later) in zip(chain, chain.dropFirst()) { #expect(later.prevHash == earlier.hash) }
+            let indexes = try await store.pool.read { db in
+                try String.fetchAll(
+                    db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'audit' ORDER BY name")
+            }
+            #expect(indexes == ["audit_by_tenant"])
         }
-        #expect(indexes == ["audit_by_tenant"])
     }
 
     struct Link: Equatable {

@@ -142,39 +142,37 @@ struct DerivedIndexTests {
 
     /// A store made before v4 gets its derived rows when it is opened.
     @Test func migrationBackfillsExistingBackups() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("derived-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: dir) }
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        let path = dir.appendingPathComponent("console.db").path
-        let f = Fixtures()
-        let metadata = f.metadata(id: f.backupId(), passkeys: [f.credential()], googleSubs: ["7"], sync: ["bad"])
-        do {
-            let queue = try DatabaseQueue(path: path)
-            try Migrations.migrator.migrate(queue, upTo: "v3-cleanup-stamped")
-            try await queue.write { db in
-                try db.execute(
-                    sql: "INSERT INTO tenants (name, is_sandbox, policy, created_at) VALUES ('alpha', 0, '{}', 1)")
-                try db.execute(
-                    sql: """
-                        INSERT INTO backups (tenant, backup_id, metadata, manifest_hash, blob_size, imported_at, updated_at)
-                        VALUES ('alpha', ?, ?, ?, 12, 1, 1)
-                        """,
-                    arguments: [
-                        metadata.id, String(decoding: metadata.encoded(.stored), as: UTF8.self), metadata.manifestHash,
-                    ])
-                try db.execute(
-                    sql: "INSERT INTO factor_lookup (tenant, pk, backup_id) VALUES ('alpha', ?, ?)",
-                    arguments: ["MAIN#OIDC|https://accounts.google.com|7", metadata.id])
+        try await withStorePath("derived") { path in
+            let f = Fixtures()
+            let metadata = f.metadata(id: f.backupId(), passkeys: [f.credential()], googleSubs: ["7"], sync: ["bad"])
+            do {
+                let queue = try olderStore(at: path, upTo: "v3-cleanup-stamped")
+                try await queue.write { db in
+                    try db.execute(
+                        sql: """
+                            INSERT INTO backups (tenant, backup_id, metadata, manifest_hash, blob_size, imported_at, updated_at)
+                            VALUES ('alpha', ?, ?, ?, 12, 1, 1)
+                            """,
+                        arguments: [
+                            metadata.id, String(decoding: metadata.encoded(.stored), as: UTF8.self),
+                            metadata.manifestHash,
+                        ])
+                    try db.execute(
+                        sql: "INSERT INTO factor_lookup (tenant, pk, backup_id) VALUES ('alpha', ?, ?)",
+                        arguments: ["MAIN#OIDC|https://accounts.google.com|7", metadata.id])
+                }
             }
+            let store = try SQLiteConsoleStore(path: path)
+            try await expectConsistent(store, alpha)
+            let summary = try await #require(try firstSummary(store, alpha))
+            #expect(
+                summary.blobSize == 12 && summary.badSyncFactors == 1
+                    && summary.firstBadSyncFactor?.problem == .notBase64)
+            #expect(
+                try await store.resolveLookup(tenant: alpha, pk: "MAIN#OIDC|https://accounts.google.com|7")?.factorId
+                    != nil
+            )
         }
-        let store = try SQLiteConsoleStore(path: path)
-        try await expectConsistent(store, alpha)
-        let summary = try await #require(try firstSummary(store, alpha))
-        #expect(
-            summary.blobSize == 12 && summary.badSyncFactors == 1 && summary.firstBadSyncFactor?.problem == .notBase64)
-        #expect(
-            try await store.resolveLookup(tenant: alpha, pk: "MAIN#OIDC|https://accounts.google.com|7")?.factorId != nil
-        )
     }
 
     @Test func syncProblemCodesRoundTrip() {

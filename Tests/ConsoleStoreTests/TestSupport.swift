@@ -1,10 +1,11 @@
 import BackupCrypto
 import BackupModel
 import Foundation
-import SQLiteStore
+import GRDB
 import Testing
 
 @testable import ConsoleStore
+@testable import SQLiteStore
 
 /// Fixed audit clock (unix ms) so entries are reproducible.
 let testClockMillis: Int64 = 1_780_000_000_000
@@ -22,6 +23,26 @@ func withStore<T>(_ body: (SQLiteConsoleStore, URL) async throws -> T) async thr
     try await store.createTenant(
         TenantRecord(name: beta, isSandbox: true, createdAt: 1), audit: draft("tenant.create", target: "beta"))
     return try await body(store, dir)
+}
+
+/// The path of a store file (not yet made) in a fresh temporary directory, which is removed
+/// after `body`: for tests that build a store at an older schema before opening it.
+func withStorePath<T>(_ label: String, _ body: (String) async throws -> T) async throws -> T {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("\(label)-\(UUID().uuidString)")
+    defer { try? FileManager.default.removeItem(at: dir) }
+    try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    return try await body(dir.appendingPathComponent("console.db").path)
+}
+
+/// A store file at `path` migrated only up to `migration`, with the tenant `alpha`: what an
+/// older release left, for a test of the migrations after it.
+func olderStore(at path: String, upTo migration: String) throws -> DatabaseQueue {
+    let queue = try DatabaseQueue(path: path)
+    try Migrations.migrator.migrate(queue, upTo: migration)
+    try queue.write { db in
+        try db.execute(sql: "INSERT INTO tenants (name, is_sandbox, policy, created_at) VALUES ('alpha', 0, '{}', 1)")
+    }
+    return queue
 }
 
 func draft(_ action: String, tenant: TenantName? = nil, target: String? = nil) -> AuditDraft {
