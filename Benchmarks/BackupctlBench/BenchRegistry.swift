@@ -13,5 +13,6 @@ enum BenchRegistry {
         PostgresLookupBench(),
         PostgresWorkersBench(),
         SeedBench(),
+        SQLiteImportBench(),
     ]
 }

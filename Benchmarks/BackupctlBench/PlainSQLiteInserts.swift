@@ -3,16 +3,16 @@ import ConsoleStore
 import Foundation
 import GRDBSQLite
 
-/// The reference writer of ``SeedBench`` on SQLite: the seeder's rows (backups, blobs, index,
-/// sub-org refs, derived keys and summary, sandbox sub-orgs) as prepared INSERTs through the C
-/// API in one transaction, no check, no audit, no store.
+/// The reference writer of ``SeedBench`` and ``SQLiteImportBench``: the rows the store writes for
+/// a backup (backup, blob, index, sub-org refs, derived keys and summary; a seed's sandbox
+/// sub-orgs too) as prepared INSERTs through the C API, no check, no audit, no store.
 enum PlainSQLiteInserts {
     /// Writes the `count` backups of seed 7 into tenant `plain` of the migrated store at `path`;
     /// backups/s.
     static func rate(path: String, count: Int) async throws -> Double {
         var db: OpaquePointer?
         guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK else {
-            throw ConsoleError.internalError("seed bench: cannot open \(path)")
+            throw ConsoleError.internalError("plain inserts: cannot open \(path)")
         }
         defer { sqlite3_close_v2(db) }
         let writer = try Writer(db)
@@ -21,10 +21,32 @@ enum PlainSQLiteInserts {
         for from in stride(from: 0, to: count, by: 1000) {
             let batch = try SyntheticBackups.writes(
                 seed: 7, indices: from..<min(count, from + 1000), now: 1_760_000_000)
-            for write in batch { try writer.insert(write) }
+            for write in batch { try writer.insert(write, tenant: "plain", sandbox: true) }
         }
         try writer.exec("COMMIT")
         return Double(count) / (Double(nowNanos() - start) / 1e9)
+    }
+
+    /// Writes `writes` into each of `tenants` of the migrated store at `path`, one transaction of
+    /// `batch` backups at a time (an import's batches); the seconds it took.
+    static func seconds(path: String, tenants: [String], writes: [BackupWrite], batch: Int) throws -> Double {
+        var db: OpaquePointer?
+        guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK else {
+            throw ConsoleError.internalError("plain inserts: cannot open \(path)")
+        }
+        defer { sqlite3_close_v2(db) }
+        let writer = try Writer(db)
+        let start = nowNanos()
+        for tenant in tenants {
+            for from in stride(from: 0, to: writes.count, by: batch) {
+                try writer.exec("BEGIN IMMEDIATE")
+                for write in writes[from..<min(writes.count, from + batch)] {
+                    try writer.insert(write, tenant: tenant, sandbox: false)
+                }
+                try writer.exec("COMMIT")
+            }
+        }
+        return Double(nowNanos() - start) / 1e9
     }
 
     private final class Writer {
@@ -37,7 +59,7 @@ enum PlainSQLiteInserts {
 
         func exec(_ sql: String) throws {
             guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else {
-                throw ConsoleError.internalError("seed bench: \(String(cString: sqlite3_errmsg(db)))")
+                throw ConsoleError.internalError("plain inserts: \(String(cString: sqlite3_errmsg(db)))")
             }
         }
 
@@ -49,7 +71,7 @@ enum PlainSQLiteInserts {
             } else {
                 var made: OpaquePointer?
                 guard sqlite3_prepare_v2(db, sql, -1, &made, nil) == SQLITE_OK, let made else {
-                    throw ConsoleError.internalError("seed bench: \(String(cString: sqlite3_errmsg(db)))")
+                    throw ConsoleError.internalError("plain inserts: \(String(cString: sqlite3_errmsg(db)))")
                 }
                 statements[sql] = made
                 statement = made
@@ -70,12 +92,12 @@ enum PlainSQLiteInserts {
                 }
             }
             guard sqlite3_step(statement) == SQLITE_DONE else {
-                throw ConsoleError.internalError("seed bench: \(String(cString: sqlite3_errmsg(db)))")
+                throw ConsoleError.internalError("plain inserts: \(String(cString: sqlite3_errmsg(db)))")
             }
         }
 
-        func insert(_ write: BackupWrite) throws {
-            let t = "plain"
+        /// The rows of `write` in `t`; a seed's (`sandbox`) also registers its sub-orgs.
+        func insert(_ write: BackupWrite, tenant t: String, sandbox: Bool) throws {
             let record = write.record
             let id = record.backupId
             let metadata = record.metadata
@@ -98,6 +120,7 @@ enum PlainSQLiteInserts {
             }
             for subOrg in Set(metadata.turnkeySubOrgIds) {
                 try run("INSERT INTO suborg_refs (tenant, suborg_id, backup_id) VALUES (?, ?, ?)", [t, subOrg, id])
+                guard sandbox else { continue }
                 try run(
                     "INSERT OR IGNORE INTO sandbox_suborgs (tenant, suborg_id, created_at) VALUES (?, ?, 0)",
                     [t, subOrg])

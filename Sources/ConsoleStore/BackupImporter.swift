@@ -13,8 +13,10 @@ public struct BackupImporter: Sendable {
     public let store: any ConsoleStore
     /// Unix seconds, for the records' `importedAt` / `updatedAt`.
     public let clock: @Sendable () -> Int64
+    /// Backups per write transaction unless a caller says otherwise.
+    public static let defaultBatchSize = 250
     /// Backups per write transaction, and the blob bytes that close a batch early.
-    public var batchSize = 250
+    public var batchSize = BackupImporter.defaultBatchSize
     public var batchBytes = 64 * 1024 * 1024
 
     public init(

@@ -5,8 +5,10 @@ import PostgresNIO
 import Synchronization
 
 /// Writes many backups into PostgreSQL with `COPY … FROM STDIN` instead of row-by-row inserts
-/// (an import of a million backups): the rows go into temporary staging tables, then one
-/// statement per table merges them, under the same rules as the SQLite store's `writeBackups`.
+/// (an import of a million backups), under the same rules as the SQLite store's `writeBackups`.
+/// A batch of new backups is copied straight into its tables; any other (one that replaces a
+/// backup, takes a factor over or conflicts) goes into temporary staging tables, then one
+/// statement per table merges them.
 ///
 /// A backup's metadata, blob, lookup rows, sub-org references and what reads derive from its
 /// metadata (implied keys, summary) are replaced as a whole. A lookup row owned by another
@@ -100,6 +102,39 @@ public enum PostgresBackupCopy {
     /// - Throws: ``ConsoleError`` `factor_conflict` before anything is merged.
     public static func write(_ prepared: Prepared, on connection: PostgresConnection, logger: Logger) async throws {
         guard !prepared.isEmpty else { return }
+        if prepared.takeovers.isEmpty, try await copyDirectly(prepared, on: connection, logger: logger) { return }
+        try await stageAndMerge(prepared, on: connection, logger: logger)
+    }
+
+    /// A batch of new backups (an import's first pass, a seed) copied straight into its tables,
+    /// under a savepoint: the tables' own keys refuse what the staged path would have to handle,
+    /// a backup that exists (to be replaced), a factor another backup holds or one claimed twice.
+    /// On such a unique violation the savepoint is rolled back and `false` returned; the batch
+    /// then takes the staged path, which replaces, collapses and names the conflict.
+    private static func copyDirectly(_ prepared: Prepared, on connection: PostgresConnection, logger: Logger)
+        async throws -> Bool
+    {
+        _ = try await connection.query("SAVEPOINT backup_copy", logger: logger)
+        do {
+            // `backups` goes first: a batch of backups that exist fails on its first row.
+            for (table, data) in zip(stagingTables, prepared.tables) where !data.isEmpty {
+                try await connection.copyFrom(table: table.name, columns: table.columns, logger: logger) { writer in
+                    for chunk in data.all { try await writer.write(chunk) }
+                }
+            }
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
+            _ = try await connection.query("ROLLBACK TO SAVEPOINT backup_copy", logger: logger)
+            return false
+        }
+        _ = try await connection.query("RELEASE SAVEPOINT backup_copy", logger: logger)
+        return true
+    }
+
+    /// The general path: every table staged in a temporary copy, the conflicts checked, then one
+    /// statement per table merges the staged rows.
+    private static func stageAndMerge(_ prepared: Prepared, on connection: PostgresConnection, logger: Logger)
+        async throws
+    {
         for table in stagingTables {
             _ = try await connection.query(
                 "CREATE TEMP TABLE \(unescaped: table.name)_in (LIKE \(unescaped: table.name)) ON COMMIT DROP",

@@ -107,6 +107,32 @@ struct PostgresBackupCopyTests {
         }
     }
 
+    /// A new backup that lists one of its factors twice breaks the direct copy's key; the batch
+    /// then goes through the staged path, which writes the row once, and the savepoint leaves
+    /// nothing of the first attempt behind.
+    @Test func aNewBackupListingItsOwnFactorTwiceIsWrittenOnce() async throws {
+        let tenant = try TenantName("sandbox")
+        var writes = try SyntheticBackups.writes(seed: 9, indices: 0..<3, now: 1_750_000_000)
+        let repeated = try #require(writes[2].lookupRows.first)
+        writes[2].lookupRows.append(repeated)
+        let rowsExpected = writes.reduce(0) { $0 + $1.lookupRows.count } - 1
+        try await PostgresTestDatabase.make { testDatabase in
+            try await withDatabase(testDatabase) { database in
+                _ = try await PostgresMigrator.migrate(database)
+                try await Self.seedTenant(tenant, database)
+                try await database.withTransaction("copying backups") { connection in
+                    try await PostgresBackupCopy.write(tenant: tenant, writes, on: connection, logger: database.logger)
+                }
+                #expect(try await rows(database, "SELECT count(*)::BIGINT FROM backups", as: Int64.self) == [3])
+                let lookups = try await rows(database, "SELECT count(*)::BIGINT FROM factor_lookup", as: Int64.self)
+                #expect(lookups == [Int64(rowsExpected)])
+                let summaries = try await rows(
+                    database, "SELECT count(*)::BIGINT FROM backup_summary", as: Int64.self)
+                #expect(summaries == [3])
+            }
+        }
+    }
+
     @Test func metadataWithTabsNewlinesAndBackslashesSurvivesTheTextFormat() {
         var text = CopyText()
         text.row(["a\tb", nil, "c\\d\ne\r", ""])
