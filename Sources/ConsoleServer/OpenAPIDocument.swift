@@ -16,6 +16,9 @@ struct OpenAPIDocument: Sendable {
     let requests: [String: JSONValue]
     let outputs: [String: JSONValue]
     let validator: SchemaValidator
+    /// ``requests`` and ``outputs`` compiled once, for the checks of every request and answer.
+    let requestChecks: [String: CompiledSchema]
+    let outputChecks: [String: CompiledSchema]
     /// Types whose schema could not be read (the tests require none).
     let failures: [String: String]
 
@@ -100,6 +103,8 @@ struct OpenAPIDocument: Sendable {
         self.requests = requests
         self.outputs = outputs
         validator = SchemaValidator(components: components)
+        requestChecks = requests.mapValues(validator.compile)
+        outputChecks = outputs.mapValues(validator.compile)
         failures = registry.failures
     }
 

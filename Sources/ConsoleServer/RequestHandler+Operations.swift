@@ -61,8 +61,8 @@ extension RequestHandler {
         guard let value = try? JSONDecoder().decode(JSONValue.self, from: data) else {
             return .failure(Refusal(response: HTTPAnswer.error(Self.unreadable(Op.name, "the body is not JSON"))))
         }
-        if let schema = document.requests[Op.name] {
-            let violations = document.validator.violations(of: value, against: schema)
+        if let check = document.requestChecks[Op.name] {
+            let violations = check.violations(of: value)
             if !violations.isEmpty {
                 let shown = violations.prefix(3).joined(separator: "; ")
                 return .failure(Refusal(response: HTTPAnswer.error(Self.unreadable(Op.name, shown))))
@@ -80,9 +80,9 @@ extension RequestHandler {
     /// With ``checksAnswers``: throws `answer_off_schema` (500) when `body` breaks the
     /// operation's output schema in the document.
     func checkAnswer(_ body: Data, of name: String) throws(ConsoleError) {
-        guard checksAnswers, let schema = document.outputs[name] else { return }
+        guard checksAnswers, let check = document.outputChecks[name] else { return }
         let value = (try? JSONDecoder().decode(JSONValue.self, from: body)) ?? .null
-        let violations = document.validator.violations(of: value, against: schema)
+        let violations = check.violations(of: value)
         guard !violations.isEmpty else { return }
         throw ConsoleError(
             .internalError, code: "answer_off_schema",

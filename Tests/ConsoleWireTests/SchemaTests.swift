@@ -72,4 +72,57 @@ import Testing
         #expect(validator.violations(of: try paint("9007199254740992"), against: schema).count == 1)
         #expect(validator.violations(of: try paint("9223372036854775808"), against: schema).count == 1)
     }
+
+    @Test func aCompiledSchemaFollowsARecursiveComponentAndStopsAtItsDepth() {
+        // A list node: a value and an optional next node, the same component.
+        let node: JSONValue = [
+            "type": "object", "required": ["value"], "additionalProperties": false,
+            "properties": ["value": ["type": "integer"], "next": ["$ref": "#/components/schemas/Node"]],
+        ]
+        let compiled = SchemaValidator(components: ["Node": node]).compile(["$ref": "#/components/schemas/Node"])
+        func list(_ values: [JSONValue]) -> JSONValue {
+            values.reversed().reduce(JSONValue.null) { next, value in
+                next == .null ? ["value": value] : ["value": value, "next": next]
+            }
+        }
+        #expect(compiled.accepts(list([1, 2, 3])))
+        #expect(compiled.violations(of: list([1, "two", 3])) == [#"$.next.value: expected integer, got "two""#])
+        // Each reference is a level: 40 nodes nest past the walk's limit of 64 and are refused.
+        let deep = list(Array(repeating: 1, count: 40))
+        #expect(!compiled.accepts(deep))
+        #expect(compiled.violations(of: deep).contains { $0.hasSuffix(": the schema nests too deep") })
+        #expect(
+            SchemaValidator(components: [:]).violations(of: 1, against: ["$ref": "#/components/schemas/Gone"])
+                == ["$: unknown schema #/components/schemas/Gone"])
+    }
+
+    @Test func aCompiledPatternJudgesEveryStringTheSameWay() {
+        let validator = SchemaValidator(components: [:])
+        let base64 = validator.compile(["type": "string", "pattern": "^[A-Za-z0-9+/]*={0,2}$"])
+        #expect(base64.accepts("aGVsbG8="))
+        #expect(base64.violations(of: "not base64!") == ["$: does not match ^[A-Za-z0-9+/]*={0,2}$"])
+        // Unanchored, a pattern is found anywhere in the string.
+        #expect(validator.compile(["pattern": "b+"]).accepts("abba"))
+        // A pattern ICU cannot compile matches nothing.
+        #expect(validator.compile(["type": "string", "pattern": "(unclosed"]).violations(of: "x").count == 1)
+    }
+
+    @Test func acceptsIsTrueExactlyWhenThereAreNoViolations() throws {
+        let registry = SchemaRegistry()
+        let wall = registry.reference(Wall.self)
+        let compiled = SchemaValidator(components: registry.components).compile(wall)
+        let values: [JSONValue] = [
+            ["paint": ["colour": "red", "coats": 2, "tags": [], "extra": ["a": 1]], "area": .double(3.5)],
+            ["paint": ["colour": "green", "coats": 0, "tags": ["x"], "extra": [:], "note": nil], "area": 1],
+            ["paint": ["colour": "red", "coats": .double(2.5), "tags": [], "extra": [:]], "area": 1],
+            ["paint": ["colour": "red", "coats": 2, "tags": [], "extra": ["a": "b"]], "area": 1],
+            ["paint": ["colour": "red", "coats": 2, "tags": [], "extra": [:]], "area": "wide"],
+            ["paint": ["colour": "red", "coats": 2, "tags": [], "extra": [:], "note": 3], "area": 1],
+            ["paint": 1, "area": 1], [:], [], "wall", nil, 7,
+        ]
+        for value in values {
+            #expect(compiled.accepts(value) == compiled.violations(of: value).isEmpty, "\(value)")
+        }
+        #expect(values.filter(compiled.accepts).count == 2)
+    }
 }
