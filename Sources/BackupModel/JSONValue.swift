@@ -9,22 +9,25 @@ public enum JSONValue: Sendable, Equatable, Codable {
     case array([JSONValue])
     case object([String: JSONValue])
 
+    /// Tries the kinds in the order they are most often met (strings, objects, arrays, then
+    /// the scalars): each miss is a thrown `DecodingError`, by far the cost of a decode, and a
+    /// decoder never converts one kind into another, so the order changes no result.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.singleValueContainer()
         if c.decodeNil() {
             self = .null
+        } else if let s = try? c.decode(String.self) {
+            self = .string(s)
+        } else if let o = try? c.decode([String: JSONValue].self) {
+            self = .object(o)
+        } else if let a = try? c.decode([JSONValue].self) {
+            self = .array(a)
         } else if let b = try? c.decode(Bool.self) {
             self = .bool(b)
         } else if let i = try? c.decode(Int64.self) {
             self = .int(i)
-        } else if let d = try? c.decode(Double.self) {
-            self = .double(d)
-        } else if let s = try? c.decode(String.self) {
-            self = .string(s)
-        } else if let a = try? c.decode([JSONValue].self) {
-            self = .array(a)
         } else {
-            self = .object(try c.decode([String: JSONValue].self))
+            self = .double(try c.decode(Double.self))
         }
     }
 

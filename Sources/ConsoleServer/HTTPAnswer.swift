@@ -28,9 +28,11 @@ enum HTTPAnswer {
         {
             return given
         }
-        var bytes = [UInt8](repeating: 0, count: 12)
-        for index in bytes.indices { bytes[index] = UInt8.random(in: 0...255) }
-        return bytes.map { String($0, radix: 16).leftPadded(2) }.joined()
+        // Twelve random bytes from two draws (each draw is a getrandom call), as 24 hex digits.
+        var generator = SystemRandomNumberGenerator()
+        let high = generator.next() as UInt64
+        let low = UInt32(truncatingIfNeeded: generator.next() as UInt64)
+        return withUnsafeBytes(of: (high.bigEndian, low.bigEndian)) { Hex.encode($0) }
     }
 
     /// The headers every answer gets, and those its status calls for.
@@ -97,11 +99,5 @@ enum HTTPAnswer {
         var data = try encode(value)
         data.append(0x0A)
         return ByteBuffer(bytes: data)
-    }
-}
-
-extension String {
-    fileprivate func leftPadded(_ width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }

@@ -96,10 +96,14 @@ import Testing
             let anonymous = try await Self.send(fixture, "/v1/ops/whoami")
             #expect(
                 anonymous.status == 401 && anonymous.headers["WWW-Authenticate"].first == #"Bearer realm="backupctl""#)
-            for answer in [anonymous, try await Self.send(fixture, "/healthz", method: .GET, body: nil)] {
+            let answers = [anonymous, try await Self.send(fixture, "/healthz", method: .GET, body: nil)]
+            for answer in answers {
                 #expect(answer.headers["Cache-Control"].first == "no-store")
-                #expect((answer.headers["X-Request-Id"].first ?? "").count == 24)
+                // A made id: 12 random bytes as lowercase hex.
+                let made = answer.headers["X-Request-Id"].first ?? ""
+                #expect(made.count == 24 && made.allSatisfy { $0.isHexDigit && !$0.isUppercase }, "\(made)")
             }
+            #expect(answers[0].headers["X-Request-Id"] != answers[1].headers["X-Request-Id"])
             // The caller's id is kept, and names the audit entry of what it did.
             let headers = [
                 ("Content-Type", "application/json"), ("X-Request-Id", "ticket-4711.a"), (Wire.tenantHeader, "sandbox"),
