@@ -41,11 +41,26 @@ public struct SandboxSeeder: Sendable {
         let name = tenant.name
         let now = clock()
         var report = SeedReport(tenant: name.rawValue, seed: seed)
+        // Each batch is built (on every core) while the one before is written: on PostgreSQL the
+        // server does the writing, and in SQLite the writer's thread.
+        func building(from start: Int) -> Task<[SyntheticBackup], any Error>? {
+            guard start < backups else { return nil }
+            let range = start..<min(backups, start + batchSize)
+            return Task.detached { try Self.make(seed: seed, range: range, now: now) }
+        }
+        var next = building(from: 0)
+        defer { next?.cancel() }
         var start = 0
-        while start < backups {
+        while start < backups, let pending = next {
             let count = min(batchSize, backups - start)
+            let batch: [SyntheticBackup]
+            do {
+                batch = try await pending.value
+            } catch {
+                throw error as? ConsoleError ?? .internalError("Seeding failed: \(error)")
+            }
+            next = building(from: start + count)
             // A re-run with the same seed makes the same backups: write and audit only the new ones.
-            let batch = try Self.make(seed: seed, range: start..<(start + count), now: now)
             let existing = try await store.existingBackupIds(tenant: name, among: batch.map(\.write.record.backupId))
             let made = batch.filter { !existing.contains($0.write.record.backupId) }
             report.existing += batch.count - made.count

@@ -39,7 +39,19 @@ struct SeederTests {
             _ = try await seeder(store).run(tenant: sandbox, backups: 40, orphans: 0, seed: 8, operatorName: "tester")
             return try await allBackupIds(store, beta)
         }
-        #expect(first.count == 40 && first == second)
+        // In batches of 7, each built while the one before is written: the same backups.
+        let batched = try await withStore { store, _ in
+            let sandbox = try #require(try await store.tenant(beta))
+            var small = seeder(store)
+            small.batchSize = 7
+            var ends: [Int] = []
+            _ = try await small.run(tenant: sandbox, backups: 40, orphans: 3, seed: 7, operatorName: "tester") {
+                ends.append($0)
+            }
+            #expect(ends == [7, 14, 21, 28, 35, 40])
+            return try await allBackupIds(store, beta)
+        }
+        #expect(first.count == 40 && first == second && first == batched)
         #expect(Set(first).isDisjoint(with: other))
     }
 
