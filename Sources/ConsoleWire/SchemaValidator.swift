@@ -9,6 +9,8 @@ import Foundation
 /// A schema is compiled once (``compile(_:)``): references resolved to nodes, patterns to
 /// regular expressions. A check first walks the value without a word (``CompiledSchema/accepts(_:)``,
 /// stopping at the first fault); only a value that fails is walked again for its messages.
+/// References, alternatives, properties and items each count as a level, and a value deeper
+/// than 64 is refused: a recursive schema cannot make the walk follow a body's nesting.
 public struct SchemaValidator: Sendable {
     /// The components `$ref` points at.
     public let components: [String: JSONValue]
@@ -66,7 +68,7 @@ public struct CompiledSchema: Sendable {
         if let alternatives = node.alternatives {
             let needed = node.exclusive ? 2 : 1
             var matching = 0
-            for option in alternatives where accepts(value, option, depth: 0) {
+            for option in alternatives where accepts(value, option, depth: depth + 1) {
                 matching += 1
                 if matching >= needed { break }
             }
@@ -112,7 +114,7 @@ public struct CompiledSchema: Sendable {
         case .node(let target): return check(value, target, path: path, into: &found, depth: depth + 1)
         }
         if let alternatives = node.alternatives {
-            let matching = alternatives.filter { accepts(value, $0, depth: 0) }.count
+            let matching = alternatives.filter { accepts(value, $0, depth: depth + 1) }.count
             if matching == 0 || (node.exclusive && matching > 1) {
                 found.append("\(path): matches \(matching) of the \(node.exclusive ? "oneOf" : "anyOf") alternatives")
             }

@@ -91,6 +91,19 @@ import Testing
         let deep = list(Array(repeating: 1, count: 40))
         #expect(!compiled.accepts(deep))
         #expect(compiled.violations(of: deep).contains { $0.hasSuffix(": the schema nests too deep") })
+        // An optional next node (an `anyOf` with null) counts its alternative as a level too, so
+        // the walk stops at the same limit instead of following the body down.
+        let optional: JSONValue = [
+            "type": "object", "required": ["value"],
+            "properties": [
+                "value": ["type": "integer"],
+                "next": ["anyOf": [["$ref": "#/components/schemas/Node"], ["type": "null"]]],
+            ],
+        ]
+        let optionalList = SchemaValidator(components: ["Node": optional]).compile(
+            ["$ref": "#/components/schemas/Node"])
+        #expect(optionalList.accepts(list([1, 2, 3])))
+        #expect(!optionalList.accepts(list(Array(repeating: 1, count: 40))))
         #expect(
             SchemaValidator(components: [:]).violations(of: 1, against: ["$ref": "#/components/schemas/Gone"])
                 == ["$: unknown schema #/components/schemas/Gone"])
