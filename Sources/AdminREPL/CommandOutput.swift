@@ -70,6 +70,8 @@ extension JSONLine {
     /// direction controls raw; they can only stand inside strings, so writing them as `\uXXXX`
     /// keeps the same JSON value and keeps a terminal showing it safe.
     static func terminalSafe(_ json: String) -> String {
+        // Printable ASCII holds none of them: most lines are that, and bytes are quick to scan.
+        if json.utf8.allSatisfy({ (0x20..<0x7F).contains($0) }) { return json }
         guard json.unicodeScalars.contains(where: UntrustedText.isControl) else { return json }
         var out = String.UnicodeScalarView()
         for scalar in json.unicodeScalars {

@@ -45,11 +45,22 @@ enum Terminal {
         }
     }
 
-    /// Writes the waiting lines, in order, to the streams they were meant for.
+    /// Writes the waiting lines, in order, to the streams they were meant for: consecutive
+    /// lines of one stream in one write (a script's run of lookups is one write, not hundreds).
     static func releaseHeld() {
         let lines = held
         held = []
-        for line in lines { writeAll(line.bytes, fd: line.fd) }
+        var run: [UInt8] = []
+        var runFd: Int32 = -1
+        for line in lines {
+            if line.fd != runFd, !run.isEmpty {
+                writeAll(run, fd: runFd)
+                run.removeAll(keepingCapacity: true)
+            }
+            runFd = line.fd
+            run += line.bytes
+        }
+        if !run.isEmpty { writeAll(run, fd: runFd) }
     }
 
     /// Drops the waiting lines (their reads could not be audited).
