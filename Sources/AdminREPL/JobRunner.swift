@@ -1,6 +1,7 @@
 import BackupModel
 import ConsoleService
 import Foundation
+import Synchronization
 
 extension CommandContext {
     /// Runs a long operation (import, seed, check, cleanup run) with its progress on stderr.
@@ -13,12 +14,20 @@ extension CommandContext {
         let console = try console
         let caller = try caller
         let pause = JobCheckpoint(environment: environment)
+        let stop = JobStop()
         let job = Task { () async throws -> Op.Output in
             try await console.perform(operation, as: caller) { event in
                 progress.set(done: event.done, total: event.total, detail: event.detail)
                 pause.reached()
+                // A signal stops the job at this report, not at the watcher's next look: the
+                // job's next batch may be ready and written before then.
+                if SignalFlag.isRaised {
+                    SignalFlag.drain()
+                    stop.now()
+                }
             }
         }
+        stop.arm { job.cancel() }
         // Ctrl-C (and SIGTERM outside the REPL) raise the flag; poll it while the job runs.
         let watcher = Task {
             while !Task.isCancelled {
@@ -99,5 +108,31 @@ final class BlockingResult<Value: Sendable>: @unchecked Sendable {
 
     var result: Result<Value, ConsoleError> {
         lock.withLock { value } ?? .failure(.internalError("no result"))
+    }
+}
+
+/// Cancels a job from its own progress reports, once the job's task exists (a report before
+/// that is left to the watcher).
+private final class JobStop: Sendable {
+    private struct State: Sendable {
+        var cancel: (@Sendable () -> Void)?
+        var stopped = false
+    }
+
+    private let state = Mutex(State())
+
+    func arm(_ action: @escaping @Sendable () -> Void) {
+        let stopped = state.withLock { state in
+            state.cancel = action
+            return state.stopped
+        }
+        if stopped { action() }
+    }
+
+    func now() {
+        state.withLock { state in
+            state.stopped = true
+            return state.cancel
+        }?()
     }
 }

@@ -1,6 +1,7 @@
 import BackupCrypto
 import BackupModel
 import Foundation
+import Synchronization
 
 /// `seed --backups N [--orphans M] [--seed S]`: fills a sandbox tenant with realistic,
 /// deterministic synthetic backups and Turnkey sub-orgs.
@@ -43,22 +44,15 @@ public struct SandboxSeeder: Sendable {
         var report = SeedReport(tenant: name.rawValue, seed: seed)
         // Each batch is built (on every core) while the one before is written: on PostgreSQL the
         // server does the writing, and in SQLite the writer's thread.
-        func building(from start: Int) -> Task<[SyntheticBackup], any Error>? {
+        func building(from start: Int) -> PendingSeedBatch? {
             guard start < backups else { return nil }
-            let range = start..<min(backups, start + batchSize)
-            return Task.detached { try Self.make(seed: seed, range: range, now: now) }
+            return PendingSeedBatch(seed: seed, range: start..<min(backups, start + batchSize), now: now)
         }
         var next = building(from: 0)
-        defer { next?.cancel() }
         var start = 0
         while start < backups, let pending = next {
             let count = min(batchSize, backups - start)
-            let batch: [SyntheticBackup]
-            do {
-                batch = try await pending.value
-            } catch {
-                throw error as? ConsoleError ?? .internalError("Seeding failed: \(error)")
-            }
+            let batch = try await pending.value()
             next = building(from: start + count)
             // A re-run with the same seed makes the same backups: write and audit only the new ones.
             let existing = try await store.existingBackupIds(tenant: name, among: batch.map(\.write.record.backupId))
@@ -145,5 +139,47 @@ public struct SandboxSeeder: Sendable {
             defer { lock.unlock() }
             return results
         }
+    }
+}
+
+/// One batch of a seed being built on a Dispatch worker (``SandboxSeeder/make(seed:range:now:)``
+/// blocks while every core builds): never on a Swift task, whose thread would be one of the
+/// cooperative pool's few (or, in `serve`, an event loop) held for the whole build.
+final class PendingSeedBatch: Sendable {
+    private struct State: Sendable {
+        var result: Result<[SyntheticBackup], ConsoleError>?
+        var waiter: CheckedContinuation<Result<[SyntheticBackup], ConsoleError>, Never>?
+    }
+
+    private let state = Mutex(State())
+
+    init(seed: UInt64, range: Range<Int>, now: Int64) {
+        DispatchQueue.global().async { [self] in
+            let result: Result<[SyntheticBackup], ConsoleError>
+            do throws(ConsoleError) {
+                result = .success(try SandboxSeeder.make(seed: seed, range: range, now: now))
+            } catch {
+                result = .failure(error)
+            }
+            let waiter = state.withLock { state in
+                state.result = result
+                defer { state.waiter = nil }
+                return state.waiter
+            }
+            waiter?.resume(returning: result)
+        }
+    }
+
+    /// The built batch, once it is built (one caller).
+    func value() async throws(ConsoleError) -> [SyntheticBackup] {
+        let result = await withCheckedContinuation {
+            (waiter: CheckedContinuation<Result<[SyntheticBackup], ConsoleError>, Never>) in
+            let built = state.withLock { state in
+                if state.result == nil { state.waiter = waiter }
+                return state.result
+            }
+            if let built { waiter.resume(returning: built) }
+        }
+        return try result.get()
     }
 }
