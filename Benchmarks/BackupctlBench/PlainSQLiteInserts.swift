@@ -10,43 +10,45 @@ enum PlainSQLiteInserts {
     /// Writes the `count` backups of seed 7 into tenant `plain` of the migrated store at `path`;
     /// backups/s.
     static func rate(path: String, count: Int) async throws -> Double {
-        var db: OpaquePointer?
-        guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK else {
-            throw ConsoleError.internalError("plain inserts: cannot open \(path)")
+        try withWriter(path: path) { writer in
+            let start = nowNanos()
+            try writer.exec("BEGIN IMMEDIATE")
+            for from in stride(from: 0, to: count, by: 1000) {
+                let batch = try SyntheticBackups.writes(
+                    seed: 7, indices: from..<min(count, from + 1000), now: 1_760_000_000)
+                for write in batch { try writer.insert(write, tenant: "plain", sandbox: true) }
+            }
+            try writer.exec("COMMIT")
+            return Double(count) / (Double(nowNanos() - start) / 1e9)
         }
-        defer { sqlite3_close_v2(db) }
-        let writer = try Writer(db)
-        let start = nowNanos()
-        try writer.exec("BEGIN IMMEDIATE")
-        for from in stride(from: 0, to: count, by: 1000) {
-            let batch = try SyntheticBackups.writes(
-                seed: 7, indices: from..<min(count, from + 1000), now: 1_760_000_000)
-            for write in batch { try writer.insert(write, tenant: "plain", sandbox: true) }
-        }
-        try writer.exec("COMMIT")
-        return Double(count) / (Double(nowNanos() - start) / 1e9)
     }
 
     /// Writes `writes` into each of `tenants` of the migrated store at `path`, one transaction of
     /// `batch` backups at a time (an import's batches); the seconds it took.
     static func seconds(path: String, tenants: [String], writes: [BackupWrite], batch: Int) throws -> Double {
+        try withWriter(path: path) { writer in
+            let start = nowNanos()
+            for tenant in tenants {
+                for from in stride(from: 0, to: writes.count, by: batch) {
+                    try writer.exec("BEGIN IMMEDIATE")
+                    for write in writes[from..<min(writes.count, from + batch)] {
+                        try writer.insert(write, tenant: tenant, sandbox: false)
+                    }
+                    try writer.exec("COMMIT")
+                }
+            }
+            return Double(nowNanos() - start) / 1e9
+        }
+    }
+
+    /// `body` with a writer on the store at `path`, closed after.
+    private static func withWriter<T>(path: String, _ body: (Writer) throws -> T) throws -> T {
         var db: OpaquePointer?
         guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK else {
             throw ConsoleError.internalError("plain inserts: cannot open \(path)")
         }
         defer { sqlite3_close_v2(db) }
-        let writer = try Writer(db)
-        let start = nowNanos()
-        for tenant in tenants {
-            for from in stride(from: 0, to: writes.count, by: batch) {
-                try writer.exec("BEGIN IMMEDIATE")
-                for write in writes[from..<min(writes.count, from + batch)] {
-                    try writer.insert(write, tenant: tenant, sandbox: false)
-                }
-                try writer.exec("COMMIT")
-            }
-        }
-        return Double(nowNanos() - start) / 1e9
+        return try body(try Writer(db))
     }
 
     private final class Writer {

@@ -83,27 +83,20 @@ struct PostgresBackupCopyTests {
         var thief = try SyntheticBackups.writes(seed: 8, indices: 3..<4, now: 1_750_000_000)[0]
         let stolen = try #require(writes[1].lookupRows.first)
         thief.lookupRows.append(LookupRow(pk: stolen.pk, backupId: thief.record.backupId))
-        try await PostgresTestDatabase.make { testDatabase in
-            try await withDatabase(testDatabase) { database in
-                _ = try await PostgresMigrator.migrate(database)
-                try await Self.seedTenant(tenant, database)
-                try await database.withTransaction("copying backups") { connection in
-                    try await PostgresBackupCopy.write(tenant: tenant, writes, on: connection, logger: database.logger)
-                }
-                // Against the index, and against another backup of the same batch.
-                for batch in [[thief], [writes[1], thief]] {
-                    let error = try await #require(throws: ConsoleError.self) {
-                        try await database.withTransaction("copying backups") { connection in
-                            try await PostgresBackupCopy.write(
-                                tenant: tenant, batch, on: connection, logger: database.logger)
-                        }
+        try await Self.withCopied(writes, into: tenant) { database in
+            // Against the index, and against another backup of the same batch.
+            for batch in [[thief], [writes[1], thief]] {
+                let error = try await #require(throws: ConsoleError.self) {
+                    try await database.withTransaction("copying backups") { connection in
+                        try await PostgresBackupCopy.write(
+                            tenant: tenant, batch, on: connection, logger: database.logger)
                     }
-                    #expect(error.code == "factor_conflict")
-                    #expect(error.message.contains(stolen.pk))
                 }
-                let count = try await rows(database, "SELECT count(*)::BIGINT FROM backups", as: Int64.self)
-                #expect(count == [3])
+                #expect(error.code == "factor_conflict")
+                #expect(error.message.contains(stolen.pk))
             }
+            let count = try await rows(database, "SELECT count(*)::BIGINT FROM backups", as: Int64.self)
+            #expect(count == [3])
         }
     }
 
@@ -116,20 +109,13 @@ struct PostgresBackupCopyTests {
         let repeated = try #require(writes[2].lookupRows.first)
         writes[2].lookupRows.append(repeated)
         let rowsExpected = writes.reduce(0) { $0 + $1.lookupRows.count } - 1
-        try await PostgresTestDatabase.make { testDatabase in
-            try await withDatabase(testDatabase) { database in
-                _ = try await PostgresMigrator.migrate(database)
-                try await Self.seedTenant(tenant, database)
-                try await database.withTransaction("copying backups") { connection in
-                    try await PostgresBackupCopy.write(tenant: tenant, writes, on: connection, logger: database.logger)
-                }
-                #expect(try await rows(database, "SELECT count(*)::BIGINT FROM backups", as: Int64.self) == [3])
-                let lookups = try await rows(database, "SELECT count(*)::BIGINT FROM factor_lookup", as: Int64.self)
-                #expect(lookups == [Int64(rowsExpected)])
-                let summaries = try await rows(
-                    database, "SELECT count(*)::BIGINT FROM backup_summary", as: Int64.self)
-                #expect(summaries == [3])
-            }
+        try await Self.withCopied(writes, into: tenant) { database in
+            #expect(try await rows(database, "SELECT count(*)::BIGINT FROM backups", as: Int64.self) == [3])
+            let lookups = try await rows(database, "SELECT count(*)::BIGINT FROM factor_lookup", as: Int64.self)
+            #expect(lookups == [Int64(rowsExpected)])
+            let summaries = try await rows(
+                database, "SELECT count(*)::BIGINT FROM backup_summary", as: Int64.self)
+            #expect(summaries == [3])
         }
     }
 
@@ -144,6 +130,22 @@ struct PostgresBackupCopyTests {
         blobs.row([], bytea: Data())
         let blobBytes = blobs.all.reduce(into: [UInt8]()) { $0 += $1.readableBytesView }
         #expect(String(decoding: blobBytes, as: UTF8.self) == "t\tid-1\t\\\\x00abff\n\\\\x\n")
+    }
+
+    /// `body` on a fresh migrated database whose `tenant` holds `writes`, copied in one transaction.
+    static func withCopied(
+        _ writes: [BackupWrite], into tenant: TenantName, _ body: (PostgresStoreDatabase) async throws -> Void
+    ) async throws {
+        try await PostgresTestDatabase.make { testDatabase in
+            try await withDatabase(testDatabase) { database in
+                _ = try await PostgresMigrator.migrate(database)
+                try await seedTenant(tenant, database)
+                try await database.withTransaction("copying backups") { connection in
+                    try await PostgresBackupCopy.write(tenant: tenant, writes, on: connection, logger: database.logger)
+                }
+                try await body(database)
+            }
+        }
     }
 
     static let audit = AuditDraft(
