@@ -48,6 +48,9 @@ final class CommandContext {
     var readAhead: [Int: ReadAheadAnswer] = [:]
     /// The script lines whose output is held for ``auditDeferral``.
     var heldBatchLines: [Int] = []
+    /// Held output whose entries are committing while the script goes on
+    /// (``Executor/releaseHeld(behind:)``).
+    var releasing: HeldRelease?
     /// The exit status of held reads whose audit failed, released before another command ran
     /// (the script goes on with `--continue-on-error`; ``BatchRunner`` counts the failure).
     var heldFailure: Int32?
@@ -199,4 +202,13 @@ final class CommandContext {
             throw ConsoleError(.conflict, code: "not_confirmed", "Not confirmed; nothing was changed.")
         }
     }
+}
+
+/// Output of a script's reads set aside while their audit entries commit: written once
+/// ``settling`` finished, dropped if it failed.
+struct HeldRelease {
+    let settling: AuditSettling
+    let output: [Terminal.HeldLine]
+    /// The script lines whose output this is.
+    let lines: [Int]
 }

@@ -151,11 +151,35 @@ struct Executor {
     /// Waits for the held reads' audit entries, then writes the output that waited for them;
     /// when an entry could not be written, that output is dropped (no one may see a read the
     /// log does not record) and the error says so. Returns the exit status of such a failure.
-    func releaseHeld() async -> Int32? {
-        let held = ctx.heldBatchLines
+    ///
+    /// With `behind`, the entries' commit is started and their output set aside
+    /// (``CommandContext/releasing``), and it returns at once: the script renders its next
+    /// lines while the entries commit. The next release, whichever kind, first waits for that
+    /// commit and writes what was set aside. When that commit failed, the output rendered
+    /// since is dropped too: a read kept ahead of its line may have had its entry in it, and
+    /// that line was rendered before the failure was known.
+    func releaseHeld(behind: Bool = false) async -> Int32? {
+        var held = ctx.heldBatchLines
         ctx.heldBatchLines = []
+        let releasing = ctx.releasing
+        ctx.releasing = nil
         do throws(ConsoleError) {
-            try await ctx.auditDeferral?.settle()
+            if let releasing {
+                held = releasing.lines + held
+                try await releasing.settling.wait()
+                Terminal.writeHeld(releasing.output)
+                held.removeFirst(releasing.lines.count)
+            }
+            guard let deferral = ctx.auditDeferral else {
+                Terminal.releaseHeld()
+                return nil
+            }
+            let settling = deferral.startSettle()
+            if behind {
+                ctx.releasing = HeldRelease(settling: settling, output: Terminal.takeHeld(), lines: held)
+                return nil
+            }
+            try await settling.wait()
             Terminal.releaseHeld()
             return nil
         } catch {

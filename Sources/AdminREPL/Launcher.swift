@@ -139,6 +139,7 @@ struct BatchRunner {
             ctx.auditDeferral = nil
             ctx.continuesOnError = false
             ctx.heldBatchLines = []
+            ctx.releasing = nil
             ctx.heldFailure = nil
             ctx.readAhead = [:]
         }
@@ -146,7 +147,8 @@ struct BatchRunner {
         let (refused, parsed) = check(commands)
         if let refused { return refused }
         var ahead: ReadAhead?
-        let status = await run(commands, parsed: parsed, grouping: grouping, ahead: &ahead)
+        var status = await run(commands, parsed: parsed, grouping: grouping, ahead: &ahead)
+        if ctx.releasing != nil, let failed = await executor.releaseHeld(), status == 0 { status = failed }
         if let ahead {
             // The script stopped before these lines: the reads already made are audited all the
             // same (they were made), and nothing of theirs is shown.
@@ -201,11 +203,15 @@ struct BatchRunner {
             if !ctx.heldBatchLines.isEmpty {
                 let now = DispatchTime.now().uptimeNanoseconds
                 grouped += 1
-                // A failure stops the script (or may) and a signal stops it: what it printed shows now.
-                if status != 0 || Interrupts.exitStatus != nil || grouped >= Self.groupLines
-                    || now - groupStart >= Self.groupNanos
-                {
+                // A failure stops the script (unless --continue-on-error: its error is held in
+                // its place like any line) and a signal stops it: what it printed shows now.
+                if (status != 0 && !continueOnError) || Interrupts.exitStatus != nil {
                     if let failed = await executor.releaseHeld(), status == 0 { status = failed }
+                    grouped = 0
+                } else if grouped >= Self.groupLines || now - groupStart >= Self.groupNanos {
+                    // The group's entries commit while the next group renders; its output is
+                    // written at the next release, after the commit.
+                    if let failed = await executor.releaseHeld(behind: true), status == 0 { status = failed }
                     grouped = 0
                 }
             } else {

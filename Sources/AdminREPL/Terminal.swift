@@ -33,7 +33,10 @@ enum Terminal {
     /// ``discardHeld()`` drops them: a script's lookups and `show`s print only once their audit
     /// entries committed (``BatchRunner``).
     nonisolated(unsafe) static var holding = false
-    nonisolated(unsafe) private static var held: [(fd: Int32, bytes: [UInt8])] = []
+    nonisolated(unsafe) private static var held: [HeldLine] = []
+
+    /// An output line waiting for its reads' audit entries, and the stream it is for.
+    typealias HeldLine = (fd: Int32, bytes: [UInt8])
 
     private static func emit(_ text: String, fd: Int32) {
         var bytes = Array(text.utf8)
@@ -47,9 +50,16 @@ enum Terminal {
 
     /// Writes the waiting lines, in order, to the streams they were meant for: consecutive
     /// lines of one stream in one write (a script's run of lookups is one write, not hundreds).
-    static func releaseHeld() {
-        let lines = held
-        held = []
+    static func releaseHeld() { writeHeld(takeHeld()) }
+
+    /// The waiting lines, no longer waiting: ``writeHeld(_:)`` writes them later, in order.
+    static func takeHeld() -> [HeldLine] {
+        defer { held = [] }
+        return held
+    }
+
+    /// Writes lines taken from ``takeHeld()``, consecutive lines of one stream in one write.
+    static func writeHeld(_ lines: [HeldLine]) {
         var run: [UInt8] = []
         var runFd: Int32 = -1
         for line in lines {

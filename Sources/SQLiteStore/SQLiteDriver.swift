@@ -45,15 +45,14 @@ public struct SQLiteDriver: SQLDriver {
     /// one), and on one of the pool's readers when it is not: a served read never waits behind
     /// a transaction or a group commit of other requests.
     ///
-    /// A script's reads (a task in an ``AuditDeferral``) wait for the writer instead: what holds
-    /// it then is the script's own group commit, and after a commit a reader's cache is cold
-    /// (SQLite drops it when another connection changed the file), which costs more than the wait.
+    /// A script's reads too: what holds the writer then is mostly the script's own group commit
+    /// of the lines before, and the reads of the next lines go on beside it on the other core.
+    /// A reader's cache is cold after each commit (SQLite drops it when another connection
+    /// changed the file), but a script commits once per group of lines, not per read.
     func readOne<T>(_ what: @autoclosure () -> String, _ access: (Database) throws -> T) async throws(ConsoleError)
         -> T
     {
-        if AuditDeferral.current != nil {
-            await gate.acquire()
-        } else if !gate.tryAcquire() {
+        if !gate.tryAcquire() {
             do {
                 return try Self.synchronously { try pool.unsafeRead(access) }
             } catch {

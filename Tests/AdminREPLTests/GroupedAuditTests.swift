@@ -122,8 +122,8 @@ import Testing
         #expect(lines.last??["error"] == nil)
         #expect(!json.stdout.contains("backup_account_"))
 
-        // A failed read releases the held output at once; the commit that fails then also took
-        // the entries of the reads made ahead of the lines after it, which stay unshown.
+        // With --continue-on-error a failed read is held in its place like the others; the
+        // commit that fails takes the entries of all four reads, which stay unshown.
         let ahead = [
             "lookup passkey \(ids[0])", "lookup passkey AAAAAAAAAAAAAAAAAAAAAA", "lookup passkey \(ids[1])",
             "lookup passkey \(ids[2])", "whoami",
@@ -137,5 +137,38 @@ import Testing
         #expect(mixedLines.prefix(4).allSatisfy { $0?["error"] != nil }, "\(mixed.stdout)")
         #expect(mixedLines.map { $0?["line"] as? Int }.prefix(4) == [1, 2, 3, 4])
         #expect(!mixed.stdout.contains("backup_account_"), "\(mixed.stdout)")
+    }
+
+    /// A group's entries commit while the script renders the next group, whose reads were made
+    /// ahead and may have had their entries in that commit. When one of them is refused, no line
+    /// of the refused read is shown: the lines rendered since are withheld with it.
+    @Test func aRefusedEntryOfACommitBehindTheScriptIsNeverShown() async throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        let ids = try await seeded(&cli)
+        let found = try await cli.run(["--format", "json", "--tenant", "sandbox", "lookup", "passkey", ids[7]])
+        let refused = try #require(CLI.json(found.stdout)?["backupId"] as? String)
+        let queue = try DatabaseQueue(path: cli.dbPath)
+        try await queue.write { db in
+            try db.execute(
+                sql: """
+                    CREATE TRIGGER refuse_one BEFORE INSERT ON audit
+                    WHEN NEW.action = 'backup.lookup' AND NEW.target = '\(refused)'
+                    BEGIN SELECT RAISE(ABORT, 'refused by the test'); END
+                    """)
+        }
+        // More lines than one group holds; the refused read comes after the first group.
+        let lines = (0..<700).map { "lookup passkey \(ids[$0 == 300 ? 7 : $0 % 7])" }
+        let batch = try await cli.run(
+            ["--format", "json", "--tenant", "sandbox", "--continue-on-error", "-f", "-"],
+            stdin: lines.joined(separator: "\n"))
+        #expect(batch.status != 0)
+        let out = batch.lines.map { CLI.json($0) }
+        #expect(out.count == lines.count, "every line gets its one stdout line")
+        #expect(!batch.stdout.contains(refused))
+        let withheld = out.filter { $0?["error"] != nil }
+        #expect(!withheld.isEmpty)
+        #expect(withheld.contains { $0?["line"] as? Int == 301 })
+        #expect(try await cli.run(["--tenant", "sandbox", "audit", "verify"]).status == 0)
     }
 }

@@ -205,6 +205,12 @@ public final class AuditDeferral: Sendable {
     /// Commits every entry kept so far, and returns once they are in the log.
     /// - Throws: the first failed entry's error (the others are waited for all the same).
     public func settle() async throws(ConsoleError) {
+        try await startSettle().wait()
+    }
+
+    /// Hands every entry kept so far to its store's group commit and returns at once; the
+    /// caller waits with ``AuditSettling/wait()`` (a script renders its next lines meanwhile).
+    public func startSettle() -> AuditSettling {
         let (taken, from, through) = state.withLock { state in
             defer {
                 state.batches = []
@@ -212,14 +218,33 @@ public final class AuditDeferral: Sendable {
             }
             return (state.batches, state.settled, state.kept)
         }
+        let receipts = taken.flatMap { $0.submit($0.drafts) }
+        return AuditSettling(deferral: self, receipts: receipts, from: from, through: through)
+    }
+
+    fileprivate func failed(from: Int, through: Int, _ error: ConsoleError) {
+        state.withLock { $0.failures.append(Failure(from: from, through: through, error: error)) }
+    }
+}
+
+/// The entries one ``AuditDeferral/startSettle()`` handed to their group commits.
+public struct AuditSettling: Sendable {
+    fileprivate let deferral: AuditDeferral
+    fileprivate let receipts: [AuditReceipt]
+    fileprivate let from: Int
+    fileprivate let through: Int
+
+    /// Returns once every entry is in the log.
+    /// - Throws: the first failed entry's error (the others are waited for all the same); the
+    ///   deferral then names it for the reads whose entries these were
+    ///   (``AuditDeferral/failure(keptAfter:through:)``).
+    public func wait() async throws(ConsoleError) {
         var failure: ConsoleError?
-        for batch in taken {
-            for receipt in batch.submit(batch.drafts) {
-                do throws(ConsoleError) { _ = try await receipt.entry() } catch { failure = failure ?? error }
-            }
+        for receipt in receipts {
+            do throws(ConsoleError) { _ = try await receipt.entry() } catch { failure = failure ?? error }
         }
         if let failure {
-            state.withLock { $0.failures.append(Failure(from: from, through: through, error: failure)) }
+            deferral.failed(from: from, through: through, failure)
             throw failure
         }
     }
