@@ -124,14 +124,18 @@ struct BatchRunner {
     /// In-process, the audit entries of consecutive lookups and `show`s are committed behind
     /// them, many to a transaction (``CommandContext/auditDeferral``), and their output waits:
     /// it is written once its entries are committed — after at most ``groupLines`` reads or
-    /// ``groupNanos``, before any other command runs, when a read fails, and at the end.
+    /// ``groupNanos``, before any other command runs, when a read fails (unless
+    /// `--continue-on-error`), and at the end; while one group's entries commit, the next
+    /// group's lines run (``Executor/releaseHeld(behind:)``).
     ///
     /// The reads of such a run of lines are also performed ahead of them (``ReadAhead``): in
     /// order, in one call off the main actor, so a line costs no trip between the main actor
     /// and the service; and the next run's reads go on while this run's lines are rendered.
     func run(_ lines: [BatchLine]) async -> Int32 {
         let ctx = executor.ctx
-        let grouping = !ctx.interactive && ctx.settings.server == nil
+        // A script at a terminal groups too: only the REPL (never a batch) shows each read as
+        // its line is typed, and a grouped read never pages (its output is held).
+        let grouping = ctx.settings.server == nil
         if grouping { ctx.auditDeferral = AuditDeferral() }
         ctx.continuesOnError = continueOnError
         defer {

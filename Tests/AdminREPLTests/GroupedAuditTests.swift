@@ -139,6 +139,32 @@ import Testing
         #expect(!mixed.stdout.contains("backup_account_"), "\(mixed.stdout)")
     }
 
+    /// A script run from a terminal groups its reads like a piped one (only the REPL shows each
+    /// read as its line is typed): its output waits for the group's commit, and a refused commit
+    /// withholds it with the group's message, not each lookup's own error.
+    @Test func aScriptAtATerminalGroupsItsReads() async throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        let ids = try await seeded(&cli)
+        let queue = try DatabaseQueue(path: cli.dbPath)
+        try await queue.write { db in
+            try db.execute(
+                sql: """
+                    CREATE TRIGGER refuse_lookups BEFORE INSERT ON audit WHEN NEW.action = 'backup.lookup'
+                    BEGIN SELECT RAISE(ABORT, 'refused by the test'); END
+                    """)
+        }
+        let script = cli.directory.appendingPathComponent("at-terminal.bctl")
+        try ids.prefix(3).map { "lookup passkey \($0)" }.joined(separator: "\n")
+            .write(to: script, atomically: true, encoding: .utf8)
+        let pty = try PTY(arguments: ["--tenant", "sandbox", "-f", script.path], environment: cli.environment)
+        defer { pty.child.killNow() }
+        #expect(await pty.waitForExit(timeout: 120))
+        #expect(pty.status != 0)
+        #expect(pty.transcript.contains("since the last one printed was withheld"), "\(pty.transcript)")
+        #expect(!pty.transcript.contains("backup_account_"), "\(pty.transcript)")
+    }
+
     /// A group's entries commit while the script renders the next group, whose reads were made
     /// ahead and may have had their entries in that commit. When one of them is refused, no line
     /// of the refused read is shown: the lines rendered since are withheld with it.
