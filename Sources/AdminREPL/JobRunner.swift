@@ -111,8 +111,8 @@ final class BlockingResult<Value: Sendable>: @unchecked Sendable {
     }
 }
 
-/// Cancels a job from its own progress reports, once the job's task exists (a report before
-/// that is left to the watcher).
+/// Cancels a job from its own progress reports: a stop asked for before the job's task is
+/// armed cancels it as soon as it is.
 private final class JobStop: Sendable {
     private struct State: Sendable {
         var cancel: (@Sendable () -> Void)?

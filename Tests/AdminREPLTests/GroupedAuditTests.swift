@@ -16,6 +16,21 @@ import Testing
         }
     }
 
+    /// Makes the store refuse the audit entries of lookups (of one backup, with `backupId`), as
+    /// a full disk or a broken store would: the commit that holds one fails.
+    func refuseLookupAudits(_ cli: CLI, of backupId: String? = nil) async throws {
+        let target = backupId.map { " AND NEW.target = '\($0)'" } ?? ""
+        let queue = try DatabaseQueue(path: cli.dbPath)
+        try await queue.write { db in
+            try db.execute(
+                sql: """
+                    CREATE TRIGGER refuse_lookups BEFORE INSERT ON audit
+                    WHEN NEW.action = 'backup.lookup'\(target)
+                    BEGIN SELECT RAISE(ABORT, 'refused by the test'); END
+                    """)
+        }
+    }
+
     @Test func scriptedLookupsAreAllAuditedInOrderWithTheSameOutput() async throws {
         var cli = CLI()
         defer { cli.cleanUp() }
@@ -92,14 +107,7 @@ import Testing
         var cli = CLI()
         defer { cli.cleanUp() }
         let ids = try await seeded(&cli)
-        let queue = try DatabaseQueue(path: cli.dbPath)
-        try await queue.write { db in
-            try db.execute(
-                sql: """
-                    CREATE TRIGGER refuse_lookups BEFORE INSERT ON audit WHEN NEW.action = 'backup.lookup'
-                    BEGIN SELECT RAISE(ABORT, 'refused by the test'); END
-                    """)
-        }
+        try await refuseLookupAudits(cli)
         let script = ids.prefix(3).map { "lookup passkey \($0)" }.joined(separator: "\n")
         let batch = try await cli.run(["--tenant", "sandbox", "-f", "-"], stdin: script)
         #expect(batch.status != 0)
@@ -146,14 +154,7 @@ import Testing
         var cli = CLI()
         defer { cli.cleanUp() }
         let ids = try await seeded(&cli)
-        let queue = try DatabaseQueue(path: cli.dbPath)
-        try await queue.write { db in
-            try db.execute(
-                sql: """
-                    CREATE TRIGGER refuse_lookups BEFORE INSERT ON audit WHEN NEW.action = 'backup.lookup'
-                    BEGIN SELECT RAISE(ABORT, 'refused by the test'); END
-                    """)
-        }
+        try await refuseLookupAudits(cli)
         let script = cli.directory.appendingPathComponent("at-terminal.bctl")
         try ids.prefix(3).map { "lookup passkey \($0)" }.joined(separator: "\n")
             .write(to: script, atomically: true, encoding: .utf8)
@@ -174,15 +175,7 @@ import Testing
         let ids = try await seeded(&cli)
         let found = try await cli.run(["--format", "json", "--tenant", "sandbox", "lookup", "passkey", ids[7]])
         let refused = try #require(CLI.json(found.stdout)?["backupId"] as? String)
-        let queue = try DatabaseQueue(path: cli.dbPath)
-        try await queue.write { db in
-            try db.execute(
-                sql: """
-                    CREATE TRIGGER refuse_one BEFORE INSERT ON audit
-                    WHEN NEW.action = 'backup.lookup' AND NEW.target = '\(refused)'
-                    BEGIN SELECT RAISE(ABORT, 'refused by the test'); END
-                    """)
-        }
+        try await refuseLookupAudits(cli, of: refused)
         // More lines than one group holds; the refused read comes after the first group.
         let lines = (0..<700).map { "lookup passkey \(ids[$0 == 300 ? 7 : $0 % 7])" }
         let batch = try await cli.run(
