@@ -53,7 +53,10 @@ BACKUP_ID=$("$BIN" --tenant sandbox --format json backups list --limit 1 \
     | python3 -c 'import json,sys; print(json.load(sys.stdin)["backups"][0]["backupId"])')
 echo "BACKUP_ID=$BACKUP_ID"
 
-"$BIN" serve --listen 127.0.0.1:0 >"$WORK/serve.out" 2>"$WORK/serve.log" &
+# The request and refusal budgets are raised so that generated requests reach the operations'
+# own logic instead of mostly 429 (the limits have tests of their own).
+"$BIN" serve --listen 127.0.0.1:0 --operator-rate 0 --operator-denials 1000000 \
+    >"$WORK/serve.out" 2>"$WORK/serve.log" &
 SERVER_PID=$!
 for _ in $(seq 100); do grep -q listening "$WORK/serve.out" && break; sleep 0.1; done
 URL=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["listening"])' "$WORK/serve.out")
@@ -79,8 +82,9 @@ expected-statuses = ["2xx", "401", "403", "404", "409", "422", "429"]
 TOML
 for who in admin viewer; do
     echo "== schemathesis --checks all as $who"
-    "$VENV/bin/schemathesis" --config-file "$WORK/schemathesis.toml" run "$WORK/openapi.json" --url "$URL" \
+    # From the scratch directory: schemathesis keeps its cache in the working directory.
+    (cd "$WORK" && "$VENV/bin/schemathesis" --config-file "$WORK/schemathesis.toml" run "$WORK/openapi.json" --url "$URL" \
         --checks all --header "Authorization: Bearer $(cat "$WORK/$who.token")" --header "Backupctl-Tenant: sandbox" \
-        --max-examples "$MAX_EXAMPLES" --seed 1 --no-color || status=1
+        --max-examples "$MAX_EXAMPLES" --seed 1 --no-color) || status=1
 done
 exit $status
