@@ -39,7 +39,9 @@ extension RequestHandler {
     }
 
     /// The operation in the body: declared JSON, at most ``HTTPAnswer/maxBody`` bytes, a JSON
-    /// object that conforms to the operation's schema in the document, then decoded.
+    /// object that conforms to the operation's schema in the document, then decoded from the
+    /// very value the schema checked (``WireJSON``: one parse, and no second reading of the text
+    /// that could differ from the first).
     /// The body is collected into `request` (which keeps the connection's stream behind it, so
     /// a long job can still learn when the client goes away).
     func read<Op: ConsoleOperation>(_ type: Op.Type, _ request: inout Request) async -> Result<Op, Refusal> {
@@ -57,9 +59,12 @@ extension RequestHandler {
         } catch {
             return .failure(Refusal(response: HTTPAnswer.error(Self.unreadable(Op.name, "the body could not be read"))))
         }
-        let data = Data(buffer.readableBytesView)
-        guard let value = try? JSONDecoder().decode(JSONValue.self, from: data) else {
-            return .failure(Refusal(response: HTTPAnswer.error(Self.unreadable(Op.name, "the body is not JSON"))))
+        let value: JSONValue
+        do {
+            value = try WireJSON.parse(buffer.readableBytesView)
+        } catch {
+            return .failure(
+                Refusal(response: HTTPAnswer.error(Self.unreadable(Op.name, "the body is not JSON (\(error))"))))
         }
         if let check = document.requestChecks[Op.name] {
             let violations = check.violations(of: value)
@@ -69,7 +74,7 @@ extension RequestHandler {
             }
         }
         do {
-            return .success(try JSONDecoder().decode(Op.self, from: data))
+            return .success(try WireJSON.decode(Op.self, from: value))
         } catch {
             // Of its schema, but a value the type refuses: 422.
             return .failure(

@@ -53,6 +53,16 @@ import Testing
             let shape = try await Self.send(
                 fixture, "/v1/ops/seed", bearer: root, headers: tenant, body: #"{"backups":"5"}"#)
             #expect(shape.status == 400 && shape.body.contains("backups"), "\(shape.body)")
+            // A body two readers could read two ways (a name twice, which JSONDecoder would
+            // take the first of) or that is not RFC 8259 (a trailing comma): 400, saying where.
+            let twice = try await Self.send(
+                fixture, "/v1/ops/seed", bearer: root, headers: tenant,
+                body: #"{"backups":500000,"orphans":0,"seed":1,"backups":1}"#)
+            #expect(twice.status == 400 && twice.code == "invalid_request", "\(twice.body)")
+            #expect(twice.body.contains("a name repeated in one object at byte 39"), "\(twice.body)")
+            let comma = try await Self.send(
+                fixture, "/v1/ops/seed", bearer: root, headers: tenant, body: #"{"backups":1,"orphans":0,"seed":1,}"#)
+            #expect(comma.status == 400 && comma.body.contains("expected a name at byte 34"), "\(comma.body)")
             // Input the operation refuses: 422.
             let bad = try await Self.send(
                 fixture, "/v1/ops/check", bearer: root, headers: tenant,
