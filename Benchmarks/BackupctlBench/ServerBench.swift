@@ -106,6 +106,11 @@ struct ServerBench: BenchSuite {
         var inProcess = Samples()
         var overHTTP = Samples()
         var rawAudited = Samples()
+        // The transport floor: the same client's round trip to the same server for `/healthz`
+        // (no token, body or store). A served lookup costs at least this plus the lookup, so
+        // `floorPlusInProcessToInProcessMedianRatio` is the lowest server-to-in-process ratio
+        // this client and transport allow.
+        var floor = Samples()
         var index = 0
         for _ in 0..<rounds {
             for _ in 0..<perRound {
@@ -121,6 +126,9 @@ struct ServerBench: BenchSuite {
                 start = nowNanos()
                 _ = try? await remote.perform(LookupOperation(query), as: caller)
                 overHTTP.add(nowNanos() - start)
+                start = nowNanos()
+                _ = try? await remote.get("/healthz")
+                floor.add(nowNanos() - start)
             }
         }
 
@@ -138,6 +146,9 @@ struct ServerBench: BenchSuite {
             "serverP99Micros": overHTTP.p99Micros,
             "serverToInProcessMedianRatio": overHTTP.percentile(0.5) / max(1, inProcess.percentile(0.5)),
             "rawAuditedLookupMedianMicros": rawAudited.medianMicros,
+            "transportFloorMedianMicros": floor.medianMicros,
+            "floorPlusInProcessToInProcessMedianRatio": (floor.percentile(0.5) + inProcess.percentile(0.5))
+                / max(1, inProcess.percentile(0.5)),
             "inProcessToRawMedianRatio": inProcess.percentile(0.5) / max(1, rawAudited.percentile(0.5)),
             "lookupsPerSecond1Client": single,
             "lookupsPerSecond16Clients": sixteen,

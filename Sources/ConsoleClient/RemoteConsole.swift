@@ -169,6 +169,20 @@ public final class RemoteConsole: ConsoleAPI {
         return data
     }
 
+    /// `GET path` on the kept connections, as one-shot operations travel: the status and the
+    /// body. For the benchmark's transport floor (`GET /healthz`), not for operations.
+    package func get(_ path: String) async throws(ConsoleError) -> (status: Int, body: Data) {
+        var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: HTTPHeaders())
+        head.headers.add(name: "Host", value: hostHeader)
+        do {
+            let answer = try await plain.exchange(
+                head: head, body: ByteBuffer(), timeout: timeout, maxAnswer: Self.maxAnswer)
+            return (Int(answer.status.code), Data(answer.body.readableBytesView))
+        } catch {
+            throw Self.transportError(error, server: baseURL)
+        }
+    }
+
     /// The largest answer read (a `backups list` or `audit export` page is far smaller).
     static let maxAnswer = 64 << 20
 
