@@ -1,5 +1,6 @@
 import BackupModel
 import ConsoleService
+import Foundation
 import NIOCore
 import NIOHTTP1
 import Testing
@@ -59,6 +60,18 @@ import Testing
             #expect(server.counts.requests == 80)
             #expect(server.counts.connections <= 8)
         }
+    }
+
+    /// The benchmark's transport floor: a GET on the console's kept connections, its status
+    /// and body returned, whatever the status.
+    @Test func aConsolesGetSharesTheKeptConnections() async throws {
+        let server = try await ScriptedServer()
+        let console = try RemoteConsole(server: "http://127.0.0.1:\(server.port)", timeout: .seconds(30))
+        let answers = [try await console.get("/status/503"), try await console.get("/big/3")]
+        try await server.stop()
+        #expect(answers[0].status == 503 && String(decoding: answers[0].body, as: UTF8.self) == #"{"x":1}"#)
+        #expect(answers[1].status == 200 && answers[1].body == Data("aaa".utf8))
+        #expect(server.counts.connections == 1 && server.counts.requests == 2)
     }
 
     @Test func anErrorStatusIsAnAnswerAndKeepsTheConnection() async throws {
