@@ -248,7 +248,7 @@ let package = Package(
         .testTarget(name: "BackupctlTestSupportTests", dependencies: ["BackupctlTestSupport"]),
 
         .testTarget(name: "BackupModelTests", dependencies: ["BackupModel"]),
-        .testTarget(name: "ConsoleWireTests", dependencies: ["ConsoleWire", "BackupModel"]),
+        .testTarget(name: "ConsoleWireTests", dependencies: ["ConsoleWire", "BackupModel", "BackupCrypto"]),
         .testTarget(
             name: "BackupCryptoTests", dependencies: ["BackupCrypto", "BackupModel"],
             resources: [.copy("Vectors")]),

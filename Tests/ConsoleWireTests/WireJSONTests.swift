@@ -1,3 +1,4 @@
+import BackupCrypto
 import BackupModel
 import ConsoleWire
 import Foundation
@@ -73,7 +74,7 @@ import Testing
     /// Seeded random documents, written with random spacing and number forms and then mutated
     /// byte by byte: whatever this reader accepts, `JSONDecoder` reads as the same value.
     @Test func agreesWithJSONDecoderOnRandomAndMutatedText() throws {
-        var random = SplitMix(seed: 0x5EED_0027)
+        var random = Seeded(seed: 0x5EED_0027)
         var accepted = 0
         for round in 0..<3000 {
             var text = Array(Self.write(Self.randomValue(&random, depth: 0), &random).utf8)
@@ -100,11 +101,11 @@ import Testing
 
     static let mutationBytes = Array(#"{}[],:"\ 0123456789.eE+-tfnulx"#.utf8) + [0x00, 0x1F, 0x7F, 0xC3, 0xFF]
 
-    static func pick<T>(_ choices: [T], _ random: inout SplitMix) -> T {
+    static func pick<T>(_ choices: [T], _ random: inout Seeded) -> T {
         choices[Int.random(in: 0..<choices.count, using: &random)]
     }
 
-    static func randomValue(_ random: inout SplitMix, depth: Int) -> JSONValue {
+    static func randomValue(_ random: inout Seeded, depth: Int) -> JSONValue {
         switch Int.random(in: 0..<(depth < 4 ? 9 : 6), using: &random) {
         case 0: return .null
         case 1: return .bool(Bool.random(using: &random))
@@ -124,14 +125,14 @@ import Testing
         }
     }
 
-    static func randomString(_ random: inout SplitMix) -> String {
+    static func randomString(_ random: inout Seeded) -> String {
         let pieces = ["a", "Z", "é", "𝄞", "\"", "\\", "/", "\n", "\u{1}", "\u{7F}", " ", "\u{FFFF}", "中"]
         return (0..<Int.random(in: 0...6, using: &random)).map { _ in pick(pieces, &random) }.joined()
     }
 
     /// The value as text: spaces anywhere JSON allows them, strings with raw or escaped
     /// characters, integers sometimes with a fraction or an exponent.
-    static func write(_ value: JSONValue, _ random: inout SplitMix) -> String {
+    static func write(_ value: JSONValue, _ random: inout Seeded) -> String {
         let space = pick([" ", "", "", "\n", "\t ", "\r\n"], &random)
         switch value {
         case .null: return space + "null"
@@ -154,7 +155,7 @@ import Testing
         }
     }
 
-    static func quoted(_ text: String, _ random: inout SplitMix) -> String {
+    static func quoted(_ text: String, _ random: inout Seeded) -> String {
         var out = "\""
         for scalar in text.unicodeScalars {
             switch scalar {
@@ -296,15 +297,14 @@ import Testing
     }
 }
 
-/// A seeded generator, so a failure names a document that can be made again.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
+/// The console's seeded source (``SeededRandom``) as a generator, so a failure names a document
+/// that can be made again.
+struct Seeded: RandomNumberGenerator {
+    let source: SeededRandom
+    init(seed: UInt64) { source = SeededRandom(seed: seed) }
     mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
+        var word: UInt64 = 0
+        withUnsafeMutableBytes(of: &word) { source.fill($0) }
+        return word
     }
 }
