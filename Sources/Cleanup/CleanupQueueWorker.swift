@@ -106,8 +106,12 @@ public struct CleanupQueueWorker: Sendable {
             try await store.reserveTurnkeyCall(
                 tenant: tenant, perSecond: Double(max(1, policy.turnkeyRPS)), burst: 1, nowMicros: nowMicros)
         }
+        // The grace period was checked when the item was queued, and any change to its reason or
+        // first-seen time since took it off the queue; what is re-checked here is the rest of its
+        // proof: the snapshot still fresh enough, a retired backup gone from the service.
+        let proof = try await SnapshotProof(service: service, session: session, now: service.nowSeconds, grace: 0)
         let worker = CleanupWorker(
-            service: service, session: session, client: client, flags: flags, maxPolls: maxPolls)
+            service: service, session: session, client: client, flags: flags, maxPolls: maxPolls, proof: proof)
         let id = queued.item.subOrgId
         let item: RunReport.Item
         do throws(ConsoleError) {
@@ -117,7 +121,11 @@ public struct CleanupQueueWorker: Sendable {
             return nil
         }
         // A retryable outcome keeps the claim: the item is tried again once the lease expires.
-        if item.outcome != CleanupWorker.retryLater && item.outcome != "pending" {
+        // One that was not deleted because it is referenced or no longer proven leaves the
+        // queue: a later `cleanup run --execute --queue` decides it again.
+        if item.outcome == CleanupWorker.notEligible {
+            try await store.unqueueCleanup(tenant: tenant, subOrgId: id)
+        } else if item.outcome != CleanupWorker.retryLater && item.outcome != "pending" {
             try await store.releaseCleanupClaim(tenant: tenant, worker: name, subOrgId: id)
         }
         return item

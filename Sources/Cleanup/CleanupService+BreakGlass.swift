@@ -88,7 +88,7 @@ extension CleanupService {
             audit: session.audit(
                 "cleanup.submit", target: id, details: ["scheme": parsed.scheme.rawValue]))
         let worker = CleanupWorker(
-            service: self, session: session, client: client(session), flags: RunFlags(), maxPolls: 5)
+            service: self, session: session, client: client(session), flags: RunFlags(), maxPolls: 5, proof: nil)
         return try await worker.process(id)
     }
 }

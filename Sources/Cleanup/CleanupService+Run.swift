@@ -40,7 +40,8 @@ extension CleanupService {
     ) async throws(ConsoleError) -> RunReport {
         let budget = TurnkeyRetryBudget(capacity: retryBudgetCapacity)
         let client = client(session, budget: budget)
-        let scan = try await scanCore(session: session, client: client, graceSeconds: options.graceSeconds)
+        let proof = try await snapshotProof(session: session, graceSeconds: options.graceSeconds)
+        let scan = try await scanCore(session: session, client: client, proof: proof)
         let candidates = scan.orphans.filter(\.eligible).map(\.subOrgId)
         var report = RunReport(dryRun: !options.execute)
         report.waitingForSnapshot = scan.waitingForSnapshot
@@ -59,7 +60,7 @@ extension CleanupService {
         if options.queue { return try await queue(candidates, session: session, report: report) }
         let flags = RunFlags()
         let worker = CleanupWorker(
-            service: self, session: session, client: client, flags: flags, maxPolls: options.maxPolls)
+            service: self, session: session, client: client, flags: flags, maxPolls: options.maxPolls, proof: proof)
         let width = max(1, min(options.concurrency, 64))
         // Retryable failures go back to the queue for a later pass, each paid for from the
         // run-wide retry budget, until an item has had `maxPasses` or the budget is spent.

@@ -13,7 +13,8 @@ extension CleanupService {
     /// - Throws: ``ConsoleError``: permission, store, or `.remote` when listing fails.
     public func scan(session: Session, graceSeconds: Int? = nil) async throws(ConsoleError) -> ScanReport {
         try await session.require(.cleanupScan)
-        let report = try await scanCore(session: session, client: client(session), graceSeconds: graceSeconds)
+        let proof = try await snapshotProof(session: session, graceSeconds: graceSeconds)
+        let report = try await scanCore(session: session, client: client(session), proof: proof)
         try await store.appendAudit(
             session.audit(
                 "cleanup.scan",
@@ -24,19 +25,24 @@ extension CleanupService {
         return report
     }
 
+    /// What decides eligibility for one scan or run, with the tenant's grace period or `--grace`.
+    func snapshotProof(session: Session, graceSeconds: Int?) async throws(ConsoleError) -> SnapshotProof {
+        let grace = Int64(max(0, graceSeconds ?? session.tenant.policy.cleanupGraceSeconds))
+        return try await SnapshotProof(service: self, session: session, now: nowSeconds, grace: grace)
+    }
+
     /// The scan shared by `scan` and `run`.
-    func scanCore(session: Session, client: TurnkeyClient, graceSeconds: Int?) async throws(ConsoleError) -> ScanReport
+    func scanCore(session: Session, client: TurnkeyClient, proof: SnapshotProof) async throws(ConsoleError)
+        -> ScanReport
     {
         let tenant = session.tenantName
-        let grace = Int64(max(0, graceSeconds ?? session.tenant.policy.cleanupGraceSeconds))
-        let now = nowSeconds
+        let now = proof.now
         var open: [String: CleanupItemRecord] = [:]
         for item in try await store.cleanupItems(tenant: tenant, states: [.pending, .failed, .needsUser, .skipped]) {
             open[item.subOrgId] = item
         }
         var seen: Set<String> = []
         var report = ScanReport()
-        let proof = try await SnapshotProof(service: self, session: session, now: now, grace: grace)
         report.snapshotAt = proof.snapshot.flatMap(\.snapshotAt).map(Timestamp.format)
         report.snapshotAgeSeconds = proof.snapshot.flatMap(\.snapshotAt).map { now - $0 }
         func orphan(_ id: String, _ item: CleanupItemRecord) async -> ScanReport.Orphan {
@@ -55,11 +61,26 @@ extension CleanupService {
             for id in page {
                 let known = open[id]
                 if known != nil { seen.insert(id) }
-                guard !referenced.contains(id) else { continue }
+                guard !referenced.contains(id) else {
+                    // Referenced again: whatever made it an orphan is void, and so is its clock.
+                    if var item = known, item.state != .skipped,
+                        let backup = try await store.subOrgReference(tenant: tenant, subOrgId: id)
+                    {
+                        item.state = .skipped
+                        item.lastError = "referenced by \(backup) at a scan"
+                        item.lastBackupId = backup
+                        item.updatedAt = now
+                        try await store.updateCleanupItem(tenant: tenant, item, audit: nil)
+                    }
+                    continue
+                }
                 if var item = known {
                     if item.state == .skipped {
-                        // Referenced at the last run, unreferenced again: the grace clock restarts.
+                        // Referenced when last checked, unreferenced again with no reset or
+                        // retirement to say why: only a snapshot's word is left (`unreferenced`),
+                        // and the grace clock restarts.
                         item.state = .pending
+                        item.reason = "unreferenced"
                         item.firstSeenAt = now
                         item.lastError = nil
                         item.updatedAt = now

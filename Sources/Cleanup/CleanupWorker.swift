@@ -10,12 +10,17 @@ struct CleanupWorker: Sendable {
     let client: TurnkeyClient
     let flags: RunFlags
     let maxPolls: Int
+    /// Re-checked on each item right before its deletion; `nil` for a user-stamped submission
+    /// (the user asked for that sub-org's deletion).
+    let proof: SnapshotProof?
 
     var store: any CleanupJournalStore { service.store }
     var tenant: TenantName { session.tenantName }
 
     /// The outcome of an attempt whose failure may pass on a later pass of the run.
     static let retryLater = "retryLater"
+    /// The outcome of an item whose proof no longer holds (reported `skipped`, left `pending`).
+    static let notEligible = "skipped"
 
     /// Processes `subOrgId` and returns its outcome; throws only for store failures.
     /// - Parameter finalPass: a retryable failure is `failed` on the final pass; before it the
@@ -30,7 +35,16 @@ struct CleanupWorker: Sendable {
         }
         // Re-read right before the call: a backup imported since the scan wins.
         if let backup = try await store.subOrgReference(tenant: tenant, subOrgId: subOrgId) {
+            item.lastBackupId = backup
             return try await record(&item, .skipped, error: "referenced by \(backup)", audit: nil)
+        }
+        // And its proof, on the item as it is now: a reset or retirement since the scan restarted
+        // its clock, a snapshot may have aged, a retired backup may still be at the service.
+        if let proof, let waitingFor = await proof.verdict(item).waitingFor {
+            var left = try await record(
+                &item, .pending, error: "not deleted: no longer eligible, waiting for \(waitingFor)", audit: nil)
+            left.outcome = Self.notEligible
+            return left
         }
         if item.body == nil {
             item.body = try TurnkeyActivityBody.deleteSubOrganization(

@@ -23,6 +23,9 @@ public protocol CleanupQueueStore: LiveTenantStore {
         async throws(ConsoleError) -> Set<String>
     /// Drops `worker`'s claim on an item (its outcome is recorded).
     func releaseCleanupClaim(tenant: TenantName, worker: String, subOrgId: String) async throws(ConsoleError)
+    /// Takes an item off the queue and drops any claim on it: a worker found it referenced or
+    /// its proof no longer holding, so it waits for a run to queue it again.
+    func unqueueCleanup(tenant: TenantName, subOrgId: String) async throws(ConsoleError)
     /// Reserves the tenant's next Turnkey call under one rate shared by every worker (the
     /// generic cell rate algorithm): up to `burst` at once after a quiet spell, then one every
     /// `1 / perSecond` seconds. Returns when the call may go (unix microseconds).

@@ -256,8 +256,15 @@ public struct CleanupItemRecord: Sendable, Equatable, Codable {
         case pending, deleted, alreadyGone, failed, needsUser, skipped
     }
 
+    /// Reasons that say the sub-org was referenced by ``lastBackupId`` until the moment they
+    /// were recorded (a reset wiped that backup, a snapshot retired it): queued again with one
+    /// of them, an open item takes the new reason and first-seen time (``reason``).
+    public static let freshEvidence: Set<String> = ["reset", "retired"]
+
     public var subOrgId: String
-    /// `unreferenced` (found by scan), `reset`, `service_log`.
+    /// Why it may be deleted, which decides the proof it needs: `unreferenced` (found by scan, or
+    /// unreferenced again after a scan or run found it referenced), `reset`, `retired`,
+    /// `service_log`, `break_glass`.
     public var reason: String
     public var firstSeenAt: Int64
     public var state: State

@@ -133,6 +133,46 @@ import Turnkey
         let pending = try await fixture.store.cleanupItems(tenant: fixture.session.tenantName, states: [.pending])
         #expect(pending.count == 2)
     }
+
+    /// A worker re-checks an item's proof right before deleting it. Queued on a live tenant's
+    /// fresh snapshot, then left until that snapshot is older than the tenant's maximum age: the
+    /// worker deletes nothing and takes the items off the queue, and a fresh snapshot alone does
+    /// not put them back; the next queueing run does.
+    @Test(
+        "a queued item whose proof lapsed is not deleted and leaves the queue; one found referenced too",
+        arguments: TestBackend.available)
+    func aWorkerRechecksTheProof(backend: TestBackend) async throws {
+        let fixture = try await CleanupFixture(orphanCount: 3, live: true, backend: backend)
+        defer { Task { await fixture.stop() } }
+        let tenant = fixture.session.tenantName
+        let service = fixture.service(budget: 1000)
+        let snapshot = {
+            let at = fixture.time.now / 1000
+            try await fixture.store.recordSnapshot(
+                tenant: tenant, SnapshotRecord(snapshotAt: at, complete: true, importedAt: at, backups: 12), audit: nil)
+        }
+        _ = try await service.scan(session: fixture.session, graceSeconds: 0)
+        try await snapshot()
+        #expect(try await queueEverything(fixture, service).items.count == 3)
+        fixture.time.advance(byMillis: 25 * 3600 * 1000)
+        let lapsed = try await worker(fixture, service, "w").drain(tenant: tenant)
+        #expect(lapsed.map(\.outcome) == ["skipped", "skipped", "skipped"])
+        #expect(lapsed.allSatisfy { $0.error?.hasSuffix("waiting for snapshot") == true })
+        #expect(await fixture.sandbox.deleteBodies.isEmpty)
+        try await snapshot()
+        #expect(try await worker(fixture, service, "w").drain(tenant: tenant).isEmpty)
+        #expect(try await queueEverything(fixture, service).items.count == 3)
+        // One is found referenced (a worker's or a scan's skip) and unreferenced again: it left the queue.
+        var first = try #require(try await fixture.store.cleanupItem(tenant: tenant, subOrgId: fixture.orphans[0]))
+        first.state = .skipped
+        first = try await fixture.store.updateCleanupItem(tenant: tenant, first, audit: nil)
+        first.state = .pending
+        _ = try await fixture.store.updateCleanupItem(tenant: tenant, first, audit: nil)
+        let done = try await worker(fixture, service, "w").drain(tenant: tenant)
+        #expect(
+            done.map(\.subOrgId) == Array(fixture.orphans.dropFirst()) && done.allSatisfy { $0.outcome == "deleted" })
+        #expect(try await fixture.listed() == Set(fixture.referenced + [fixture.orphans[0]]))
+    }
 }
 
 extension Sequence {

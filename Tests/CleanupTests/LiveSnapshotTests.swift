@@ -107,20 +107,7 @@ import Turnkey
             tenant: tenant, ids: [retiredId], now: now(f), audit: f.session.audit("test"))
         // A sub-org whose last backup the service still has: retired here by mistake below.
         let blocked = try await subOrgOf(liveId)[0]
-        // The Backup Service: the sandbox over a second store that still holds `liveId` only.
-        let serviceStore = try SQLiteConsoleStore(path: f.directory.appendingPathComponent("service.db").path)
-        let access = AccessService(store: serviceStore)
-        let op = try await access.authenticate(token: try await access.bootstrap(admin: try OperatorName("svc")))
-        let svcSession = try await access.session(operator: op, tenant: try TenantName("sandbox"))
-        var record = try #require(try await f.store.backup(tenant: tenant, id: liveId))
-        record.blobSize = 1
-        record.blobSHA256 = SHA256.hex([1])
-        try await serviceStore.writeBackup(
-            tenant: svcSession.tenantName, BackupWrite(record: record, blob: Data([1]), lookupRows: []),
-            audit: svcSession.audit("test"))
-        let server = try await BackupServiceSandboxServer.start(
-            BackupServiceEmulator.sandbox(store: serviceStore, tenant: svcSession.tenantName))
-        let client = try BackupServiceClient(baseURL: server.baseURL, attempts: 1)
+        let (server, client) = try await serviceHolding([liveId], f)
         _ = try await f.store.retireBackups(tenant: tenant, ids: [liveId], now: now(f), audit: f.session.audit("test"))
         let scan = try await f.service(backupService: client).scan(session: f.session, graceSeconds: 0)
         let verdicts = Dictionary(uniqueKeysWithValues: scan.orphans.map { ($0.subOrgId, $0) })
@@ -131,6 +118,87 @@ import Turnkey
         // Without a Backup Service the retired ones wait for a snapshot too.
         let without = try await f.service().scan(session: f.session, graceSeconds: 0)
         for id in retiredSubOrgs { #expect(without.orphans.first { $0.subOrgId == id }?.waitingFor == "snapshot") }
+        await server.stop()
+        await f.stop()
+    }
+
+    /// The Backup Service: the sandbox over a second store that holds copies of `ids` only.
+    func serviceHolding(_ ids: [String], _ f: CleanupFixture) async throws -> (
+        BackupServiceSandboxServer, BackupServiceClient
+    ) {
+        let serviceStore = try SQLiteConsoleStore(path: f.directory.appendingPathComponent("service.db").path)
+        let access = AccessService(store: serviceStore)
+        let op = try await access.authenticate(token: try await access.bootstrap(admin: try OperatorName("svc")))
+        let svcSession = try await access.session(operator: op, tenant: try TenantName("sandbox"))
+        for id in ids {
+            var record = try #require(try await f.store.backup(tenant: f.session.tenantName, id: id))
+            record.blobSize = 1
+            record.blobSHA256 = SHA256.hex([1])
+            try await serviceStore.writeBackup(
+                tenant: svcSession.tenantName, BackupWrite(record: record, blob: Data([1]), lookupRows: []),
+                audit: svcSession.audit("test"))
+        }
+        let server = try await BackupServiceSandboxServer.start(
+            BackupServiceEmulator.sandbox(store: serviceStore, tenant: svcSession.tenantName))
+        return (server, try BackupServiceClient(baseURL: server.baseURL, attempts: 1))
+    }
+
+    /// A sub-org is journaled unreferenced (the app made it before `/v1/create`), then a backup
+    /// references it, then a snapshot retires that backup. Its old first-seen time must not
+    /// count: the grace clock starts at the retirement, and the retirement needs the service's
+    /// word. One sub-org is found referenced by a scan in between; the other never is.
+    @Test(
+        "an orphan referenced again and then retired restarts its clock and needs the service's word",
+        arguments: TestBackend.available)
+    func referencedAgainThenRetired(backend: TestBackend) async throws {
+        let f = try await CleanupFixture(orphanCount: 0, live: true, backend: backend)
+        let tenant = f.session.tenantName
+        let cleanup = f.service()
+        let execute = CleanupRunOptions(execute: true, graceSeconds: 3600)
+        var backups: [String] = []
+        var subOrgs: [String] = []
+        for id in try await f.store.backupIds(tenant: tenant) where backups.count < 2 {
+            let own = try #require(try await f.store.backup(tenant: tenant, id: id)).metadata.turnkeySubOrgIds
+            guard own.count == 1 else { continue }
+            backups.append(id)
+            subOrgs += own
+        }
+        try #require(backups.count == 2)
+        let seenAt = now(f)
+        let early = { (id: String) in
+            CleanupItemRecord(subOrgId: id, reason: "unreferenced", firstSeenAt: seenAt, updatedAt: seenAt)
+        }
+        _ = try await f.store.enqueueCleanup(tenant: tenant, [early(subOrgs[0])], audit: nil)
+        // A scan finds the first referenced now: whatever made it an orphan is void.
+        _ = try await cleanup.scan(session: f.session, graceSeconds: 3600)
+        let skipped = try #require(try await f.store.cleanupItem(tenant: tenant, subOrgId: subOrgs[0]))
+        #expect(skipped.state == .skipped && skipped.lastBackupId == backups[0])
+        _ = try await f.store.enqueueCleanup(tenant: tenant, [early(subOrgs[1])], audit: nil)
+        // The Backup Service keeps both: the snapshot below leaves them out by mistake.
+        let (server, client) = try await serviceHolding(backups, f)
+        f.time.advance(byMillis: 2 * 3600 * 1000)
+        try await snapshot(f, at: now(f))
+        let retiredAt = now(f)
+        _ = try await f.store.retireBackups(
+            tenant: tenant, ids: backups, now: retiredAt, audit: f.session.audit("test"))
+        for id in subOrgs {
+            let item = try #require(try await f.store.cleanupItem(tenant: tenant, subOrgId: id))
+            #expect(item.reason == "retired" && item.state == .pending && item.firstSeenAt == retiredAt)
+        }
+        // Unreferenced only since the retirement: the grace period has not passed.
+        let soon = try await cleanup.run(session: f.session, options: execute)
+        #expect(soon.items.isEmpty)
+        // Past it, with a fresh complete snapshot, but the service still has both backups.
+        f.time.advance(byMillis: 2 * 3600 * 1000)
+        try await snapshot(f, at: now(f))
+        let asked = try await f.service(backupService: client).run(session: f.session, options: execute)
+        #expect(asked.items.isEmpty)
+        let scan = try await f.service(backupService: client).scan(session: f.session, graceSeconds: 3600)
+        #expect(
+            scan.orphans.filter { subOrgs.contains($0.subOrgId) }.map(\.waitingFor) == [
+                "service_status", "service_status",
+            ])
+        #expect(try await f.listed().isSuperset(of: subOrgs))
         await server.stop()
         await f.stop()
     }

@@ -40,7 +40,7 @@ struct ResetAndAuditTests {
     @Test func recordServiceResetWipesEverythingAtomically() async throws {
         try await withStore { store, _ in
             let s = try await scene(store)
-            // An earlier sighting of one sub-org keeps its first-seen time.
+            // An earlier sighting of one sub-org (before the backup referenced it) gives way to the reset.
             _ = try await store.enqueueCleanup(
                 tenant: alpha,
                 [CleanupItemRecord(subOrgId: s.subOrgs[0], reason: "unreferenced", firstSeenAt: 10, updatedAt: 10)],
@@ -86,8 +86,9 @@ struct ResetAndAuditTests {
                     == .claimed(sentBefore: false))
             let first = try #require(try await store.cleanupItem(tenant: alpha, subOrgId: s.subOrgs[0]))
             let second = try #require(try await store.cleanupItem(tenant: alpha, subOrgId: s.subOrgs[1]))
-            // A reset proves the sub-org orphaned: the reason becomes reset, first-seen stays earliest.
-            #expect(first.firstSeenAt == 10 && first.reason == "reset" && first.lastBackupId == s.id)
+            // A reset proves the sub-org orphaned from then on: the reason becomes reset, and the
+            // grace clock starts at the reset (the backup referenced it until then).
+            #expect(first.firstSeenAt == 500 && first.reason == "reset" && first.lastBackupId == s.id)
             #expect(second.reason == "reset" && second.state == .pending && second.firstSeenAt == 500)
             let last = try #require(try await store.latestAuditEntries(tenant: alpha, limit: 1).first)
             #expect(last.action == "reset.complete" && last.target == s.id && last.details["lookupRowsRemoved"] == "2")

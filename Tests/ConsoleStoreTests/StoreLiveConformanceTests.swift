@@ -142,12 +142,17 @@ import Testing
                 CleanupItemRecord(subOrgId: $0, reason: "unreferenced", firstSeenAt: 50, updatedAt: 50)
             }
             #expect(try await store.enqueueCleanup(tenant: t, items, audit: Self.audit) == 2)
-            // An earlier sighting and a reset reason win; a known id is not new.
+            // An earlier sighting wins; a known id is not new.
+            let earlier = CleanupItemRecord(subOrgId: "s2", reason: "service_log", firstSeenAt: 40, updatedAt: 60)
+            #expect(try await store.enqueueCleanup(tenant: t, [earlier], audit: nil) == 0)
+            let s2 = try #require(try await store.cleanupItem(tenant: t, subOrgId: "s2"))
+            #expect(s2.reason == "unreferenced" && s2.firstSeenAt == 40 && s2.version == 1)
+            // A reset is fresh evidence (referenced by b until then): its reason and time win.
             let again = CleanupItemRecord(
-                subOrgId: "s1", reason: "reset", firstSeenAt: 40, updatedAt: 60, lastBackupId: "b")
+                subOrgId: "s1", reason: "reset", firstSeenAt: 60, updatedAt: 60, lastBackupId: "b")
             #expect(try await store.enqueueCleanup(tenant: t, [again], audit: nil) == 0)
             var item = try #require(try await store.cleanupItem(tenant: t, subOrgId: "s1"))
-            #expect(item.reason == "reset" && item.firstSeenAt == 40 && item.lastBackupId == "b" && item.version == 1)
+            #expect(item.reason == "reset" && item.firstSeenAt == 60 && item.lastBackupId == "b" && item.version == 1)
             // The same sighting again changes nothing, not even the version.
             #expect(try await store.enqueueCleanup(tenant: t, [again], audit: nil) == 0)
             #expect(try await store.cleanupItem(tenant: t, subOrgId: "s1")?.version == 1)

@@ -4,23 +4,42 @@ import Foundation
 /// The cleanup journal: items queued by resets, retirements and scans, written only by
 /// compare-and-set, and what the break-glass path keeps beside them.
 extension SQLRuleStore {
-    /// Inserts a pending item, or keeps the existing one with the earlier first-seen time (a
-    /// `reset` reason wins; a named backup replaces the last one). Returns whether it was new.
+    /// Inserts a pending item, or merges it into the existing one.
+    ///
+    /// A `reset` or `retired` item is fresh evidence: the sub-org was referenced by
+    /// `lastBackupId` until now. Unless the open item already holds that very evidence, it
+    /// replaces the item's reason, first-seen time (the grace clock restarts) and last backup,
+    /// turns a `skipped` item `pending`, and takes the item off the workers' queue: what was
+    /// queued on older evidence is decided again. Any other reason keeps the existing item with
+    /// the earlier first-seen time (a named backup replaces the last one). Returns whether it
+    /// was new.
     @discardableResult
     func enqueue(_ item: CleanupItemRecord, tenant: String, _ session: Driver.Session) async throws -> Bool {
         let existed = try await session.exists(
             "SELECT 1 FROM cleanup_items WHERE tenant = \(tenant) AND suborg_id = \(item.subOrgId)")
+        let fresh: SQLStatement =
+            CleanupItemRecord.freshEvidence.contains(item.reason)
+            ? """
+            (cleanup_items.state NOT IN ('deleted', 'alreadyGone') AND (cleanup_items.state = 'skipped'
+                OR cleanup_items.reason <> excluded.reason
+                OR cleanup_items.last_backup_id IS DISTINCT FROM excluded.last_backup_id))
+            """ : "1 = 0"
         try await session.execute(
             """
             INSERT INTO cleanup_items (tenant, \(raw: RowMapping.cleanupColumns))
             VALUES (\(tenant), \(item.subOrgId), \(item.reason), \(item.firstSeenAt), \(item.state.rawValue),
                 \(item.body), \(item.attempts), \(item.lastError), \(item.updatedAt), \(item.lastBackupId), 0)
             ON CONFLICT (tenant, suborg_id) DO UPDATE
-            SET first_seen_at = \(raw: dialect.least)(cleanup_items.first_seen_at, excluded.first_seen_at),
-                reason = CASE WHEN excluded.reason = 'reset' THEN 'reset' ELSE cleanup_items.reason END,
+            SET first_seen_at = CASE WHEN \(fresh) THEN excluded.first_seen_at
+                    ELSE \(raw: dialect.least)(cleanup_items.first_seen_at, excluded.first_seen_at) END,
+                reason = CASE WHEN \(fresh) THEN excluded.reason ELSE cleanup_items.reason END,
+                state = CASE WHEN \(fresh) AND cleanup_items.state = 'skipped' THEN 'pending'
+                    ELSE cleanup_items.state END,
+                queued_at = CASE WHEN \(fresh) THEN NULL ELSE cleanup_items.queued_at END,
+                queued_by = CASE WHEN \(fresh) THEN NULL ELSE cleanup_items.queued_by END,
                 last_backup_id = coalesce(excluded.last_backup_id, cleanup_items.last_backup_id),
-                version = cleanup_items.version + CASE WHEN cleanup_items.first_seen_at > excluded.first_seen_at
-                    OR (excluded.reason = 'reset' AND cleanup_items.reason <> 'reset')
+                version = cleanup_items.version + CASE WHEN \(fresh)
+                    OR cleanup_items.first_seen_at > excluded.first_seen_at
                     OR (excluded.last_backup_id IS NOT NULL
                         AND (cleanup_items.last_backup_id IS NULL
                             OR excluded.last_backup_id <> cleanup_items.last_backup_id))
@@ -63,7 +82,7 @@ extension SQLRuleStore {
                 UPDATE cleanup_items SET reason = \(item.reason), first_seen_at = \(item.firstSeenAt),
                     state = \(item.state.rawValue), body = \(item.body), attempts = \(item.attempts),
                     last_error = \(item.lastError), updated_at = \(item.updatedAt),
-                    last_backup_id = \(item.lastBackupId), version = version + 1
+                    last_backup_id = \(item.lastBackupId), \(Self.queueKept(item)), version = version + 1
                 WHERE tenant = \(tenant.rawValue) AND suborg_id = \(item.subOrgId) AND version = \(item.version)
                 """)
             guard changed == 1 else {
@@ -75,6 +94,16 @@ extension SQLRuleStore {
             updated.version += 1
             return updated
         }
+    }
+
+    /// The queue columns of an update: an item stays queued for the workers only while it is
+    /// `pending` on the evidence it was queued on (its reason and first-seen time unchanged).
+    static func queueKept(_ item: CleanupItemRecord) -> SQLStatement {
+        guard item.state == .pending else { return "queued_at = NULL, queued_by = NULL" }
+        return """
+            queued_at = CASE WHEN reason = \(item.reason) AND first_seen_at = \(item.firstSeenAt) THEN queued_at END,
+                queued_by = CASE WHEN reason = \(item.reason) AND first_seen_at = \(item.firstSeenAt) THEN queued_by END
+            """
     }
 
     public func cleanupItems(tenant: TenantName, states: Set<CleanupItemRecord.State>?) async throws(ConsoleError)

@@ -73,6 +73,17 @@ extension SQLRuleStore {
         }
     }
 
+    public func unqueueCleanup(tenant: TenantName, subOrgId: String) async throws(ConsoleError) {
+        try await driver.transaction("taking cleanup item \(subOrgId) off the queue") { session in
+            try await session.execute(
+                """
+                UPDATE cleanup_items SET queued_at = NULL, queued_by = NULL, claimed_by = NULL,
+                    lease_expires_at = NULL
+                WHERE tenant = \(tenant.rawValue) AND suborg_id = \(subOrgId)
+                """)
+        }
+    }
+
     /// One `INSERT … ON CONFLICT DO UPDATE … RETURNING` per call: the row (or SQLite's writer)
     /// orders concurrent reservations, whichever process makes them.
     public func reserveTurnkeyCall(tenant: TenantName, perSecond: Double, burst: Int, nowMicros: Int64)
