@@ -48,6 +48,16 @@ public struct BackupServiceError: Error, Sendable, Equatable, CustomStringConver
         }
     }
 
+    /// True when the service answered a refusal of its own (a 4xx other than 408): the call
+    /// was decided and changed nothing there. A 5xx is not: the service may have failed half-way.
+    public var definiteRefusal: Bool {
+        switch kind {
+        case .service(let status, _): (400..<500).contains(status) && status != 408
+        case .framework(let status): (400..<500).contains(status) && status != 408
+        default: false
+        }
+    }
+
     /// Whether a retry of an idempotent call may help.
     var retryable: Bool {
         switch kind {

@@ -49,8 +49,10 @@ public protocol LiveTenantStore: CleanupJournalStore, AuditCheckpointStore {
     func claimResetSend(
         tokenHash: String, subOrgIds: [String], holder: String, now: Int64, until: Int64, takeOver: String?
     ) async throws(ConsoleError) -> ResetSendClaim
-    /// Drops `holder`'s claim (its send was answered, and refused).
-    func releaseResetSend(tokenHash: String, holder: String) async throws(ConsoleError)
+    /// Drops `holder`'s claim (its send was answered, and refused, or failed). With `unsent`
+    /// (the service refused the send and no earlier send is unanswered) the entry is no longer
+    /// marked sent: nothing of it reached the service's data.
+    func releaseResetSend(tokenHash: String, holder: String, unsent: Bool) async throws(ConsoleError)
     /// The local part of a reset the service confirmed: in ONE transaction, mark the ledger
     /// entry used (dropping its send claim), delete what the console still holds of the backup, queue `subOrgIds` plus
     /// any the copy still references (reason `reset`, no snapshot needed), append `audit`
@@ -101,4 +103,11 @@ public enum ResetSendClaim: Sendable, Equatable {
     case claimed(sentBefore: Bool)
     /// Another sender holds the entry until `until` (unix seconds).
     case inFlight(holder: String, until: Int64)
+}
+
+extension LiveTenantStore {
+    /// Drops `holder`'s claim and keeps the entry marked sent (its outcome may be unknown).
+    public func releaseResetSend(tokenHash: String, holder: String) async throws(ConsoleError) {
+        try await releaseResetSend(tokenHash: tokenHash, holder: holder, unsent: false)
+    }
 }

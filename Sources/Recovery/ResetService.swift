@@ -124,6 +124,7 @@ public struct ResetService: Sendable {
             plan.fromLedger ? try await claimSend(plan, subOrgs: subOrgs, holder: holder, session) : false
         checkpoint(.checked)
         var resolvedBy: String?
+        var refused = false
         do throws(ConsoleError) {
             do throws(BackupServiceError) {
                 try await service.reset(backupAccountId: plan.backupId, signature: signature, token: token)
@@ -131,16 +132,22 @@ public struct ResetService: Sendable {
                 try await resolveLostAnswer(plan, lost: "its answer was lost (\(error.message))", session)
                 resolvedBy = "status"
             } catch  where error.serviceCode == "not_found" && sentBefore {
-                // An earlier send of this token was never recorded (its answer lost, or a console
+                // An earlier send of this token was never answered (its answer lost, or a console
                 // killed after it): the backup being gone now is that reset. Confirm with status.
                 try await resolveLostAnswer(
                     plan, lost: "the service answered not_found to a token this console had sent before", session)
                 resolvedBy = "status"
             } catch {
-                try await refuse(plan, error.consoleError, session)
+                refused = error.definiteRefusal
+                try await refuse(plan, await explained(error, plan), session)
             }
         } catch {
-            if plan.fromLedger { try? await store.releaseResetSend(tokenHash: plan.tokenHash, holder: holder) }
+            // A send the service refused did nothing there: unless an earlier send is still
+            // unanswered, the ledger forgets it, so a later not_found is never taken for our reset.
+            if plan.fromLedger {
+                try? await store.releaseResetSend(
+                    tokenHash: plan.tokenHash, holder: holder, unsent: refused && !sentBefore)
+            }
             throw error
         }
         checkpoint(.verified)
@@ -190,6 +197,28 @@ public struct ResetService: Sendable {
                     .conflict, code: "reset_in_progress",
                     "Another `reset complete` of this token is being sent to the Backup Service right now (by another console or server); it decides this reset. Check `show \(plan.backupId)` in a moment. If that console was killed, its claim lapses at \(Timestamp.format(until))."
                 ), session)
+        }
+    }
+
+    /// The service's refusal as the operator reads it. `not_found` from `/v1/reset` means the
+    /// service found no sealed blob (it checks the blob, not the metadata): `/v1/backup/status`
+    /// tells a backup that is gone from one the service cannot reset.
+    private func explained(_ error: BackupServiceError, _ plan: ResetPlan) async -> ConsoleError {
+        let base = error.consoleError
+        guard error.serviceCode == "not_found" else { return base }
+        do throws(BackupServiceError) {
+            _ = try await service.status(backupId: plan.backupId)
+            return ConsoleError(
+                base.kind, code: base.code,
+                "The Backup Service answered not_found to the reset of \(plan.backupId), yet /v1/backup/status still finds its metadata: the service checks the sealed blob, and this backup has none, so the service cannot reset it. Nothing was changed; escalate to the Backup Service team."
+            )
+        } catch  where error.serviceCode == "not_found" {
+            return ConsoleError(
+                base.kind, code: base.code,
+                "The Backup Service has no backup \(plan.backupId) (deleted, or reset with another token); this reset was not applied and nothing was changed here. `show \(plan.backupId)` shows the console's copy, which the next snapshot import retires."
+            )
+        } catch {
+            return base
         }
     }
 

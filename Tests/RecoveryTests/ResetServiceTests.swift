@@ -178,19 +178,45 @@ import Testing
     }
 
     /// The service checks the sealed blob (HEAD of `{id}/backup`), not the metadata: a backup
-    /// without a blob cannot be reset, and a second try says so instead of guessing.
+    /// without a blob cannot be reset, and the refusal says so (status still finds the
+    /// metadata). A second try is the same refusal: a refused send is not a lost one.
     @Test func aBackupWithoutABlobIsNotFoundForTheService() async throws {
         let (f, id, service, begun, signature) = try await Self.begun(withBlob: false)
         let before = try await f.snapshot(ids: [id])
-        let first = await consoleError {
-            _ = try await service.complete(token: begun.token, signature: signature, session: f.session)
+        for _ in 0..<2 {
+            let error = await consoleError {
+                _ = try await service.complete(token: begun.token, signature: signature, session: f.session)
+            }
+            #expect(error?.code == "not_found" && error?.kind == .notFound)
+            #expect(error?.message.contains("has none, so the service cannot reset it") == true)
         }
-        #expect(first?.code == "not_found")
-        let second = await consoleError {
-            _ = try await service.complete(token: begun.token, signature: signature, session: f.session)
-        }
-        #expect(second?.code == "reset_not_applied" && second?.message.contains("sealed blob") == true)
         await #expect(try f.snapshot(ids: [id]) == before)
+        await f.stop()
+    }
+
+    /// A send the service refused (here a signature from another key) changed nothing there, so
+    /// the ledger does not count it as sent: when the backup is later gone at the service for
+    /// another reason, the next try is refused `not_found`, never recorded as this reset.
+    @Test func aRefusedSendIsNotTakenForALostOne() async throws {
+        let (f, id, service, begun, signature) = try await Self.begun()
+        let wrong = try UserRecovery.signChallenge(begun.challenge, rootKey: rootKey("43"))
+        let refused = await consoleError {
+            _ = try await service.complete(token: begun.token, signature: wrong, session: f.session)
+        }
+        #expect(refused?.code == "signature_verification_error")
+        // The backup goes away at the service by another token (another reset, a deletion).
+        #expect(
+            try await f.store.sandboxServiceReset(
+                tenant: f.session.tenantName, tokenHash: SHA256.hex(Array("another token".utf8)), backupId: id.rawValue,
+                now: 1))
+        let before = try await f.snapshot(ids: [id], tokenHashes: [begun.tokenHash])
+        let gone = await consoleError {
+            _ = try await service.complete(token: begun.token, signature: signature, session: f.session)
+        }
+        #expect(gone?.code == "not_found" && gone?.message.contains("has no backup") == true)
+        await #expect(try f.snapshot(ids: [id], tokenHashes: [begun.tokenHash]) == before)
+        let last = try await f.store.latestAuditEntries(tenant: f.session.tenantName, limit: 1).first
+        #expect(last?.action == "reset.refused" && last?.details["code"] == "not_found")
         await f.stop()
     }
 

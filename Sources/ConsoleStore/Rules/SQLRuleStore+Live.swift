@@ -129,11 +129,12 @@ extension SQLRuleStore {
         }
     }
 
-    public func releaseResetSend(tokenHash: String, holder: String) async throws(ConsoleError) {
+    public func releaseResetSend(tokenHash: String, holder: String, unsent: Bool) async throws(ConsoleError) {
+        let sent: SQLStatement = unsent ? ", sent_at = NULL" : ""
         try await driver.transaction("releasing the send of a reset") { session in
             try await session.execute(
                 """
-                UPDATE reset_challenges SET sending_by = NULL, sending_until = NULL
+                UPDATE reset_challenges SET sending_by = NULL, sending_until = NULL\(sent)
                 WHERE token_hash = \(tokenHash) AND sending_by = \(holder)
                 """)
         }
