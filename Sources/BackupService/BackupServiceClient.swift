@@ -34,13 +34,19 @@ public struct BackupServiceClient: Sendable {
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }()
 
+    /// How long `/v1/reset` is given, by default past the service's own 30 s request deadline
+    /// (its `TimeoutLayer` answers 408 then), so a slow reset still in progress there is never
+    /// taken here for one that did not happen. At least ``timeoutMillis``.
+    public var resetTimeoutMillis: Int64
+
     /// Answers larger than this are refused; the service's are tiny.
     static let maxResponseBytes = 1 << 20
 
     /// - Throws: ``ConsoleError`` `invalid_url` unless `baseURL` is an http(s) URL with a host.
     public init(
         baseURL: String, client: HTTPClient = BackupServiceClient.sharedClient, timeoutMillis: Int64 = 15_000,
-        attempts: Int = 3, backoffCapMillis: Int64 = 2_000, random: any RandomSource = SystemRandom(),
+        resetTimeoutMillis: Int64 = 35_000, attempts: Int = 3, backoffCapMillis: Int64 = 2_000,
+        random: any RandomSource = SystemRandom(),
         sleep: @escaping @Sendable (Int64) async throws -> Void = { millis in
             if millis > 0 { try await Task.sleep(nanoseconds: UInt64(millis) * 1_000_000) }
         }
@@ -48,6 +54,7 @@ public struct BackupServiceClient: Sendable {
         self.baseURL = try Self.normalize(baseURL)
         self.client = client
         self.timeoutMillis = max(1, timeoutMillis)
+        self.resetTimeoutMillis = max(1, timeoutMillis, resetTimeoutMillis)
         self.attempts = max(1, attempts)
         self.backoffCapMillis = max(0, backoffCapMillis)
         self.random = random
@@ -124,15 +131,17 @@ public struct BackupServiceClient: Sendable {
         let body = try encode(
             BackupServiceWire.ResetRequest(backupAccountId: backupAccountId, signature: signature, challengeToken: text)
         )
-        let (status, answer) = try await send(.POST, route, body: body)
+        let (status, answer) = try await send(
+            .POST, route, body: body, timeoutMillis: resetTimeoutMillis)
         guard status == 204 else { throw unexpected(route, status, answer) }
     }
 
     // MARK: - Transport
 
-    func send(_ method: HTTPMethod, _ route: String, body: [UInt8]?) async throws(BackupServiceError) -> (
-        Int, [UInt8]
-    ) {
+    func send(_ method: HTTPMethod, _ route: String, body: [UInt8]?, timeoutMillis: Int64? = nil)
+        async throws(BackupServiceError) -> (Int, [UInt8])
+    {
+        let timeoutMillis = timeoutMillis ?? self.timeoutMillis
         var request = HTTPClientRequest(url: baseURL + route)
         request.method = method
         request.headers.add(name: "Accept", value: "application/json")

@@ -162,6 +162,20 @@ import Testing
         #expect(error?.kind == .timeout)
     }
 
+    /// `/v1/reset` waits for its own, longer deadline (by default past the service's 30 s):
+    /// the timeout names it.
+    @Test(.timeLimit(.minutes(10))) func aResetWaitsForItsOwnDeadline() async throws {
+        let server = try StallingServer()
+        defer { server.stop() }
+        let client = try BackupServiceClient(baseURL: server.baseURL, timeoutMillis: 100, resetTimeoutMillis: 400)
+        let error = await #expect(throws: BackupServiceError.self) {
+            try await client.reset(backupAccountId: "backup_account_00", signature: "AA==", token: SecretBytes([1]))
+        }
+        #expect(error?.kind == .timeout && error?.outcomeUnknown == true)
+        #expect(error?.message.contains("/v1/reset within 400 ms") == true)
+        #expect(try BackupServiceClient(baseURL: server.baseURL).resetTimeoutMillis == 35_000)
+    }
+
     @Test func statusAndChallengeRetryResetDoesNot() async throws {
         let export = try Export()
         let faults = ServiceFaults()
