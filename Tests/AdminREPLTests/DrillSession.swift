@@ -198,7 +198,7 @@ final class DrillSession {
             guard target.hasPrefix("$"), let pid, let job = background.first(where: { String($0.child.pid) == pid })
             else { throw Failure(description: "\(place): kill \(target) names no background job") }
             job.child.signal(SIGTERM)
-            guard await job.child.wait(seconds: 15) != nil else {
+            guard await job.child.wait(seconds: 60) != nil else {
                 throw Failure(description: "\(place): \(job.command) did not stop on SIGTERM")
             }
             last = job.result
@@ -220,7 +220,7 @@ final class DrillSession {
             "/bin/sh", ["-c", "exec " + text], environment: environment, directory: work.path)
         let job = Background(child: child, command: text)
         background.append(job)
-        let ready = await child.waitFor(seconds: 15) { output in
+        let ready = await child.waitFor(seconds: 60) { output in
             Self.mismatch(
                 CLI.Result(stdout: output.stdoutText, stderr: output.stderrText, termination: .exited(0)),
                 expected: expected) == nil

@@ -28,7 +28,7 @@ final class PTY: Sendable {
     /// passes; a match moves the cursor past it. Output that arrived together with an earlier
     /// match is still searched, so two prompts printed at once are both found.
     @discardableResult
-    func expect(_ needle: String, timeout: Double = 10) async -> Bool {
+    func expect(_ needle: String, timeout: Double = 60) async -> Bool {
         let from = cursor.withLock { $0 }
         guard await child.waitFor(seconds: timeout, { Self.match(needle, in: $0.stdout, from: from) != nil }),
             let end = Self.match(needle, in: child.stdoutData, from: from)
@@ -50,5 +50,5 @@ final class PTY: Sendable {
     var echoes: Bool { terminal.echoes }
 
     /// Waits for the program to end; false if it did not within `timeout`.
-    func waitForExit(timeout: Double = 10) async -> Bool { await child.wait(seconds: timeout) != nil }
+    func waitForExit(timeout: Double = 60) async -> Bool { await child.wait(seconds: timeout) != nil }
 }

@@ -57,7 +57,7 @@ import Testing
             clock: clock, faults: faults)
         let server = try await BackupServiceSandboxServer.start(emulator)
         let client = try BackupServiceClient(
-            baseURL: server.baseURL, timeoutMillis: 5_000, attempts: 3, backoffCapMillis: 0)
+            baseURL: server.baseURL, timeoutMillis: 30_000, attempts: 3, backoffCapMillis: 0)
         return (server, client)
     }
 

@@ -14,7 +14,9 @@ final class FlowHarness: @unchecked Sendable {
     let directory: URL
     let storage: ServiceStorage
     let server: BackupServiceSandboxServer
-    let client = HTTPClient(eventLoopGroupProvider: .singleton)
+    /// The process-wide client: nothing to shut down, so a harness that fails to start, or a
+    /// test that throws before `stop()`, never leaves an `HTTPClient` to trap in its deinit.
+    var client: HTTPClient { .shared }
     let random = SeededRandom(seed: 41)
 
     init(clock: WallClock = .system) async throws {
@@ -39,7 +41,6 @@ final class FlowHarness: @unchecked Sendable {
 
     func stop() async {
         await server.stop()
-        try? await client.shutdown()
         try? FileManager.default.removeItem(at: directory)
     }
 

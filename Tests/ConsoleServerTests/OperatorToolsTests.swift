@@ -107,7 +107,9 @@ import Testing
             #expect(await repl.waitForStdout("root@prod:sandbox>", seconds: 60), "\(repl.stdout)")
             repl.write("quit\r")
             _ = await repl.wait(seconds: 30)
-            #expect(await server.servesOperator(within: 1) == false, "root's old token should no longer work")
+            // Refused outright (401), not merely slow: the old token no longer works.
+            let refused = try await server.ask(AttackServer.request("whoami", bearer: server.rootToken))
+            #expect(refused?.status == 401, "\(String(describing: refused))")
         }
     }
 }

@@ -61,12 +61,9 @@ import Testing
         #expect(status == 64)
         #expect(out.isEmpty)
         #expect(err.contains("--insecure-plain-http"), "\(err)")
-        let forced = try await ServerProcess.serve(
-            db: workspace.db, arguments: ["--insecure-plain-http"], listen: "0.0.0.0:0",
-            environment: workspace.environment)
-        defer { forced.killNow() }
-        #expect(forced.url.hasPrefix("http://0.0.0.0:"))
-        #expect(await forced.stop() == .exited(0))
+        // With the flag it serves: tested inside a network namespace of its own
+        // (`TransportAttackTests.aTokenIsNeverSentInClearBeyondLoopback`), never on this host's
+        // interfaces.
     }
 
     @Test func servesHTTPSAndTheConsoleTrustsTheCAFileItIsGiven() async throws {

@@ -57,14 +57,17 @@ import Testing
                         try? await Task.sleep(nanoseconds: 10_000_000)
                     }
                 }
+                // The loop alone closes its listener: closed from `stop()`, its number could be
+                // reused by another test's socket while the loop still accepts on it.
+                close(socket)
             }
         }
 
         var connections: Int { lock.withLock { accepted } }
 
         func stop() {
+            shutdown(socket, Int32(SHUT_RDWR))
             task?.cancel()
-            close(socket)
         }
     }
 

@@ -13,12 +13,15 @@ enum Binary {
 
     typealias Run = ChildResult
 
-    /// Environment with nothing of the caller's console settings (no token, no db, no tenant).
+    /// An environment made from scratch: nothing of the caller's (no token, db or tenant, and
+    /// no `HOME` whose `~/.config/backupctl/config` a run without `--db` would read); a fresh
+    /// home with its XDG directories under the temporary directory.
     static func cleanEnvironment(_ extra: [String: String] = [:]) -> [String: String] {
-        var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("BACKUPCTL_") }
-        env["NO_COLOR"] = "1"
-        env["XDG_DATA_HOME"] =
-            FileManager.default.temporaryDirectory.appendingPathComponent("xdg-\(UUID().uuidString)").path
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("home-\(UUID().uuidString)").path
+        var env = [
+            "PATH": "/usr/bin:/bin", "HOME": home, "XDG_CONFIG_HOME": home + "/config",
+            "XDG_DATA_HOME": home + "/data", "XDG_STATE_HOME": home + "/state", "NO_COLOR": "1", "TERM": "dumb",
+        ]
         for (k, v) in extra { env[k] = v }
         return env
     }

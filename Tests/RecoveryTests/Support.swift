@@ -71,7 +71,7 @@ final class Fixture {
         let server = try await BackupServiceSandboxServer.start(emulator)
         servers.append(server)
         let client = try BackupServiceClient(
-            baseURL: server.baseURL, timeoutMillis: 5_000, attempts: 2, backoffCapMillis: 0)
+            baseURL: server.baseURL, timeoutMillis: 30_000, attempts: 2, backoffCapMillis: 0)
         lastClient = client
         return ResetService(store: store, service: client, clock: clock)
     }

@@ -16,7 +16,8 @@ import Turnkey
     /// A sub-org made the way BF-1 makes one, with handles on every key in it.
     struct World {
         let harness: SandboxHarness
-        let http = HTTPClient(eventLoopGroupProvider: .singleton)
+        /// The process-wide client: a failed start or a throwing test leaves nothing to shut down.
+        var http: HTTPClient { .shared }
         let session: SecretBytes
         let sync: SecretBytes
         let passkeyId: [UInt8]
@@ -37,7 +38,6 @@ import Turnkey
         }
 
         func stop() async {
-            try? await http.shutdown()
             await harness.stop()
         }
 
