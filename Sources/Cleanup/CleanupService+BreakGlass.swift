@@ -43,14 +43,17 @@ extension CleanupService {
         return body
     }
 
-    /// `cleanup submit --body-file P --stamp S`: checks, journals and sends a user-stamped deletion.
+    /// `cleanup submit --body-file P --stamp S [--grace D]`: checks and journals a user-stamped
+    /// deletion, and sends it if the sub-org is eligible now (else a later run sends it).
     ///
     /// The stamp must verify over the exact body bytes, and the body must be a
     /// `delete_sub_organization` of one sub-org with `deleteWithoutExport: true`. The stamped
     /// request is kept, so later runs can resend it unchanged.
     /// - Throws: ``ConsoleError`` `invalid_stamp`/`invalid_body` (exit 1) or store errors; Turnkey
     ///   failures are recorded in the item's outcome.
-    public func submit(session: Session, body: [UInt8], stamp: String) async throws(ConsoleError) -> RunReport.Item {
+    public func submit(session: Session, body: [UInt8], stamp: String, graceSeconds: Int? = nil)
+        async throws(ConsoleError) -> RunReport.Item
+    {
         try await session.require(.cleanupTeardown)
         let parsed = try TurnkeyStamp(headerValue: stamp)
         guard parsed.verify(body: body) == .valid else {
@@ -87,8 +90,12 @@ extension CleanupService {
             StampedTeardown(subOrgId: id, body: text, stamp: stamp, submittedAt: now),
             audit: session.audit(
                 "cleanup.submit", target: id, details: ["scheme": parsed.scheme.rawValue]))
+        // The stamp is the user's consent, not a proof that the sub-org is orphaned: it is
+        // deleted now only if it is eligible as a run would find it (grace, snapshot, status);
+        // otherwise the stamped request waits in the journal for the run that finds it so.
+        let proof = try await snapshotProof(session: session, graceSeconds: graceSeconds)
         let worker = CleanupWorker(
-            service: self, session: session, client: client(session), flags: RunFlags(), maxPolls: 5, proof: nil)
+            service: self, session: session, client: client(session), flags: RunFlags(), maxPolls: 5, proof: proof)
         return try await worker.process(id)
     }
 }

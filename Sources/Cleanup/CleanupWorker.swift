@@ -10,8 +10,7 @@ struct CleanupWorker: Sendable {
     let client: TurnkeyClient
     let flags: RunFlags
     let maxPolls: Int
-    /// Re-checked on each item right before its deletion; `nil` for a user-stamped submission
-    /// (the user asked for that sub-org's deletion).
+    /// Re-checked on each item right before its deletion.
     let proof: SnapshotProof?
 
     var store: any CleanupJournalStore { service.store }
@@ -42,7 +41,7 @@ struct CleanupWorker: Sendable {
         // its clock, a snapshot may have aged, a retired backup may still be at the service.
         if let proof, let waitingFor = await proof.verdict(item).waitingFor {
             var left = try await record(
-                &item, .pending, error: "not deleted: no longer eligible, waiting for \(waitingFor)", audit: nil)
+                &item, .pending, error: "not deleted: not eligible now, waiting for \(waitingFor)", audit: nil)
             left.outcome = Self.notEligible
             return left
         }

@@ -70,8 +70,19 @@ import Testing
             "--format", "json", "recovery", "stamp", "--body-file", body, "--root-key-file", rootKey,
         ])
         let stampValue = try #require(CLI.json(stamp.stdout)?["stamp"] as? String)
-        let submit = try await cli.run([
+        // Destructive: refused in batch without --yes. With it, on the tenant's grace the stamped
+        // request waits in the journal; --grace 0 (the user is here, the reset is final) sends it.
+        let unconfirmed = try await cli.run([
             "--format", "json", "cleanup", "submit", "--body-file", body, "--stamp", stampValue,
+        ])
+        #expect(unconfirmed.status == 64 && unconfirmed.stderr.contains("--yes"), "\(unconfirmed.stderr)")
+        let waiting = try await cli.run([
+            "--yes", "--format", "json", "cleanup", "submit", "--body-file", body, "--stamp", stampValue,
+        ])
+        #expect(waiting.status == 0 && waiting.stdout.contains("waiting for grace"), "\(waiting.stdout)")
+        let submit = try await cli.run([
+            "--yes", "--format", "json", "cleanup", "submit", "--body-file", body, "--stamp", stampValue, "--grace",
+            "0",
         ])
         #expect(submit.status == 0, "\(submit.stderr)")
         #expect(submit.stdout.contains("deleted"))

@@ -54,7 +54,7 @@ import Testing
         try #require(await pty.waitForExit())
         #expect(pty.status == 0)
         #expect(!pty.transcript.contains("0102030405060708090a0b0c0d0e0f"), "the Root Key must never be echoed")
-        #expect(pty.transcript.contains("Sent to Turnkey") || pty.transcript.contains("Not sent"))
+        #expect(pty.transcript.contains("Teardown: ") || pty.transcript.contains("Not sent"))
         // The backup is gone and its sub-org is in the cleanup journal.
         let show = try await cli.run(["show", Self.backupId])
         #expect(show.status == 1)

@@ -189,7 +189,7 @@ struct CrashResumeProcessTests {
         let stamp = try #require(ProcessDrill.json(stamped.stdout)?["stamp"] as? String, "\(stamped.stderr)")
         let submit = try await drill.run([
             "--tenant", "drill", "--yes", "--format", "json", "cleanup", "submit", "--body-file", bodyPath, "--stamp",
-            stamp,
+            stamp, "--grace", "0",
         ])
         #expect(submit.status == 0, "\(submit.stderr)")
         #expect(ProcessDrill.json(submit.stdout)?["outcome"] as? String == "deleted", "\(submit.stdout)")

@@ -69,8 +69,14 @@ struct SignerChainTests {
         }
         #expect(try await fixture.store.stampedTeardown(tenant: session.tenantName, subOrgId: target) == nil)
 
-        // `cleanup submit`: cleanup key first (PUBLIC_KEY_NOT_FOUND again), then the stamped request.
-        let submitted = try await service.submit(session: session, body: Array(body.utf8), stamp: stamp)
+        // `cleanup submit` on the tenant's grace (24 h): first seen at the run just now, so it is
+        // journaled and not sent.
+        let early = try await service.submit(session: session, body: Array(body.utf8), stamp: stamp)
+        #expect(early.outcome == "skipped" && early.error?.hasSuffix("waiting for grace") == true)
+        #expect(await fixture.sandbox.deleteBodies[target] == [body])
+        // With the run's --grace 0: cleanup key first (PUBLIC_KEY_NOT_FOUND again), then the stamped request.
+        let submitted = try await service.submit(
+            session: session, body: Array(body.utf8), stamp: stamp, graceSeconds: 0)
         #expect(submitted.outcome == "deleted")
         #expect(!(try await fixture.listed()).contains(target))
         let sent = await fixture.sandbox.deleteBodies[target] ?? []
@@ -97,7 +103,7 @@ struct SignerChainTests {
         let body = try await service.teardownRequest(session: session, subOrgId: target)
         // Stamped with the wrong Root Key: the stamp is valid for the body, the key is not in the sub-org.
         let item = try await service.submit(
-            session: session, body: Array(body.utf8), stamp: try BreakGlass(seed: 6).stamp(body))
+            session: session, body: Array(body.utf8), stamp: try BreakGlass(seed: 6).stamp(body), graceSeconds: 0)
         #expect(item.outcome == "needsUser")
         #expect(item.error?.contains("break_glass is not a user of the sub-org") == true)
         #expect(await fixture.sandbox.deleteBodies[target] == [body, body])

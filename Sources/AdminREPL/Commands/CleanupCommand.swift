@@ -231,15 +231,24 @@ struct CleanupCommand: ParsableCommand {
 
     struct Submit: ConsoleCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Journal and send a user-stamped (break-glass) deletion (cleaner).")
+            abstract:
+                "Journal a user-stamped (break-glass) deletion and send it once the sub-org is eligible (cleaner).")
 
         @Option(help: "The body file, exactly as stamped.") var bodyFile: String
         @Option(help: "The X-Stamp value from `recovery stamp`.") var stamp: String
+        @Option(help: "Grace period, e.g. 0, 30m, 24h (default: the tenant's).") var grace: GraceDuration?
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
             let body = Data(try InputFile.read(bodyFile, what: "The body file", maxBytes: 1 << 20))
+            // Destructive: the operator confirms on the session's tenant (without one the
+            // operation itself says no tenant is selected).
+            if let tenant = try await ctx.perform(WhoamiOperation()).tenant {
+                try ctx.confirmDestructive(
+                    "Submitting a stamped deletion lets the console delete that sub-org and the keys inside it once it is eligible",
+                    tenant: try TenantName(tenant))
+            }
             let item = try await Progress.waiting("cleanup submit") {
-                try await ctx.perform(CleanupSubmitOperation(body: body, stamp: stamp))
+                try await ctx.perform(CleanupSubmitOperation(body: body, stamp: stamp, graceSeconds: grace?.seconds))
             }
             return .message("\(item.subOrgId): \(item.outcome)" + (item.error.map { " (\($0))" } ?? ""), json: item)
         }

@@ -136,10 +136,14 @@ struct ResetWalkthroughCommand: ConsoleCommand {
                 + " Not sent: submitting needs the cleaner role; a cleaner runs `cleanup submit --body-file FILE --stamp STAMP` with the bodies and stamps below."
         }
         let outcomes = sent.outcomes.map { item in
-            item.notSent.map { "\(item.subOrgId): not sent (\($0)); stays queued for cleanup" }
-                ?? "\(item.subOrgId): \(item.outcome ?? "sent")"
+            if let reason = item.notSent { return "\(item.subOrgId): not sent (\(reason)); stays queued for cleanup" }
+            if item.outcome == "skipped" {
+                return
+                    "\(item.subOrgId): stamped and journaled, not sent yet; the first `cleanup run --execute` after the grace period sends it"
+            }
+            return "\(item.subOrgId): \(item.outcome ?? "sent")"
         }
-        return "Sent to Turnkey: " + outcomes.joined(separator: "; ")
+        return "Teardown: " + outcomes.joined(separator: "; ")
     }
 
     /// Walkthrough text holds imported strings (labels, masked emails): escaped, the console's

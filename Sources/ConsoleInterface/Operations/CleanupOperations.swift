@@ -212,15 +212,19 @@ public struct CleanupSubmitOperation: ConsoleOperation {
     public static let name = "cleanup.submit"
     public var body: Data
     public var stamp: String
+    /// Overrides the tenant's grace period for this sub-org (`--grace`), seconds.
+    public var graceSeconds: Int?
 
-    public init(body: Data, stamp: String) {
+    public init(body: Data, stamp: String, graceSeconds: Int? = nil) {
         self.body = body
         self.stamp = stamp
+        self.graceSeconds = graceSeconds
     }
 
     public func run(_ context: any OperationContext) async throws(ConsoleError) -> RunReport.Item {
         let session = try await context.session()
         return try await context.cleanupService(session).submit(
-            session: session, body: Array(body), stamp: stamp.trimmingCharacters(in: .whitespacesAndNewlines))
+            session: session, body: Array(body), stamp: stamp.trimmingCharacters(in: .whitespacesAndNewlines),
+            graceSeconds: graceSeconds)
     }
 }
