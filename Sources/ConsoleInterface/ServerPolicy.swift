@@ -64,6 +64,42 @@ public struct ServerPolicy: Sendable, Equatable {
         return real
     }
 
+    /// Where `requested` names the output of a job that writes files for `tenant` (`sandbox
+    /// simulate --out`), on a server: the same rules as ``importDirectory(_:tenant:)``, except
+    /// that the directory itself may not exist yet; its parent must, below `importRoot/tenant`.
+    /// A tenant admin's job never writes past the tenant's directory of the server's disk.
+    /// - Throws: `imports_disabled` without a root; `invalid_output_path` for anything else.
+    public func outputDirectory(_ requested: String, tenant: TenantName) throws(ConsoleError) -> String {
+        var trimmed = Substring(requested)
+        while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+        let slash = trimmed.lastIndex(of: "/")
+        let name = String(slash.map { trimmed[trimmed.index(after: $0)...] } ?? trimmed)
+        let parent = slash.map { $0 == trimmed.startIndex ? "/" : String(trimmed[..<$0]) } ?? ""
+        guard !name.isEmpty, name != ".", name != "..", name != "/", requested.utf8.count <= 4096,
+            !requested.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+        else {
+            throw .invalid(
+                "invalid_output_path",
+                "The output path \(UntrustedText.escaped(String(requested.prefix(200)))) must name a directory below the tenant's, without control characters."
+            )
+        }
+        let realParent: String
+        do {
+            realParent = try importDirectory(parent.isEmpty ? "." : parent, tenant: tenant)
+        } catch  where error.code != "imports_disabled" {
+            throw .invalid(
+                "invalid_output_path",
+                "The output path \(UntrustedText.escaped(String(requested.prefix(200)))) is not below tenant \(tenant)'s directory on this server, or its parent does not exist."
+            )
+        }
+        let target = (realParent as NSString).appendingPathComponent(name)
+        // An existing entry (a link especially) must resolve below the tenant's directory too.
+        if let real = Self.realPath(target), real != target {
+            _ = try outputDirectory(real, tenant: tenant)
+        }
+        return target
+    }
+
     /// The path with every symbolic link and `.` resolved, or `nil` when it does not exist.
     static func realPath(_ path: String) -> String? {
         guard let resolved = realpath(path, nil) else { return nil }

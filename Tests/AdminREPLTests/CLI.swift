@@ -119,8 +119,10 @@ struct CLI {
         return ["--import-root", root.path, "--allow-private-host", "127.0.0.1", "--allow-private-host", "localhost"]
     }
 
-    /// Every tenant name a command-level test imports into or points at a sandbox.
-    static let testTenants = ["sandbox", "prod", "qa", "scratch", "staging", "x", "k", "live", "beta", "alpha", "demo"]
+    /// Every tenant name a command-level test imports into, simulates into or points at a sandbox.
+    static let testTenants = [
+        "sandbox", "prod", "qa", "scratch", "staging", "x", "k", "live", "beta", "alpha", "demo", "simbox",
+    ]
 
     /// Where the client would create a store if it ever opened one in server mode.
     var clientStorePath: String { directory.appendingPathComponent("client-has-no-store/console.db").path }

@@ -66,6 +66,44 @@ import Testing
         }
     }
 
+    /// A job's output (`sandbox simulate --out`) on a server: below the tenant's directory, the
+    /// directory itself new or already there, never through `..`, a link or another tenant.
+    @Test func outputPathsStayBelowTheTenantsDirectory() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("outs-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let fm = FileManager.default
+        try fm.createDirectory(at: root.appendingPathComponent("a/x"), withIntermediateDirectories: true)
+        try fm.createDirectory(at: root.appendingPathComponent("b/theirs"), withIntermediateDirectories: true)
+        try fm.createSymbolicLink(atPath: root.appendingPathComponent("a/out").path, withDestinationPath: "/tmp")
+        try fm.createSymbolicLink(
+            atPath: root.appendingPathComponent("a/next").path,
+            withDestinationPath: root.appendingPathComponent("b").path)
+        let policy = ServerPolicy(importRoot: root.path)
+        let tenant = try TenantName("a")
+        let real = try #require(realpath(root.path, nil).map { String(cString: $0) })
+        #expect(try policy.outputDirectory("sim", tenant: tenant) == real + "/a/sim")
+        #expect(try policy.outputDirectory("x/sim/", tenant: tenant) == real + "/a/x/sim")
+        #expect(try policy.outputDirectory("x", tenant: tenant) == real + "/a/x")
+        #expect(try policy.outputDirectory(root.path + "/a/new", tenant: tenant) == real + "/a/new")
+        for path in [
+            "/tmp/victim", "../b/sim", "x/../../b", "out", "out/sim", "next/theirs", root.path + "/b/theirs", "..",
+            "nope/sim", "", "/", "x\ny",
+        ] {
+            do {
+                _ = try policy.outputDirectory(path, tenant: tenant)
+                Issue.record("\(path) was allowed")
+            } catch {
+                #expect(error.code == "invalid_output_path", "\(path): \(error.code)")
+            }
+        }
+        do {
+            _ = try ServerPolicy().outputDirectory("sim", tenant: tenant)
+            Issue.record("a server without a root took an output path")
+        } catch {
+            #expect(error.code == "imports_disabled" && error.kind == .permissionDenied)
+        }
+    }
+
     @Test func importPathsStayBelowTheTenantsDirectory() throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("roots-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: root) }

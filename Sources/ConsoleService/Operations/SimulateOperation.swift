@@ -5,7 +5,7 @@ import Simulation
 /// Turnkey identity, and the world lands in the tenant (its backups imported as the complete
 /// snapshot taken at the end, its sub-orgs with their users, keys and providers); the ground
 /// truth, the export and the service's log go to `out`, on the console's machine (the server's,
-/// when there is one). A long job: progress per simulated day. An interruption before the world
+/// when there is one, below the tenant's directory of its `--import-root`). A long job: progress per simulated day. An interruption before the world
 /// lands leaves the tenant as it was.
 public struct SandboxSimulateOperation: ConsoleOperation {
     public static let name = "sandbox.simulate"
@@ -22,6 +22,16 @@ public struct SandboxSimulateOperation: ConsoleOperation {
 
     public func run(_ context: any OperationContext) async throws(ConsoleError) -> SimulationReport {
         let session = try await context.session(in: tenant)
+        // On a server the output stays below the tenant's directory (`--import-root`), checked
+        // after the roles so that nobody but the tenant's admin learns anything of the disk.
+        let out: String
+        if let policy = context.serverPolicy {
+            try await session.require(.seed)
+            try await session.require(.importBackups)
+            out = try policy.outputDirectory(self.out, tenant: session.tenantName)
+        } else {
+            out = self.out
+        }
         let total = options.days
         return try await SandboxTenantSimulation(store: try await context.store(), clock: context.clock).run(
             options, session: session, out: out,
