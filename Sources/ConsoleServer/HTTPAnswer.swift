@@ -41,7 +41,9 @@ enum HTTPAnswer {
         if let requestIdField { response.headers[requestIdField] = requestId }
         switch response.status.code {
         case 401: response.headers[.wwwAuthenticate] = #"Bearer realm="backupctl""#
-        case 429: response.headers[.retryAfter] = String(retryAfterSeconds)
+        // The limiter that refused it said when (``RequestHandler``); the window is the fallback.
+        case 429 where response.headers[.retryAfter] == nil:
+            response.headers[.retryAfter] = String(retryAfterSeconds)
         default: break
         }
     }
