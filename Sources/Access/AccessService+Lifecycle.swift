@@ -9,7 +9,7 @@ extension AccessService {
     /// in every tenant where that operator has a role (and at least one of them: this one).
     /// Returns the new token, shown once.
     public func rotateToken(_ name: OperatorName, session: Session) async throws(ConsoleError) -> SecretBytes {
-        if name != session.operatorName { try await requireAdminOver(name, session: session) }
+        if name != session.operatorName { try await requireAdminOver(name, session: session, command: "token rotate") }
         let token = OperatorToken.generate(using: random)
         guard
             try await store.replaceOperatorToken(
@@ -26,7 +26,7 @@ extension AccessService {
             throw ConsoleError.invalid(
                 "cannot_remove_self", "You cannot remove yourself; another admin can, or rotate your token instead.")
         }
-        let target = try await requireAdminOver(name, session: session)
+        let target = try await requireAdminOver(name, session: session, command: "remove")
         if target.canCreateTenants,
             try await store.operators().filter({ $0.canCreateTenants && $0.name != name }).isEmpty
         {
@@ -56,7 +56,9 @@ extension AccessService {
     /// The target operator, after checking the session may manage it: admin here, the target
     /// has a role here, and the session's operator is admin wherever the target has a role.
     @discardableResult
-    private func requireAdminOver(_ name: OperatorName, session: Session) async throws(ConsoleError) -> OperatorRecord {
+    private func requireAdminOver(_ name: OperatorName, session: Session, command: String) async throws(ConsoleError)
+        -> OperatorRecord
+    {
         try await session.require(.manageOperators)
         guard let target = try await store.operatorRecord(named: name) else {
             throw ConsoleError.notFound("Operator \(name) does not exist.")
@@ -68,10 +70,17 @@ extension AccessService {
         try await protectGlobalOperator(target, session: session, command: "change")
         let mine = await Dictionary(
             try store.grants(operator: session.operatorName).map { ($0.tenant, $0.role) }, uniquingKeysWith: max)
-        if let outside = theirs.first(where: { mine[$0.tenant] != .admin }) {
-            throw ConsoleError(
+        // Audited as a refusal; the message names no tenant the caller does not hold.
+        let outside = theirs.filter { mine[$0.tenant] != .admin }
+        if !outside.isEmpty {
+            let error = ConsoleError(
                 .permissionDenied, code: "permission_denied",
-                "Operator \(name) also has a role in tenant \(outside.tenant), where you are not admin.")
+                "Operator \(name) also has roles in \(outside.count) tenant(s) where you are not admin; only an admin of all of its tenants can \(command) it."
+            )
+            await AccessDenial.record(
+                error, operatorName: session.operatorName.rawValue, tenant: session.tenantName.rawValue,
+                command: "operator \(command)", details: ["operator": name.rawValue], store: store)
+            throw error
         }
         return target
     }

@@ -53,7 +53,12 @@ import Testing
             { try await access.removeOperator(carl, session: annSession) },
         ] as [() async throws -> Void] {
             let error = await #expect(throws: ConsoleError.self) { try await attempt() }
-            #expect(error?.kind == .permissionDenied && error?.message.contains("prod") == true)
+            // Refused without naming a tenant ann does not hold, and audited as a refusal.
+            #expect(error?.kind == .permissionDenied && error?.message.contains("1 tenant(s)") == true)
+            #expect(error?.message.contains("prod") == false)
+            let last = try await t.store.latestAuditEntries(tenant: root.tenantName, limit: 1).first
+            #expect(
+                last?.action == "access.denied" && last?.operatorName == "ann" && last?.details["operator"] == "carl")
         }
         // root is admin of both: carl goes, with his grants everywhere.
         try await access.removeOperator(carl, session: root)
