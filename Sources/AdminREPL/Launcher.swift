@@ -88,8 +88,9 @@ struct Launcher {
             return Self.readStdinScript()
         }
         guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        // "\r\n" is one Character in Swift: a script saved with Windows line ends splits there too.
         return String(decoding: data, as: UTF8.self)
-            .split(separator: "\n", omittingEmptySubsequences: false)
+            .split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
             .enumerated()
             .map { BatchLine(file: path, line: $0.offset + 1, text: String($0.element)) }
     }

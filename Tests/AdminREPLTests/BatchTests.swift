@@ -40,8 +40,13 @@ import Testing
         let file = try await cli.run(["--format", "json", "-f", script.path])
         let dashF = try await cli.run(["--format", "json", "-f", "-"], stdin: "whoami\ntenant list\n")
         let piped = try await cli.run(["--format", "json"], stdin: "# comment\nwhoami\n\ntenant list\n")
+        // A script saved with Windows line ends reads the same.
+        let windows = cli.directory.appendingPathComponent("windows.txt")
+        try "# a comment\r\n\r\nwhoami\r\ntenant list\r\n".write(to: windows, atomically: true, encoding: .utf8)
+        let crlf = try await cli.run(["--format", "json", "-f", windows.path])
         #expect(direct.lines == dashC.lines)
         #expect(file.lines.count == 2 && file.lines == piped.lines && file.lines == dashF.lines)
+        #expect(crlf.lines == file.lines, "\(crlf.stderr)")
         #expect(file.lines.first == direct.lines.first)
     }
 
