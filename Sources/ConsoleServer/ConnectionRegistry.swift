@@ -14,9 +14,13 @@ import NIOCore
 /// quarter of the cap), then in the kernel's; it is served as soon as one frees. Past its
 /// address's cap with nothing of that address to push out, it is closed. A client opening
 /// connections as fast as it can therefore only ever pushes out unfinished or idle ones, its
-/// own first, and a request is never evicted once its head has arrived.
+/// own first, and an operator's request is never evicted once its head has arrived. A
+/// connection that has not yet carried a request with a valid token is evictable in any phase:
+/// a client without a token answered slowly (a large document read at a trickle, requests
+/// pipelined behind it) would otherwise hold its slot as long as it likes.
 final class ConnectionRegistry: @unchecked Sendable {
-    /// Where a connection stands; only ``idle`` and ``head`` can be evicted.
+    /// Where a connection stands; ``idle`` and ``head`` can always be evicted, the others only
+    /// on a connection no valid token has been seen on (``trust(channel:)``).
     enum Phase: Sendable {
         /// Between requests, no byte of the next one yet.
         case idle
@@ -45,6 +49,8 @@ final class ConnectionRegistry: @unchecked Sendable {
         var since: UInt64
         var channel: any Channel
         var evicted = false
+        /// A request with a valid operator token was served on it.
+        var trusted = false
         /// Admitted to wait: unread, no deadline, not served.
         var waiting = false
         /// Starts a waiting connection (on its own event loop).
@@ -59,6 +65,8 @@ final class ConnectionRegistry: @unchecked Sendable {
     private var entries: [ObjectIdentifier: Entry] = [:]
     private var queue: [ObjectIdentifier] = []
     private var perAddress: [String: Int] = [:]
+    /// Each registered connection's entry, by its channel (``trust(channel:)``).
+    private var byChannel: [ObjectIdentifier: ObjectIdentifier] = [:]
     private var tick: UInt64 = 0
     /// Connections accepted and closed, as the accept gate counts them (a connection counts
     /// from its accept, before its pipeline registers it here).
@@ -115,6 +123,7 @@ final class ConnectionRegistry: @unchecked Sendable {
                 address: address, phase: .head, since: tick, channel: channel, waiting: admission == .wait,
                 resume: resume)
             if admission == .wait { queue.append(id) }
+            byChannel[ObjectIdentifier(channel)] = id
             perAddress[address, default: 0] += 1
             return admission
         }
@@ -145,6 +154,7 @@ final class ConnectionRegistry: @unchecked Sendable {
     func remove(_ id: ObjectIdentifier) {
         let resume: (@Sendable () -> Void)? = lock.withLock {
             guard let entry = entries.removeValue(forKey: id) else { return nil }
+            byChannel[ObjectIdentifier(entry.channel)] = nil
             queue.removeAll { $0 == id }
             guard !entry.evicted else { return nil }
             release(address: entry.address)
@@ -152,6 +162,16 @@ final class ConnectionRegistry: @unchecked Sendable {
             return entry.waiting ? nil : nextWaiting()
         }
         resume?()
+    }
+
+    /// The connection on `channel` carried a request with a valid operator token: from now on
+    /// it is evicted only between requests (or while a head is on its way).
+    func trust(channel: ObjectIdentifier) {
+        lock.withLock {
+            guard let id = byChannel[channel], var entry = entries[id], !entry.trusted else { return }
+            entry.trusted = true
+            entries[id] = entry
+        }
     }
 
     /// Counts a connection the guard closed (a timeout), by reason.
@@ -195,7 +215,7 @@ final class ConnectionRegistry: @unchecked Sendable {
 
     private func oldestEvictable(address: String?) -> ObjectIdentifier? {
         var best: (id: ObjectIdentifier, since: UInt64)?
-        for (id, entry) in entries where !entry.evicted && !entry.waiting && entry.phase.evictable {
+        for (id, entry) in entries where !entry.evicted && !entry.waiting && (entry.phase.evictable || !entry.trusted) {
             if let address, entry.address != address { continue }
             if let current = best, current.since <= entry.since { continue }
             best = (id, entry.since)

@@ -227,10 +227,13 @@ public struct ConsoleServer: Sendable {
 struct ServerRequestContext: RequestContext {
     var coreContext: CoreRequestContextStorage
     let remoteAddress: SocketAddress?
+    /// The connection's channel (``ConnectionRegistry/trust(channel:)``).
+    let channelID: ObjectIdentifier
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         remoteAddress = source.channel.remoteAddress
+        channelID = ObjectIdentifier(source.channel)
     }
 
     /// The address as audited: the IP, without the port.

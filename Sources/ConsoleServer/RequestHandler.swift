@@ -15,7 +15,7 @@ final class RequestHandler: Sendable {
     let console: LocalConsole
     let metrics: ServerMetrics
     let limiter: RequestLimiter
-    /// The connection guard's registry (its counts feed `/metrics`).
+    /// The connection guard's registry (its counts feed `/metrics`; an operator's connection is trusted).
     let connections: ConnectionRegistry?
     let logger: Logger
     /// What `/readyz` answers, checked off the request path (``ReadinessService``).
@@ -167,6 +167,8 @@ final class RequestHandler: Sendable {
             if let refusal = limiter.operatorRequest(name, now: console.clock.millis()) {
                 return await .refused(limited(refusal, operatorName: name, address: address))
             }
+            // An operator's connection: its requests are no longer evicted to make room.
+            connections?.trust(channel: context.channelID)
             return .caller(caller, operatorName: name)
         } catch {
             guard error.code == "missing_token" || error.code == "invalid_token" else {

@@ -85,6 +85,31 @@ import Testing
         }
     }
 
+    /// Clients without a token that keep every slot busy: each pipelines requests for the
+    /// OpenAPI document and never reads, so the server is forever writing an answer (its write
+    /// deadline is 30 s). Such a connection is evicted for the operator's.
+    @Test func busyConnectionsWithoutATokenMakeRoomForTheOperator() async throws {
+        let cap = 4
+        try await AttackServer.with(["--max-connections", "\(cap)", "--max-connections-per-address", "\(cap)"]) {
+            server in
+            let request = "GET /openapi.json HTTP/1.1\r\nHost: x\r\n\r\n"
+            let pipelined = String(repeating: request, count: 400)
+            var busy: [RawConnection] = []
+            for host in 2...(cap + 1) {
+                let connection = try RawConnection(port: server.port, from: "127.0.2.\(host)")
+                connection.send(pipelined)
+                // Its answers have begun: the server is writing to it (and will be, unread).
+                #expect(!(await connection.receive(within: 10_000)).isEmpty)
+                busy.append(connection)
+            }
+            #expect(await server.servesOperator(within: 1))
+            // Again, now that a connection of theirs was evicted for the first.
+            #expect(await server.servesOperator(within: 1))
+            let evicted = busy.filter { $0.isClosedByPeer() }.count
+            #expect((1...2).contains(evicted), "\(evicted) of the busy connections were closed")
+        }
+    }
+
     @Test func connectionFloodsStayWithinTheCapsAndTheOperatorGetsIn() async throws {
         let perAddress = 4
         let cap = 16
