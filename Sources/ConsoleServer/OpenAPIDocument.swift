@@ -50,11 +50,15 @@ struct OpenAPIDocument: Sendable {
             outputs[operation.name] = output
         }
         for (route, summary, schema, type) in Self.plainRoutes {
+            var responses: [String: JSONValue] = [
+                "200": ["description": "OK", "content": [type: ["schema": schema]]]
+            ]
+            // Not ready: the error document, with Retry-After.
+            if route == "/readyz" { responses["503"] = ["$ref": "#/components/responses/Error"] }
             paths[route] = [
                 "get": [
                     "operationId": .string(String(route.dropFirst()).replacingOccurrences(of: ".json", with: "")),
-                    "summary": .string(summary), "security": [],
-                    "responses": ["200": ["description": "OK", "content": [type: ["schema": schema]]]],
+                    "summary": .string(summary), "security": [], "responses": .object(responses),
                 ]
             ]
         }

@@ -62,15 +62,27 @@ final class Readiness: Sendable {
         }
     }
 
-    /// The answer of `/readyz`: 200 `{"status":"ready"}`, or 503 with the reason.
+    /// The answer of `/readyz`: 200 `{"status":"ready"}`, or 503 with the failure's code, a
+    /// `Retry-After` of the next check, and a message that points to the server's log: the probe
+    /// needs no token, so what failed in detail (a path on the server's disk, a database error)
+    /// is logged, not answered.
     var response: Response {
         let (failure, checked) = state.withLock { ($0.failure, $0.checked) }
-        if let failure { return HTTPAnswer.error(failure, status: 503) }
-        guard checked else {
-            return HTTPAnswer.error(
-                ConsoleError(.internalError, code: "not_checked", "The store has not been checked yet."), status: 503)
+        let unready: ConsoleError
+        if let failure {
+            unready = ConsoleError(
+                .internalError, code: failure.code,
+                failure.code == "audit_signing_failed"
+                    ? "The audit signer cannot sign checkpoints; the server's log says why."
+                    : "The console store did not answer its last check; the server's log says why.")
+        } else if !checked {
+            unready = ConsoleError(.internalError, code: "not_checked", "The store has not been checked yet.")
+        } else {
+            return HTTPAnswer.json(200, Data(#"{"status":"ready"}"#.utf8))
         }
-        return HTTPAnswer.json(200, Data(#"{"status":"ready"}"#.utf8))
+        var response = HTTPAnswer.error(unready, status: 503)
+        response.headers[.retryAfter] = "1"
+        return response
     }
 }
 

@@ -8,12 +8,14 @@ import Testing
 /// `serve --probe-listen`: `/healthz`, `/readyz` and `/metrics` on a listener of their own, and a
 /// readiness that reports what a load balancer must know — here, a signer that cannot sign.
 @Suite(.serialized, .timeLimit(.minutes(10))) struct ProbeListenerTests {
-    static func get(_ url: String, method: HTTPMethod = .GET) async throws -> (status: Int, body: String) {
+    static func get(_ url: String, method: HTTPMethod = .GET) async throws -> (
+        status: Int, body: String, headers: HTTPHeaders
+    ) {
         var request = HTTPClientRequest(url: url)
         request.method = method
         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
         var buffer = try await response.body.collect(upTo: 1 << 20)
-        return (Int(response.status.code), buffer.readString(length: buffer.readableBytes) ?? "")
+        return (Int(response.status.code), buffer.readString(length: buffer.readableBytes) ?? "", response.headers)
     }
 
     @Test func probesHaveTheirOwnListenerAndReadinessReportsASignerThatCannotSign() async throws {
@@ -57,6 +59,9 @@ import Testing
         #expect(unready, "\(server.stderr)")
         let refused = try await Self.get(server.url + "/readyz")
         #expect(refused.status == 503 && refused.body.contains("audit_signing_failed"), "\(refused.body)")
+        // Anyone may ask: the answer names no path of the server's disk, and says when to ask again.
+        #expect(!refused.body.contains(keys.path) && !refused.body.contains("hwm"), "\(refused.body)")
+        #expect(refused.headers["Retry-After"].first == "1")
         // The log line follows the state a probe reads: waited for, not raced.
         #expect(await server.waitForStderr("not ready"), "\(server.stderr)")
         #expect(try await Self.get(probes + "/healthz").status == 200)
