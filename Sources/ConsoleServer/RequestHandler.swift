@@ -93,7 +93,8 @@ final class RequestHandler: Sendable {
                     type, request: request, caller: caller, as: operatorName, started: started, logger: logger)
             }
         }
-        guard request.method == .get || request.method == .head else {
+        // A path that exists with another method is 405; one that does not exist is 404 whatever the method.
+        guard request.method == .get || request.method == .head || !Self.plainPaths.contains(path) else {
             return record("unknown", started, HTTPAnswer.wrongMethod(path[...], allow: "GET, HEAD"))
         }
         switch path {
@@ -110,6 +111,9 @@ final class RequestHandler: Sendable {
                 "unknown", started, HTTPAnswer.error(.notFound("No route \(SecretShape.excerpt(path, limit: 64)).")))
         }
     }
+
+    /// The routes served on GET and HEAD.
+    static let plainPaths: Set<String> = ["/healthz", "/readyz", "/metrics", "/openapi.json"]
 
     /// Checks readiness once (and takes the audit head as the baseline of the audit-appends
     /// counter) before the server listens.

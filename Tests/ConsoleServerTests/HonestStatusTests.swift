@@ -97,6 +97,11 @@ import Testing
             #expect(get.status == 405 && get.headers["Allow"].first == "POST")
             let post = try await Self.send(fixture, "/healthz", body: nil)
             #expect(post.status == 405 && post.headers["Allow"].first == "GET, HEAD")
+            // A path that does not exist is 404 with any method, never 405.
+            for (path, method) in [("/nonexistent", HTTPMethod.POST), ("/v1/ops", .POST), ("/V1/ops/whoami", .DELETE)] {
+                let missing = try await Self.send(fixture, path, method: method, body: nil)
+                #expect(missing.status == 404 && missing.headers["Allow"].isEmpty, "\(method) \(path)")
+            }
         }
     }
 
