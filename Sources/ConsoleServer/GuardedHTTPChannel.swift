@@ -2,6 +2,8 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import NIOHTTP1
+import NIOHTTPTypesHTTP1
 import NIOSSL
 
 /// HTTP/1.1 (over TLS when given a context) with ``ConnectionGuardHandler`` in front of
@@ -26,9 +28,47 @@ struct GuardedHTTPChannel: ServerChildChannel, HTTPChannelHandler {
         var configuration = http1
         configuration.additionalChannelHandlers = { [RequestPhaseHandler(watch)] }
         return HTTP1Channel(responder: responder, configuration: configuration).setup(channel: channel, logger: logger)
+            .flatMapThrowing { value in
+                // Before the conversion to HTTP types, which drops the request's version.
+                let codec = try channel.pipeline.syncOperations.handler(type: HTTP1ToHTTPServerCodec.self)
+                try channel.pipeline.syncOperations.addHandler(KeepAliveHandler(), position: .before(codec))
+                return value
+            }
     }
 
     func handle(value: Value, logger: Logger) async {
         await handleHTTP(asyncChannel: value, logger: logger)
+    }
+}
+
+/// An HTTP/1.0 request without `Connection: keep-alive` (or any request saying
+/// `Connection: close`) ends its connection: the request is marked `Connection: close` (the
+/// server's loop then stops after answering it) and so is the answer. Without it an HTTP/1.0
+/// client reading to the end of the stream waited for the idle timeout.
+final class KeepAliveHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private var closing = false
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .head(var head) = unwrapInboundIn(data), !head.isKeepAlive {
+            closing = true
+            head.headers.replaceOrAdd(name: "connection", value: "close")
+            context.fireChannelRead(wrapInboundOut(.head(head)))
+            return
+        }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if closing, case .head(var head) = unwrapOutboundIn(data) {
+            head.headers.replaceOrAdd(name: "connection", value: "close")
+            context.write(wrapOutboundOut(.head(head)), promise: promise)
+            return
+        }
+        context.write(data, promise: promise)
     }
 }

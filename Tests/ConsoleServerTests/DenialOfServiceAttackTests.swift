@@ -110,6 +110,25 @@ import Testing
         }
     }
 
+    /// An HTTP/1.0 request without keep-alive ends its connection with its answer (which says
+    /// so): neither the client reading to the end of the stream nor the slot waits for the idle
+    /// timeout. One that asks for keep-alive keeps it.
+    @Test func anHTTP10RequestEndsItsConnection() async throws {
+        try await AttackServer.with([]) { server in
+            let once = try RawConnection(port: server.port, from: "127.0.0.6")
+            once.send("GET /healthz HTTP/1.0\r\n\r\n")
+            let answer = await once.answer(within: 10_000)
+            #expect(answer?.status == 200 && answer?.headers["connection"] == "close", "\(String(describing: answer))")
+            #expect(await Self.allClosed([once], within: 10))
+            let kept = try RawConnection(port: server.port, from: "127.0.0.6")
+            kept.send("GET /healthz HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+            #expect(await kept.answer(within: 10_000)?.status == 200)
+            kept.send("GET /healthz HTTP/1.0\r\n\r\n")
+            #expect(await kept.answer(within: 10_000)?.status == 200)
+            #expect(await Self.allClosed([kept], within: 10))
+        }
+    }
+
     @Test func connectionFloodsStayWithinTheCapsAndTheOperatorGetsIn() async throws {
         let perAddress = 4
         let cap = 16
