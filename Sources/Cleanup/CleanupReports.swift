@@ -46,7 +46,7 @@ public struct ScanReport: Sendable, Equatable, Codable {
             self.init(
                 subOrgId: try c.decode(String.self, forKey: .subOrgId),
                 reason: try c.decode(String.self, forKey: .reason),
-                firstSeenAt: try c.decode(Int64.self, forKey: .firstSeenAt),
+                firstSeenAt: try c.decode(UTCSeconds.self, forKey: .firstSeenAt).wrappedValue,
                 eligible: try c.decode(Bool.self, forKey: .eligible),
                 waitingFor: try c.decodeIfPresent(String.self, forKey: .waitingFor),
                 provenBy: try c.decodeIfPresent(String.self, forKey: .provenBy))
@@ -56,7 +56,8 @@ public struct ScanReport: Sendable, Equatable, Codable {
             var c = encoder.container(keyedBy: CodingKeys.self)
             try c.encode(subOrgId, forKey: .subOrgId)
             try c.encode(reason, forKey: .reason)
-            try c.encode(firstSeenAt, forKey: .firstSeenAt)
+            // RFC 3339, as the property wrapper writes it (the wrapped Int64 would be a number).
+            try c.encode(_firstSeenAt, forKey: .firstSeenAt)
             try c.encode(eligible, forKey: .eligible)
             try c.encode(waitingFor, forKey: .waitingFor)
             try c.encode(provenBy, forKey: .provenBy)
@@ -213,7 +214,7 @@ public struct StatusReport: Sendable, Equatable, Codable {
             subOrgId = try c.decode(String.self, forKey: .subOrgId)
             state = try c.decode(String.self, forKey: .state)
             reason = try c.decode(String.self, forKey: .reason)
-            firstSeenAt = try c.decode(Int64.self, forKey: .firstSeenAt)
+            _firstSeenAt = try c.decode(UTCSeconds.self, forKey: .firstSeenAt)
             attempts = try c.decode(Int.self, forKey: .attempts)
             lastError = try c.decodeIfPresent(String.self, forKey: .lastError)
             lastBackupId = try c.decodeIfPresent(String.self, forKey: .lastBackupId)
@@ -224,7 +225,8 @@ public struct StatusReport: Sendable, Equatable, Codable {
             try c.encode(subOrgId, forKey: .subOrgId)
             try c.encode(state, forKey: .state)
             try c.encode(reason, forKey: .reason)
-            try c.encode(firstSeenAt, forKey: .firstSeenAt)
+            // RFC 3339, as the property wrapper writes it (the wrapped Int64 would be a number).
+            try c.encode(_firstSeenAt, forKey: .firstSeenAt)
             try c.encode(attempts, forKey: .attempts)
             try c.encode(lastError, forKey: .lastError)
             try c.encode(lastBackupId, forKey: .lastBackupId)

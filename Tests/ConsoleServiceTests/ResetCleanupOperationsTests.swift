@@ -79,6 +79,13 @@ import Testing
                     firstSeenAt: 1_790_000_001, attempts: 3, lastError: "503", lastBackupId: nil),
             ])
         #expect(try roundTrip(status) == status)
+        // Times are RFC 3339 in JSON, as the README says (never the unix seconds they hold).
+        for encoded in [
+            String(decoding: try JSONEncoder().encode(status.items[0]), as: UTF8.self),
+            String(decoding: try JSONEncoder().encode(scan.orphans[0]), as: UTF8.self),
+        ] {
+            #expect(encoded.contains(#""firstSeenAt":"20"#), "\(encoded)")
+        }
         let empty = StatusReport(
             pending: 0, deleted: 0, alreadyGone: 0, failed: 0, needsUser: 0, skipped: 0, stamped: 0,
             oldestPendingFirstSeenAt: nil, matching: 0, items: [])
