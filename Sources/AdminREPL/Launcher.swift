@@ -264,7 +264,9 @@ struct BatchRunner {
                     onStdout: false)
             }
             reported += 1
-            if first == nil { first = ExitStatus.code(for: refusal) }
+            // A script that does not parse is a usage error whatever its line's own code (a
+            // bad option value is `invalid_duration`, exit 1, when run by itself).
+            if first == nil { first = ExitStatus.usage }
         }
         return (first, parsed)
     }

@@ -78,6 +78,16 @@ import Testing
         #expect(going.status == 77)
         #expect(going.lines.count == 2)
         #expect(CLI.json(going.lines.first ?? "")?["line"] as? Int == 1)
+
+        // A line that does not parse (a bad option value too) stops the script before anything
+        // runs, with 64 (usage), whatever the value's own code.
+        let unparsed = try await cli.run([
+            "--format", "json", "-c", "tenant update sandbox --retire-max-percent 7", "-c", "cleanup run --grace 5x",
+        ])
+        #expect(unparsed.status == 64 && unparsed.stdout.isEmpty, "\(unparsed.stderr)")
+        #expect(unparsed.stderr.contains("Nothing in the script was run"), "\(unparsed.stderr)")
+        let tenants = try await cli.run(["--format", "json", "tenant", "list"])
+        #expect(!tenants.stdout.contains(#""retireMaxPercent":7"#), "\(tenants.stdout)")
     }
 
     @Test(arguments: [
