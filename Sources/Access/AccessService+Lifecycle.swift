@@ -53,6 +53,17 @@ extension AccessService {
         return removed
     }
 
+    /// The tenant to act in on `name` (`operator token rotate`, `operator remove`) when the
+    /// caller chose none: for the caller's own token any of its tenants, otherwise the first
+    /// (by name) where `name` has a role and the caller is admin; `nil` when there is none.
+    public func tenantToManage(_ name: OperatorName, by op: OperatorRecord) async throws(ConsoleError) -> TenantName? {
+        let mine = try await store.grants(operator: op.name)
+        if name == op.name { return mine.map(\.tenant).min { $0.rawValue < $1.rawValue } }
+        let administered = Set(mine.filter { $0.role == .admin }.map(\.tenant.rawValue))
+        return try await store.grants(operator: name).map(\.tenant).filter { administered.contains($0.rawValue) }
+            .min { $0.rawValue < $1.rawValue }
+    }
+
     /// The target operator, after checking the session may manage it: admin here, the target
     /// has a role here, and the session's operator is admin wherever the target has a role.
     @discardableResult

@@ -173,6 +173,15 @@ import Testing
         #expect(try await cli.run(["tenant", "create", "staging", "--sandbox"]).status == 0)
         let both = try await cli.run(["--format", "json", "-c", "use staging", "-c", "whoami"])
         #expect(CLI.json(both.lines.last ?? "")?["tenant"] as? String == "staging")
+        // With two tenants and none chosen, commands about an operator (not a tenant) still run:
+        // in a tenant where root may act on that operator, as the README's examples are written.
+        #expect(try await cli.run(["operator", "add", "ivy", "--tenant", "staging", "--role", "viewer"]).status == 0)
+        let rotated = try await cli.run(["--format", "json", "operator", "token", "rotate", "ivy"])
+        #expect(rotated.status == 0 && rotated.stdout.contains(#""operator":"ivy""#), "\(rotated.stderr)")
+        let removed = try await cli.run(["--yes", "operator", "remove", "ivy"])
+        #expect(removed.status == 0, "\(removed.stderr)")
+        // A tenant command still needs the choice.
+        #expect(try await cli.run(["stats"]).status == 64)
         // Live tenant flags are validated before anything is saved.
         let keyFile = cli.directory.appendingPathComponent("api.key")
         try "k".write(to: keyFile, atomically: true, encoding: .utf8)

@@ -143,7 +143,7 @@ public struct OperatorRemoveOperation: ConsoleOperation {
 
     public func run(_ context: any OperationContext) async throws(ConsoleError) -> Output {
         let name = try OperatorName(operatorName)
-        let session = try await context.session()
+        let session = try await OperatorTokenRotateOperation.session(managing: name, context)
         guard !checkOnly else {
             return Output(operator: name.rawValue, tenant: session.tenantName.rawValue, removed: false)
         }
@@ -167,9 +167,24 @@ public struct OperatorTokenRotateOperation: ConsoleOperation {
 
     public func run(_ context: any OperationContext) async throws(ConsoleError) -> Output {
         let name = try OperatorName(operatorName)
-        let token = try await context.access.rotateToken(name, session: try context.session())
+        let token = try await context.access.rotateToken(name, session: try await Self.session(managing: name, context))
         context.forgetSessions()
         return Output(operator: name.rawValue, token: token.withUnsafeBytes { String(decoding: $0, as: UTF8.self) })
+    }
+
+    /// The caller's session for acting on operator `name`: the chosen tenant, or, when an
+    /// operator with several tenants chose none, one where the caller may act on `name` (these
+    /// commands are about the operator, not a tenant; the rights are checked in every tenant).
+    static func session(managing name: OperatorName, _ context: any OperationContext) async throws(ConsoleError)
+        -> Session
+    {
+        do {
+            return try await context.session()
+        } catch  where error.code == "usage" && context.caller.tenant == nil {
+            guard let tenant = try await context.access.tenantToManage(name, by: try await context.operatorRecord())
+            else { throw error }
+            return try await context.session(in: tenant.rawValue)
+        }
     }
 }
 
