@@ -32,12 +32,20 @@ public struct CleanupRunOptions: Sendable, Equatable {
     }
 }
 
-/// Shared by the workers of one run: the stop request and the outage marker.
+/// Shared by the workers of one run: the stop request, the outage marker, and how long
+/// Turnkey asked an item's next pass to wait.
 final class RunFlags: @unchecked Sendable {
     private let lock = NSLock()
     // Guarded by `lock`.
     private var outage: String?
+    private var waits: [String: Int64] = [:]
 
     func markOutage(_ message: String) { lock.withLock { if outage == nil { outage = message } } }
     var outageMessage: String? { lock.withLock { outage } }
+
+    /// Turnkey's `Retry-After` for `subOrgId`'s failed attempt, milliseconds.
+    func noteRetryAfter(_ subOrgId: String, millis: Int64) { lock.withLock { waits[subOrgId] = millis } }
+
+    /// The wait noted for `subOrgId`, once (0 without one).
+    func takeRetryAfter(_ subOrgId: String) -> Int64 { lock.withLock { waits.removeValue(forKey: subOrgId) ?? 0 } }
 }

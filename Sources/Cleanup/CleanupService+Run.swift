@@ -64,7 +64,7 @@ extension CleanupService {
         let width = max(1, min(options.concurrency, 64))
         // Retryable failures go back to the queue for a later pass, each paid for from the
         // run-wide retry budget, until an item has had `maxPasses` or the budget is spent.
-        var queue = candidates.map { (id: $0, pass: 1) }
+        var queue = candidates.map { (id: $0, pass: 1, notBefore: Int64(0)) }
         var next = 0
         var failure: ConsoleError?
         var outcomes: [String: RunReport.Item] = [:]
@@ -73,10 +73,14 @@ extension CleanupService {
                 guard next < queue.count, failure == nil, flags.outageMessage == nil, !shouldStop() else {
                     return false
                 }
-                let (id, pass) = queue[next]
+                let (id, pass, notBefore) = queue[next]
                 next += 1
                 let last = pass >= options.maxPasses
+                let timing = timing
                 group.addTask {
+                    // A pass Turnkey asked to wait for (Retry-After) starts no sooner.
+                    let wait = notBefore - timing.clock.millis()
+                    if wait > 0 { try? await timing.sleep(wait) }
                     do throws(ConsoleError) {
                         return .success((try await worker.process(id, finalPass: last), pass))
                     } catch {
@@ -91,7 +95,8 @@ extension CleanupService {
                 case .success(let (item, pass)):
                     if item.outcome == CleanupWorker.retryLater {
                         if budget.withdraw() {
-                            queue.append((item.subOrgId, pass + 1))
+                            let wait = min(flags.takeRetryAfter(item.subOrgId), Self.maxPassWaitMillis)
+                            queue.append((item.subOrgId, pass + 1, timing.clock.millis() + wait))
                         } else {
                             // The budget is spent: this item is done for this run, as failed.
                             do throws(ConsoleError) {
@@ -130,6 +135,12 @@ extension CleanupService {
         }
         return report
     }
+}
+
+extension CleanupService {
+    /// The longest a re-queued pass waits for Turnkey's `Retry-After` (a longer one is cut to
+    /// this; the run's passes and budget still bound the whole).
+    static let maxPassWaitMillis: Int64 = 300_000
 }
 
 /// The tenant's cleanup-run lease, held while a run executes and renewed as it goes.

@@ -88,6 +88,8 @@ struct CleanupWorker: Sendable {
                     return try await record(&item, .pending, error: error.description, audit: nil)
                 default:
                     if error.isTransient && !finalPass {
+                        // The next pass honours Turnkey's Retry-After (longer than the client waits in place).
+                        if let wait = error.retryAfterMillis { flags.noteRetryAfter(subOrgId, millis: wait) }
                         var pending = try await record(&item, .pending, error: error.description, audit: nil)
                         pending.outcome = Self.retryLater
                         return pending

@@ -110,6 +110,31 @@ struct CleanupRunTests {
         #expect(await fixture.sandbox.deleteBodies[target] == nil)
     }
 
+    /// A rate-limit 429 whose `Retry-After` (90 s) is longer than the client waits in place
+    /// (60 s) fails the attempt at once; the run's next pass of that sub-org waits it out
+    /// instead of starting at once and spending its passes in seconds, and the run finishes.
+    @Test("a Retry-After past the client's own wait is waited out by the next pass", arguments: TestBackend.available)
+    func retryAfterBetweenPasses(backend: TestBackend) async throws {
+        let fixture = try await CleanupFixture(orphanCount: 2, backend: backend)
+        defer { Task { await fixture.stop() } }
+        let target = try #require(fixture.orphans.first)
+        let limited = OutageSwitch()
+        let service = fixture.service(
+            transport: HookTransport(inner: HTTPClientTransport()) { request throws(TurnkeyError) in
+                guard request.path == TurnkeyWire.deleteSubOrganizationPath,
+                    String(decoding: request.body, as: UTF8.self).contains(target), !limited.on
+                else { return }
+                limited.on = true
+                throw TurnkeyError(
+                    .rateLimited, status: 429, turnkeyErrorCode: "RATE_LIMIT_EXCEEDED", message: "slow down",
+                    retryAfterMillis: 90_000)
+            })
+        let report = try await service.run(
+            session: fixture.session, options: CleanupRunOptions(execute: true, graceSeconds: 0))
+        #expect(report.deleted == 2 && report.failed == 0, "\(report.items)")
+        #expect(fixture.sleeps.all.contains { $0 >= 90_000 }, "\(fixture.sleeps.all)")
+    }
+
     /// Adds a TURNKEY key referencing `subOrgId` to an existing backup and rewrites it.
     static func reference(_ subOrgId: String, store: any ConsoleStore, tenant: TenantName) async throws {
         var first: BackupRecord?
