@@ -211,7 +211,7 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
     public func store(create: Bool = false) async throws(ConsoleError) -> any FullConsoleStore {
         if let store = lock.withLock({ opened }) { return store }
         if PostgresStoreConfiguration.isURL(storePath) { return try await openPostgres() }
-        if !create, !FileManager.default.fileExists(atPath: storePath) {
+        if !create, !storePath.isEmpty, !FileManager.default.fileExists(atPath: storePath) {
             throw ConsoleError(
                 .notFound, code: "no_store",
                 "No console store at \(storePath); run `backupctl init --admin NAME` first (or pass --db).")

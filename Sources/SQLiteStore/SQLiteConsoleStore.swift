@@ -65,6 +65,17 @@ public final class SQLiteConsoleStore: SQLRuleStore {
                 "The SQLite store path is a URL\(plain ? " (\(scheme)://…)" : ""), not a file; open it with the store for that URL."
             )
         }
+        var isDirectory: ObjCBool = false
+        if path.isEmpty
+            || FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
+        {
+            throw .invalid(
+                "invalid_store_path",
+                path.isEmpty
+                    ? "The SQLite store path is empty; pass --db PATH or set BACKUPCTL_DB."
+                    : "The SQLite store path \(UntrustedText.escaped(String(path.prefix(200)))) is a directory; name a file in it."
+            )
+        }
         try Self.prepareFile(at: path)
         var config = Configuration()
         config.foreignKeysEnabled = true
@@ -82,6 +93,11 @@ public final class SQLiteConsoleStore: SQLRuleStore {
             let pool = try DatabasePool(path: path, configuration: config)
             try Migrations.migrator.migrate(pool)
             driver = SQLiteDriver(pool: pool)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_NOTADB {
+            throw .invalid(
+                "invalid_store_path",
+                "\(UntrustedText.escaped(String(path.prefix(200)))) is not a SQLite database; --db names the console's store file."
+            )
         } catch {
             throw Self.mapError(error, while: "opening the console store at \(path)")
         }

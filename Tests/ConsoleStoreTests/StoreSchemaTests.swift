@@ -67,6 +67,28 @@ struct StoreSchemaTests {
         }
     }
 
+    /// A path that cannot be the store — empty, a directory, a file that is not SQLite — is a
+    /// configuration error naming it, and the file is left as it was.
+    @Test func aPathThatIsNotAStoreIsRefusedAndLeftAlone() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("paths-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let notes = directory.appendingPathComponent("notes.txt")
+        try Data("not a database, just notes\n".utf8).write(to: notes)
+        for (path, says) in [
+            ("", "is empty"), (directory.path, "is a directory"), (notes.path, "is not a SQLite database"),
+        ] {
+            do {
+                _ = try SQLiteConsoleStore(path: path)
+                Issue.record("\(path) opened as a store")
+            } catch {
+                #expect(error.code == "invalid_store_path" && error.message.contains(says), "\(path): \(error.message)")
+            }
+        }
+        #expect(try Data(contentsOf: notes) == Data("not a database, just notes\n".utf8))
+        #expect(!FileManager.default.fileExists(atPath: notes.path + "-wal"))
+    }
+
     @Test func checkConstraintsRejectBadRows() async throws {
         try await withStore { store, _ in
             await #expect(throws: (any Error).self) {
