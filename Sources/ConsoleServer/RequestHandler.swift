@@ -154,7 +154,8 @@ final class RequestHandler: Sendable {
                     .permissionDenied, code: "missing_token",
                     "No operator token: send `Authorization: Bearer TOKEN` (BACKUPCTL_TOKEN or --token-file).")
             }
-            guard header.hasPrefix("Bearer ") else {
+            // The scheme is case-insensitive (RFC 9110 §11.1): `bearer TOKEN` is the same.
+            guard header.utf8.count > 7, header.prefix(7).lowercased() == "bearer " else {
                 throw ConsoleError(
                     .permissionDenied, code: "invalid_token", "The Authorization header must be `Bearer TOKEN`.")
             }

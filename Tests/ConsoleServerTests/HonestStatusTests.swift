@@ -93,6 +93,20 @@ import Testing
             #expect(try await Self.send(fixture, "/v1/ops/whoami", bearer: root, body: "42").status == 400)
             #expect(try await Self.send(fixture, "/v1/ops/whoami", bearer: root, body: #"{"x":1}"#).status == 400)
             #expect(try await Self.send(fixture, "/v1/ops/whoami", bearer: root).status == 200)
+            // The auth scheme is case-insensitive; anything else before the token is not it.
+            for scheme in ["bearer", "BEARER"] {
+                let answer = try await Self.send(
+                    fixture, "/v1/ops/whoami",
+                    headers: [
+                        ("Content-Type", "application/json"),
+                        ("Authorization", "\(scheme) \(ServerFixture.text(fixture.rootToken))"),
+                    ])
+                #expect(answer.status == 200, "\(scheme): \(answer.body)")
+            }
+            let basic = try await Self.send(
+                fixture, "/v1/ops/whoami",
+                headers: [("Content-Type", "application/json"), ("Authorization", "Basic dXNlcjpwYXNz")])
+            #expect(basic.status == 401 && basic.body.contains("invalid_token"))
             let get = try await Self.send(fixture, "/v1/ops/whoami", method: .GET, body: nil)
             #expect(get.status == 405 && get.headers["Allow"].first == "POST")
             let post = try await Self.send(fixture, "/healthz", body: nil)
