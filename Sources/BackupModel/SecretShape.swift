@@ -76,7 +76,7 @@ public enum SecretShape {
         (tokens(line) + base64Keys(line) + hexKeys(line, halfKeys: halfKeys)).sorted { $0.lowerBound < $1.lowerBound }
     }
 
-    /// `bctl_…`, `sbx.…` and `eyJ….….…`, each to the next space or quote.
+    /// `bctl_…`, `sbx.…` and `eyJ….….…`, each to the next space, quote or backtick.
     private static func tokens(_ line: String) -> [Range<String.Index>] {
         var ranges: [Range<String.Index>] = []
         var i = line.startIndex
@@ -88,8 +88,11 @@ public enum SecretShape {
                 let lower = rest.prefix(5).lowercased()
                 let named = lower.hasPrefix("bctl_") || lower.hasPrefix("sbx.")
                 if named || rest.hasPrefix("eyJ") {
-                    let end = rest.firstIndex { $0.isWhitespace || "\"'".contains($0) } ?? line.endIndex
-                    if named || line[i..<end].filter({ $0 == "." }).count >= 2 {
+                    let end = rest.firstIndex { $0.isWhitespace || "\"'`".contains($0) } ?? line.endIndex
+                    // A bare prefix (`bctl_` with nothing after it, as a message names the
+                    // format) holds no secret.
+                    let bare = named && line[i..<end].count <= (lower.hasPrefix("bctl_") ? 5 : 4)
+                    if !bare && (named || line[i..<end].filter({ $0 == "." }).count >= 2) {
                         ranges.append(i..<end)
                         i = end
                         continue

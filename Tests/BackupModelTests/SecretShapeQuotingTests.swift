@@ -31,6 +31,16 @@ struct SecretShapeQuotingTests {
         #expect(SecretShape.quoted(split.joined(separator: "-"), limit: 24) == "<withheld>")
     }
 
+    /// A message that names the token format keeps it: a bare `bctl_` holds no secret; a token
+    /// quoted in backticks is withheld up to the backtick.
+    @Test func aBarePrefixIsNotASecret() {
+        let hint = "The operator token is malformed: expected `bctl_` followed by 43 base64url characters."
+        #expect(SecretShape.redact(hint) == hint)
+        #expect(!SecretShape.appears(in: "expected bctl_ or sbx. here"))
+        let token = "bctl_" + String(repeating: "x", count: 43)
+        #expect(SecretShape.redact("got `\(token)` instead") == "got `<withheld>` instead")
+    }
+
     @Test func anythingElseIsCutAndQuoted() {
         #expect(SecretShape.quoted("production-eu", limit: 40) == "\"production-eu\"")
         #expect(SecretShape.quoted("Production EU West", limit: 10) == "\"Production\"")
