@@ -107,7 +107,7 @@ import Turnkey
             tenant: tenant, ids: [retiredId], now: now(f), audit: f.session.audit("test"))
         // A sub-org whose last backup the service still has: retired here by mistake below.
         let blocked = try await subOrgOf(liveId)[0]
-        let (server, client) = try await serviceHolding([liveId], f)
+        let (server, client) = try await SnapshotRetireTests.backupService(f, holding: [liveId])
         _ = try await f.store.retireBackups(tenant: tenant, ids: [liveId], now: now(f), audit: f.session.audit("test"))
         let scan = try await f.service(backupService: client).scan(session: f.session, graceSeconds: 0)
         let verdicts = Dictionary(uniqueKeysWithValues: scan.orphans.map { ($0.subOrgId, $0) })
@@ -120,27 +120,6 @@ import Turnkey
         for id in retiredSubOrgs { #expect(without.orphans.first { $0.subOrgId == id }?.waitingFor == "snapshot") }
         await server.stop()
         await f.stop()
-    }
-
-    /// The Backup Service: the sandbox over a second store that holds copies of `ids` only.
-    func serviceHolding(_ ids: [String], _ f: CleanupFixture) async throws -> (
-        BackupServiceSandboxServer, BackupServiceClient
-    ) {
-        let serviceStore = try SQLiteConsoleStore(path: f.directory.appendingPathComponent("service.db").path)
-        let access = AccessService(store: serviceStore)
-        let op = try await access.authenticate(token: try await access.bootstrap(admin: try OperatorName("svc")))
-        let svcSession = try await access.session(operator: op, tenant: try TenantName("sandbox"))
-        for id in ids {
-            var record = try #require(try await f.store.backup(tenant: f.session.tenantName, id: id))
-            record.blobSize = 1
-            record.blobSHA256 = SHA256.hex([1])
-            try await serviceStore.writeBackup(
-                tenant: svcSession.tenantName, BackupWrite(record: record, blob: Data([1]), lookupRows: []),
-                audit: svcSession.audit("test"))
-        }
-        let server = try await BackupServiceSandboxServer.start(
-            BackupServiceEmulator.sandbox(store: serviceStore, tenant: svcSession.tenantName))
-        return (server, try BackupServiceClient(baseURL: server.baseURL, attempts: 1))
     }
 
     /// A sub-org is journaled unreferenced (the app made it before `/v1/create`), then a backup
@@ -175,7 +154,7 @@ import Turnkey
         #expect(skipped.state == .skipped && skipped.lastBackupId == backups[0])
         _ = try await f.store.enqueueCleanup(tenant: tenant, [early(subOrgs[1])], audit: nil)
         // The Backup Service keeps both: the snapshot below leaves them out by mistake.
-        let (server, client) = try await serviceHolding(backups, f)
+        let (server, client) = try await SnapshotRetireTests.backupService(f, holding: backups)
         f.time.advance(byMillis: 2 * 3600 * 1000)
         try await snapshot(f, at: now(f))
         let retiredAt = now(f)
