@@ -80,11 +80,18 @@ cat >"$WORK/schemathesis.toml" <<'TOML'
 [checks.positive_data_acceptance]
 expected-statuses = ["2xx", "401", "403", "404", "409", "422", "429"]
 TOML
+# `operator.token.rotate` goes last, on its own: generated data may name the caller itself
+# (anyone may rotate their own token), and every request after that one would then carry a dead
+# token and test nothing but the sign-in limit.
+rotate='/v1/ops/operator\.token\.rotate$'
 for who in admin viewer; do
-    echo "== schemathesis --checks all as $who"
-    # From the scratch directory: schemathesis keeps its cache in the working directory.
-    (cd "$WORK" && "$VENV/bin/schemathesis" --config-file "$WORK/schemathesis.toml" run "$WORK/openapi.json" --url "$URL" \
-        --checks all --header "Authorization: Bearer $(cat "$WORK/$who.token")" --header "Backupctl-Tenant: sandbox" \
-        --max-examples "$MAX_EXAMPLES" --seed 1 --no-color) || status=1
+    for part in --exclude-path-regex --include-path-regex; do
+        echo "== schemathesis --checks all as $who ($part $rotate)"
+        # From the scratch directory: schemathesis keeps its cache in the working directory.
+        (cd "$WORK" && "$VENV/bin/schemathesis" --config-file "$WORK/schemathesis.toml" run "$WORK/openapi.json" \
+            --url "$URL" --checks all --header "Authorization: Bearer $(cat "$WORK/$who.token")" \
+            --header "Backupctl-Tenant: sandbox" --max-examples "$MAX_EXAMPLES" --seed 1 --no-color \
+            "$part" "$rotate") || status=1
+    done
 done
 exit $status
