@@ -51,20 +51,24 @@ final class KeepAliveHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundIn = HTTPServerResponsePart
     typealias OutboundOut = HTTPServerResponsePart
 
-    private var closing = false
+    /// Whether each request read and not yet answered keeps the connection, in order (pipelined
+    /// requests are answered in the order they came).
+    private var keepAlive: [Bool] = []
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .head(var head) = unwrapInboundIn(data), !head.isKeepAlive {
-            closing = true
-            head.headers.replaceOrAdd(name: "connection", value: "close")
-            context.fireChannelRead(wrapInboundOut(.head(head)))
-            return
+        if case .head(var head) = unwrapInboundIn(data) {
+            keepAlive.append(head.isKeepAlive)
+            if !head.isKeepAlive {
+                head.headers.replaceOrAdd(name: "connection", value: "close")
+                context.fireChannelRead(wrapInboundOut(.head(head)))
+                return
+            }
         }
         context.fireChannelRead(data)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if closing, case .head(var head) = unwrapOutboundIn(data) {
+        if case .head(var head) = unwrapOutboundIn(data), !keepAlive.isEmpty, !keepAlive.removeFirst() {
             head.headers.replaceOrAdd(name: "connection", value: "close")
             context.write(wrapOutboundOut(.head(head)), promise: promise)
             return

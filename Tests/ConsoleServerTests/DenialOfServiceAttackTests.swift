@@ -126,6 +126,13 @@ import Testing
             kept.send("GET /healthz HTTP/1.0\r\n\r\n")
             #expect(await kept.answer(within: 10_000)?.status == 200)
             #expect(await Self.allClosed([kept], within: 10))
+            // Pipelined: only the answer to the request that ends the connection says so.
+            let both = try RawConnection(port: server.port, from: "127.0.0.6")
+            both.send(
+                "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            let first = await both.answer(within: 10_000)
+            #expect(first?.status == 200 && first?.headers["connection"] == nil, "\(String(describing: first))")
+            #expect(await Self.allClosed([both], within: 10))
         }
     }
 
