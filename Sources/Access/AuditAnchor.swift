@@ -40,9 +40,14 @@ public enum AuditAnchor {
 
     static func checkpoints(in data: Data, name: String) throws(ConsoleError) -> [AuditCheckpoint] {
         var found: [AuditCheckpoint] = []
-        for (index, line) in data.split(separator: UInt8(ascii: "\n")).enumerated() {
+        let lines = data.split(separator: UInt8(ascii: "\n"))
+        // A last line without its newline is an append a crash cut short (``append(_:to:)``
+        // writes line and newline together): it is not part of the file yet.
+        let unterminated = data.last != UInt8(ascii: "\n") ? lines.count - 1 : -1
+        for (index, line) in lines.enumerated() {
             guard !line.allSatisfy({ $0 == 0x20 || $0 == 0x0d || $0 == 0x09 }) else { continue }
             guard let decoded = try? JSONDecoder().decode(AuditExportLine.self, from: Data(line)) else {
+                if index == unterminated { break }
                 throw .invalid(
                     "invalid_anchor",
                     "Line \(index + 1) of the audit anchor file \(name) is not an audit export line.")

@@ -42,13 +42,13 @@ extension AuditLog {
             guard anchor.seq <= head, let hash = hashes[anchor.seq] else {
                 return failure(
                     "truncated_tail", anchor,
-                    "the chain ends at seq \(head) but the anchor holds a checkpoint of entry \(anchor.seq) (head \(anchor.headHash)): entries were removed"
+                    "the chain ends at seq \(head) but the anchor holds a checkpoint of entry \(anchor.seq) (head \(AuditSigner.short(anchor.headHash))): entries were removed"
                 )
             }
             guard hash == anchor.headHash else {
                 return failure(
                     "recomputed_chain", anchor,
-                    "entry \(anchor.seq) has head \(hash) in the store but \(anchor.headHash) in the anchor: the chain was rewritten and recomputed"
+                    "entry \(anchor.seq) has head \(AuditSigner.short(hash)) in the store but \(AuditSigner.short(anchor.headHash)) in the anchor: the chain was rewritten and recomputed"
                 )
             }
             guard storedHashes.contains(anchor.hash) else {

@@ -135,12 +135,14 @@ extension AuditLog {
     /// Signs and stores a checkpoint of the current head when one is due: every `every` entries,
     /// or when the last checkpoint is older than `maxAgeMillis` and entries followed it, or
     /// when there is none yet, or always when `force`. Returns the new checkpoint, or `nil` if
-    /// none was due. The append is a compare-and-set on the newest checkpoint, so concurrent
+    /// none was due. `verifyLatest` checks the newest stored checkpoint before anything is
+    /// chained to it (the signer's: signed by a trusted key, its entry still there). The append is a compare-and-set on the newest checkpoint, so concurrent
     /// signers never chain two checkpoints to the same predecessor (the loser returns `nil`).
     @discardableResult
     public static func checkpointIfDue(
         store: any AuditCheckpointStore, privateKey: SecretBytes, nowMillis: Int64, every: Int64 = 100,
-        maxAgeMillis: Int64 = 300_000, force: Bool = false
+        maxAgeMillis: Int64 = 300_000, force: Bool = false,
+        verifyLatest: (AuditCheckpoint?) async throws(ConsoleError) -> Void = { _ throws(ConsoleError) in }
     ) async throws(ConsoleError) -> AuditCheckpoint? {
         func due(headSeq: Int64, last: AuditCheckpoint?) -> Bool {
             let lastSeq = last?.seq ?? 0
@@ -155,9 +157,15 @@ extension AuditLog {
         }
         // A read first: most calls find nothing due and need no write transaction.
         let lag = try await store.auditCheckpointLag()
+        // A newest checkpoint past the head (a forged row, or a cut chain) is never "not due":
+        // the signer would stay silent over it for good.
+        if let latest = lag.latest, latest.seq > lag.headSeq { try await verifyLatest(latest) }
         guard due(headSeq: lag.headSeq, last: lag.latest) else { return nil }
         let (head, last) = try await store.auditHead()
         guard let head, due(headSeq: head.seq, last: last) else { return nil }
+        // The signature chains from `last`: it must be a real checkpoint of this chain (and
+        // none at all must be what the signer expects).
+        try await verifyLatest(last)
         let checkpoint = try AuditCheckpoint.sign(
             seq: head.seq, headHash: head.hash, atMillis: nowMillis, previous: last, privateKey: privateKey)
         return try await store.appendAuditCheckpoint(checkpoint, ifLatestIs: last) ? checkpoint : nil

@@ -148,11 +148,22 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
     public var auditSigningError: ConsoleError? { auditSigner?.lastError }
 
     /// With a signer: refuses a store whose chain does not extend the signer's high-water mark
-    /// or its witness's newest checkpoint (`audit_chain_diverged`, naming both heads). `serve`
-    /// calls it before it listens.
-    public func checkAuditAnchors() async throws(ConsoleError) {
-        guard let auditSigner else { return }
-        try await auditSigner.checkStart(store: try await store())
+    /// or its witness's newest checkpoint (`audit_chain_diverged`, naming both heads), a store
+    /// with checkpoints but no high-water mark (`audit_anchor_missing`), or a forged newest
+    /// checkpoint; records and signs entries found after the newest checkpoint
+    /// (``AuditSigner/checkStart(store:)``). `serve` calls it before it listens.
+    /// - Returns: the unsigned entries it adopted, if any.
+    @discardableResult
+    public func checkAuditAnchors() async throws(ConsoleError) -> ClosedRange<Int64>? {
+        guard let auditSigner else { return nil }
+        return try await auditSigner.checkStart(store: try await store())
+    }
+
+    /// `serve --audit-rebase`: anchors the store as it is (``AuditSigner/rebase(store:)``).
+    /// - Returns: the `audit.rebased` entry's details; `nil` without a signer.
+    public func rebaseAuditAnchors() async throws(ConsoleError) -> [String: String]? {
+        guard let auditSigner else { return nil }
+        return try await auditSigner.rebase(store: try await store())
     }
 
     /// With a signer, signs a checkpoint once ``AuditSigner/everyEntries`` entries follow the
@@ -205,7 +216,10 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
     public func serve(_ policy: ServerPolicy) { lock.withLock { self.policy = policy } }
 
     /// Trusts the public keys of retired audit keys (`serve --audit-retired-key`).
-    public func trustRetiredAuditKeys(_ keys: [AuditPublicKey]) { lock.withLock { retired = keys } }
+    public func trustRetiredAuditKeys(_ keys: [AuditPublicKey]) {
+        lock.withLock { retired = keys }
+        auditSigner?.trustRetired(keys)
+    }
 
     /// The store, opened on first use; `create` allows making a new file (`init`, `demo`).
     public func store(create: Bool = false) async throws(ConsoleError) -> any FullConsoleStore {

@@ -203,6 +203,27 @@ import Testing
         #expect(bad.status == 1 && bad.stderr.contains("invalid_since"))
     }
 
+    /// A signing console's own high-water mark is evidence `audit verify` checks: a tail cut
+    /// back to within the unsigned allowance, its checkpoints with it, is found, although the
+    /// checkpoints left in the store verify.
+    @Test func aSigningConsoleVerifiesAgainstItsOwnMark() async throws {
+        let signed = try await signedStore()
+        defer { signed.cli.cleanUp() }
+        try await DatabaseQueue(path: signed.dbPath).write {
+            try $0.execute(sql: "DELETE FROM audit WHERE seq >= 7")
+            try $0.execute(sql: "DELETE FROM audit_checkpoints WHERE seq >= 6")
+        }
+        let withKeyOnly = try await signed.cli.run(
+            ["--format", "json", "audit", "verify", "--public-key", signed.publicKeyPath])
+        #expect(withKeyOnly.status == 0, "the cut is within the allowance: \(withKeyOnly.stdout)")
+        let console = try LocalConsole(storePath: signed.dbPath, auditKeyPath: signed.keyPath, auditCheckpointEvery: 4)
+        let token = signed.cli.environment["BACKUPCTL_TOKEN", default: ""]
+        let caller = Caller(token: try OperatorToken.parse(Array(token.utf8)), tenant: "sandbox")
+        let result = try await console.perform(AuditVerifyOperation(publicKeys: []), as: caller)
+        #expect(!result.ok && result.finding == "truncated_tail", "\(result)")
+        #expect(console.auditSigningError?.code == "audit_chain_diverged")
+    }
+
     @Test func exportIsForAdminsOnly() async throws {
         var cli = CLI()
         defer { cli.cleanUp() }

@@ -304,15 +304,16 @@ struct AuditCommand: ParsableCommand {
         @MainActor
         static func follow(_ ctx: CommandContext, sinceMillis: Int64) async throws {
             var afterSeq: Int64 = 0
-            var lastCheckpoint: Int64 = -1
+            // By hash, not seq: a forged checkpoint with a huge seq must not silence the ones after it.
+            var lastCheckpoint: String?
             defer { SignalFlag.drain() }
             while !SignalFlag.isRaised {
                 let page = try await ctx.perform(AuditExportOperation(sinceMillis: sinceMillis, afterSeq: afterSeq))
                 for entry in page.entries { Terminal.writeOut(JSONLine.encode(AuditExportLine.entry(entry))) }
                 afterSeq = page.entries.last?.seq ?? afterSeq
-                if let checkpoint = page.checkpoint, checkpoint.seq > lastCheckpoint {
+                if let checkpoint = page.checkpoint, checkpoint.hash != lastCheckpoint {
                     Terminal.writeOut(JSONLine.encode(AuditExportLine.checkpoint(checkpoint)))
-                    lastCheckpoint = checkpoint.seq
+                    lastCheckpoint = checkpoint.hash
                 }
                 if !page.more { try await Task.sleep(nanoseconds: 1_000_000_000) }
             }

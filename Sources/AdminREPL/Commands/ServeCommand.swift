@@ -48,6 +48,11 @@ struct ServeCommand: ConsoleCommand {
             "The public key of an audit key this one replaced (repeatable): audit verify checks older checkpoints with it.",
             valueName: "file"))
     var auditRetiredKey: [String] = []
+    @Flag(
+        help: ArgumentHelp(
+            "With --audit-key: accept the store's audit chain as it is now and anchor it (a restore from an older copy, a lost or not carried-over .hwm), recorded as an audit.rebased entry."
+        ))
+    var auditRebase = false
     @Option(help: "With --audit-key: sign a checkpoint every N audit entries.") var checkpointEntries: Int64 = 100
     @Option(help: "With --audit-key: and every N seconds while entries arrive.") var checkpointSeconds: Int = 60
     @Option(
@@ -119,6 +124,7 @@ struct ServeCommand: ConsoleCommand {
         guard auditWitness == nil || auditKey != nil else {
             throw ConsoleError.usage("--audit-witness goes with --audit-key.")
         }
+        guard !auditRebase || auditKey != nil else { throw ConsoleError.usage("--audit-rebase goes with --audit-key.") }
         if let importRoot {
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: importRoot, isDirectory: &isDirectory), isDirectory.boolValue
@@ -130,10 +136,18 @@ struct ServeCommand: ConsoleCommand {
         // Fails now, not on the first request, when there is no store — or when its audit
         // chain does not extend what the signer last signed (a rewritten store is never signed).
         _ = try await console.store()
-        try await console.checkAuditAnchors()
         var logger = Logger(label: "backupctl.serve", factory: { ServerLogHandler.standardError(label: $0) })
         logger.logLevel =
             ctx.environment["BACKUPCTL_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .notice
+        if auditRebase, let details = try await console.rebaseAuditAnchors() {
+            logger.warning(
+                "audit chain rebased: the store is anchored as it is",
+                metadata: details.mapValues { Logger.MetadataValue.string($0) })
+        } else if let adopted = try await console.checkAuditAnchors() {
+            logger.warning(
+                "audit entries past the newest checkpoint were signed at start (recorded as audit.unsigned_tail)",
+                metadata: ["firstSeq": "\(adopted.lowerBound)", "lastSeq": "\(adopted.upperBound)"])
+        }
         let server = ConsoleServer(console: console, configuration: configuration, logger: logger)
         EventLoopTakeover.install()
         // The workers stop after the server has drained (cancelled: items in hand finish first).

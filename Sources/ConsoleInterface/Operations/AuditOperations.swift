@@ -71,10 +71,13 @@ public struct AuditVerifyOperation: ConsoleOperation {
         if keys.isEmpty, let own = signer?.publicKey {
             keys = [own] + context.retiredAuditKeys
         }
-        let anchors = anchors ?? []
+        var anchors = anchors ?? []
         guard anchors.count <= Self.maxAnchors else {
             throw .invalid("invalid_anchor", "At most \(Self.maxAnchors) anchored checkpoints per verification.")
         }
+        // A signing console's own anchors (its high-water mark, its witness) are evidence too:
+        // a store it refuses to sign must not verify as ok through it.
+        if let signer { anchors += try signer.anchors() }
         if let maxUnsigned, maxUnsigned < 0 {
             throw .invalid("invalid_max_unsigned", "--max-unsigned must be 0 or more, got \(maxUnsigned).")
         }

@@ -1,0 +1,158 @@
+import Access
+import BackupCrypto
+import BackupModel
+import ConsoleStore
+import Foundation
+import Testing
+
+/// What a signer accepts at start and before it signs, beyond the chain extending its
+/// high-water mark: the store's newest checkpoint must be genuine, a store with checkpoints
+/// needs the mark, entries past the newest checkpoint are adopted only on the record, and a
+/// rollback is accepted only by an explicit, recorded rebase.
+@Suite struct AuditAnchorStartTests {
+    typealias Signed = AuditTamperTests.Signed
+
+    /// A checkpoint row as a database writer would forge one: any seq, any head, no real signature.
+    func forge(
+        _ s: Signed, seq: Int64, head: String = String(repeating: "0", count: 64), signedBy key: SecretBytes? = nil
+    )
+        async throws
+    {
+        var checkpoint = AuditCheckpoint(
+            seq: seq, headHash: head, atMillis: 0,
+            prevCheckpointHash: try #require(try await s.checkpoints().last).hash,
+            signature: "00")
+        if let key {
+            checkpoint = try AuditCheckpoint.sign(
+                seq: seq, headHash: head, atMillis: 0, previous: try await s.checkpoints().last, privateKey: key)
+        }
+        try await s.file.store().appendAuditCheckpoint(checkpoint)
+    }
+
+    @Test("a forged checkpoint past the head stops the signer, loudly, instead of silencing it")
+    func forgedPastTheHead() async throws {
+        let s = try await Signed()
+        try await forge(s, seq: .max)
+        try await s.fixture.store.appendAudit(s.session.audit("operator.grant", target: "mallory"))
+        #expect(await s.signer.checkpointAfterAppends(store: s.fixture.store) == nil)
+        #expect(s.signer.lastError?.code == "audit_checkpoint_forged")
+        #expect(await s.signer.checkpointIfBehind(store: s.fixture.store) == nil)
+        #expect(s.signer.lastError?.code == "audit_checkpoint_forged")
+        let error = await #expect(throws: ConsoleError.self) { try await s.signer.checkStart(store: s.fixture.store) }
+        #expect(error?.code == "audit_checkpoint_forged")
+    }
+
+    @Test("a checkpoint signed by another key over the real head is not chained to")
+    func forgedByAnotherKey() async throws {
+        let s = try await Signed()
+        try await s.fixture.store.appendAudit(s.session.audit("operator.grant", target: "mallory"))
+        let head = try #require(try await s.file.entries().last)
+        try await forge(s, seq: head.seq, head: head.hash, signedBy: P256.generatePrivateKey())
+        for _ in 0..<5 { try await s.fixture.store.appendAudit(s.session.audit("backup.show", target: "b")) }
+        #expect(await s.signer.checkpointAfterAppends(store: s.fixture.store) == nil)
+        #expect(s.signer.lastError?.code == "audit_checkpoint_forged")
+    }
+
+    @Test("a store with checkpoints needs the high-water mark, and a mark must be signed by the key")
+    func markMissingOrAltered() async throws {
+        let s = try await Signed()
+        let line = try String(contentsOfFile: s.mark, encoding: .utf8)
+        try FileManager.default.removeItem(atPath: s.mark)
+        let missing = await #expect(throws: ConsoleError.self) { try await s.signer.checkStart(store: s.fixture.store) }
+        #expect(missing?.code == "audit_anchor_missing")
+        #expect(missing?.message.contains("--audit-rebase") == true)
+
+        let mark = try #require(try AuditAnchor.checkpoints(inFile: s.witness).last)
+        let other = try AuditCheckpoint.sign(
+            seq: mark.seq, headHash: mark.headHash, atMillis: mark.atMillis, previous: nil,
+            privateKey: P256.generatePrivateKey())
+        try Data((AuditAnchor.line(other) + "\n").utf8).write(to: URL(fileURLWithPath: s.mark))
+        let altered = await #expect(throws: ConsoleError.self) { try await s.signer.checkStart(store: s.fixture.store) }
+        #expect(altered?.code == "invalid_anchor" && altered?.message.contains(s.mark) == true)
+
+        try Data(line.utf8).write(to: URL(fileURLWithPath: s.mark))
+        try await s.signer.checkStart(store: s.fixture.store)
+    }
+
+    @Test("entries past the newest checkpoint at start are recorded, then signed with the record")
+    func unsignedTailAdopted() async throws {
+        let s = try await Signed()
+        let signed = try #require(try await s.checkpoints().last).seq
+        try await s.file.appendUnsigned(3)
+        let adopted = try await s.signer.checkStart(store: s.fixture.store)
+        #expect(adopted == (signed + 1)...(signed + 3))
+        let record = try #require(try await s.file.entries().last)
+        #expect(record.action == "audit.unsigned_tail" && record.operatorName == "-")
+        #expect(record.details["firstSeq"] == String(signed + 1) && record.details["lastSeq"] == String(signed + 3))
+        #expect(record.details["entries"] == "3")
+        #expect(try await s.checkpoints().last?.seq == record.seq)
+        #expect(try await s.verify().ok)
+        // A clean restart adopts nothing.
+        #expect(try await s.signer.checkStart(store: s.fixture.store) == nil)
+    }
+
+    @Test("a store restored from an older copy is refused until rebased; the witness still shows the cut")
+    func restoreThenRebase() async throws {
+        let s = try await Signed()
+        let before = try #require(try s.signer.highWaterMark())
+        let cut = try await s.checkpoints()[1].seq
+        try s.file.sql("DELETE FROM audit WHERE seq > \(cut)", "DELETE FROM audit_checkpoints WHERE seq > \(cut)")
+        let refused = await #expect(throws: ConsoleError.self) { try await s.signer.checkStart(store: s.fixture.store) }
+        #expect(refused?.code == "audit_chain_diverged" && refused?.message.contains("--audit-rebase") == true)
+
+        let details = try await s.signer.rebase(store: s.fixture.store)
+        #expect(details["anchorSeq"] == String(before.seq) && details["storeHeadSeq"] == String(cut))
+        let record = try #require(try await s.file.entries().last)
+        #expect(record.seq == cut + 1 && record.action == "audit.rebased")
+        // The mark moved back to the rebased head; the signer starts and signs on.
+        #expect(try s.signer.highWaterMark()?.seq == cut + 1)
+        try await s.signer.checkStart(store: s.fixture.store)
+        #expect(try await s.verify(anchored: false).ok)
+        // The witness keeps its older lines: the rollback stays visible.
+        let witnessed = try await s.verify()
+        #expect(!witnessed.ok && witnessed.finding == "truncated_tail")
+    }
+
+    @Test("a rebase does not accept a forged newest checkpoint")
+    func rebaseRefusesAForgery() async throws {
+        let s = try await Signed()
+        try await forge(s, seq: .max)
+        let error = await #expect(throws: ConsoleError.self) { try await s.signer.rebase(store: s.fixture.store) }
+        #expect(error?.code == "audit_checkpoint_forged")
+    }
+
+    @Test("a rotated key starts with the old key's mark carried over and the old key trusted")
+    func rotation() async throws {
+        let s = try await Signed()
+        let newMark = s.fixture.directory.appendingPathComponent("audit-2.key.hwm").path
+        let rotated = try AuditSigner(
+            privateKey: P256.generatePrivateKey(), clock: s.fixture.clock, everyEntries: 5,
+            highWaterMarkPath: newMark, witnessPath: s.witness)
+        let missing = await #expect(throws: ConsoleError.self) { try await rotated.checkStart(store: s.fixture.store) }
+        #expect(missing?.code == "audit_anchor_missing")
+        try FileManager.default.copyItem(atPath: s.mark, toPath: newMark)
+        let untrusted = await #expect(throws: ConsoleError.self) {
+            try await rotated.checkStart(store: s.fixture.store)
+        }
+        #expect(untrusted?.code == "invalid_anchor")
+        rotated.trustRetired([s.publicKey])
+        try await rotated.checkStart(store: s.fixture.store)
+        for _ in 0..<5 { try await s.fixture.store.appendAudit(s.session.audit("backup.show", target: "b")) }
+        #expect(await rotated.checkpointAfterAppends(store: s.fixture.store) != nil)
+        let result = try await SignedAuditLog(store: s.fixture.store).verify(
+            session: s.session, publicKeys: [s.publicKey, rotated.publicKey],
+            anchors: try AuditAnchor.checkpoints(inFile: s.witness), maxUnsigned: 5)
+        #expect(result.ok, "\(result)")
+    }
+
+    @Test("a witness whose last append a crash cut short still anchors the start")
+    func cutWitnessLine() async throws {
+        let s = try await Signed()
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: s.witness))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(#"{"headHash":"ab"#.utf8))
+        try handle.close()
+        try await s.signer.checkStart(store: s.fixture.store)
+        #expect(try AuditAnchor.checkpoints(inFile: s.witness) == (try await s.checkpoints()))
+    }
+}
