@@ -54,13 +54,17 @@ struct Backupctl: AsyncParsableCommand {
                 "--db must not carry a database password (arguments show in `ps`): set PGPASSWORD, use a passfile "
                     + "(passfile=FILE or ~/.pgpass), or put the whole URL in BACKUPCTL_DB.")
         }
+        if db != nil, server != nil {
+            throw .usage("--db and --server name two different consoles: pass one of them.")
+        }
         let envFormat = environment["BACKUPCTL_FORMAT"].flatMap { $0.isEmpty ? nil : $0 } ?? "table"
         var format = self.format ?? .table
         if self.format == nil { format = try OutputFormat.parse(envFormat) }
         var settings = GlobalSettings(
             dbPath: db ?? GlobalSettings.defaultDBPath(environment: environment), tenant: tenant, format: format,
             tokenFile: tokenFile, continueOnError: continueOnError, yes: yes, color: color, noPager: noPager,
-            server: server ?? environment["BACKUPCTL_SERVER"].flatMap { $0.isEmpty ? nil : $0 })
+            // An explicit --db wins over $BACKUPCTL_SERVER: the store named on the line is the one meant.
+            server: server ?? (db != nil ? nil : environment["BACKUPCTL_SERVER"].flatMap { $0.isEmpty ? nil : $0 }))
         settings.insecurePlainHTTP = insecurePlainHttp
         try applyContext(to: &settings, environment: environment)
         // --ca-file, else $BACKUPCTL_CA_FILE, else the context's.

@@ -60,6 +60,22 @@ struct ContextTests {
         #expect(flagged.stderr.contains("127.0.0.1:2"), "\(flagged.stderr)")
     }
 
+    @Test("an explicit --db wins over $BACKUPCTL_SERVER, and --db with --server is a usage error")
+    func explicitStoreWinsOverTheServerVariable() async throws {
+        var cli = cli()
+        defer { cli.cleanUp() }
+        _ = try await cli.bootstrap()
+        let db = cli.environment["BACKUPCTL_DB", default: ""]
+        // Nothing listens on port 1: a run that went there would fail with exit 2.
+        let local = try await cli.run(
+            ["--db", db, "--format", "json", "whoami"], extraEnvironment: ["BACKUPCTL_SERVER": "http://127.0.0.1:1"])
+        #expect(local.status == 0, "\(local.stderr)")
+        let remote = try await cli.run(["whoami"], extraEnvironment: ["BACKUPCTL_SERVER": "http://127.0.0.1:1"])
+        #expect(remote.status == 2, "\(remote.stderr)")
+        let both = try await cli.run(["--db", db, "--server", "http://127.0.0.1:1", "whoami"])
+        #expect(both.status == 64 && both.stderr.contains("--db and --server"), "\(both.stderr)")
+    }
+
     @Test("a config others can read or write is refused with its own code")
     func insecureConfigRefused() async throws {
         var cli = cli()
