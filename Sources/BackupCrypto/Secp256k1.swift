@@ -75,6 +75,13 @@ public enum Secp256k1 {
         guard !derSignature.isEmpty,
             secp256k1_ecdsa_signature_parse_der(context, &signature, derSignature, derSignature.count) == 1
         else { return .malformedSignature }
+        // libsecp256k1 reads an r or s of 0 or ≥ n as 0 and accepts the encoding; k256's
+        // `Signature::from_der`, which the Backup Service uses, refuses it as malformed.
+        var compact = [UInt8](repeating: 0, count: 64)
+        secp256k1_ecdsa_signature_serialize_compact(context, &compact, &signature)
+        guard compact[..<32].contains(where: { $0 != 0 }), compact[32...].contains(where: { $0 != 0 }) else {
+            return .malformedSignature
+        }
         guard var point = parsePublicKey(publicKey) else { return .malformedPublicKey }
         guard digest.count == 32 else { return .mismatch }
         return secp256k1_ecdsa_verify(context, &signature, digest, &point) == 1 ? .valid : .mismatch

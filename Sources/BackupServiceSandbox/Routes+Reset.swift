@@ -26,7 +26,8 @@ extension BackupServiceEmulator {
         guard Secp256k1.isValidPublicKey(key) else {
             throw .bad("invalid_backup_account_id", "Failed to create verifying key from backup_account_id.")
         }
-        guard let der = Base64.decode(request.signature, alphabet: .standard) else {
+        // Rust's `STANDARD` engine: canonical padding is required.
+        guard let der = Base64.decode(request.signature, alphabet: .standard, requirePadding: true) else {
             throw .bad("invalid_signature", "Signature must be valid base64.")
         }
         switch Secp256k1.verify(derSignature: der, digest: SHA256.hash(challenge), publicKey: key) {

@@ -123,13 +123,13 @@ extension BackupServiceEmulator {
         guard !publicKey.isEmpty, !signature.isEmpty, !payload.isEmpty else {
             throw .signature("Public key, signature or trusted payload is empty")
         }
-        guard let key = Base64.decode(publicKey, alphabet: .standard) else {
+        guard let key = Base64.decode(publicKey, alphabet: .standard, requirePadding: true) else {
             throw .signature("Failed to decode a value from base64: \(Self.base64Problem(publicKey))")
         }
         guard key.count == 65, P256.isValidPublicKey(key) else {
             throw .signature("Failed to create verifying key from SEC1 bytes")
         }
-        guard let der = Base64.decode(signature, alphabet: .standard) else {
+        guard let der = Base64.decode(signature, alphabet: .standard, requirePadding: true) else {
             throw .signature("Failed to decode a value from base64: \(Self.base64Problem(signature))")
         }
         guard der.count <= 72 else {

@@ -73,6 +73,17 @@ import Testing
         try await s.expectRefused("invalid_signature", signature: String(s.goodSignature.dropLast(2)) + "!")
         try await s.expectRefused("invalid_signature", signature: Base64.encode([0x30, 0x03, 0x02, 0x01, 0x01]))
         try await s.expectRefused("invalid_signature", signature: Base64.encode(Array(repeating: 0x41, count: 70)))
+        // The service decodes with Rust's STANDARD engine, which requires the padding (a low-S
+        // DER signature is 70 or 71 bytes, so it always has some).
+        let good = s.goodSignature
+        try #require(good.hasSuffix("="))
+        try await s.expectRefused("invalid_signature", signature: String(good.prefix { $0 != "=" }))
+        // k256's from_der refuses an r or s of 0 or ≥ n; libsecp256k1 alone would parse them.
+        try await s.expectRefused(
+            "invalid_signature", signature: Base64.encode([0x30, 0x06, 0x02, 0x01, 0x00, 0x02, 0x01, 0x01]))
+        let overN: [UInt8] = [0x02, 0x21, 0x00] + Array(repeating: 0xFF, count: 32)
+        try await s.expectRefused(
+            "invalid_signature", signature: Base64.encode([0x30, 0x26, 0x02, 0x01, 0x01] + overN))
         // Empty is refused before anything is sent.
         try await s.expectRefused("invalid_signature", signature: "", audited: false)
         await s.f.stop()
