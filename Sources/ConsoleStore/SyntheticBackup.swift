@@ -68,21 +68,22 @@ struct SyntheticBackup {
             return Base64.encode(try P256.publicKey(privateKey: key, compressed: false))
         }
 
+        // Only what the service's flows can make: one main factor at create (a passkey, an OIDC
+        // account or an iCloud keychain key), and an OIDC account added to a passkey backup
+        // (`/v1/add-factor` supports no other pair). So at most one key of each kind.
         let mix = pick(100)
         switch mix {
         case 0..<45:
             addPasskey()
-            if pick(5) == 0 { addPasskey() }
+            if pick(5) == 0 { addOIDC() }
         case 45..<75:
             addPasskey()
             addOIDC()
         case 75..<90:
             factors.append(factor(.ecKeypair(publicKey: try p256())))
             keys.append(.icloud(encryptedKey: encrypted()))
-            if pick(2) == 0 { addPasskey() }
         default:
             addOIDC()
-            if pick(2) == 0 { addPasskey() }
         }
         var syncFactors: [Factor] = []
         for _ in 0..<(1 + pick(3)) { syncFactors.append(factor(.ecKeypair(publicKey: try p256()))) }

@@ -114,6 +114,14 @@ struct SeederTests {
                 for record in page {
                     // Ids are real Backup Account IDs: a point on secp256k1.
                     try BackupAccountKey.validate(try BackupAccountID(record.backupId))
+                    // Only what the service's flows make: one main factor, or a passkey and an
+                    // OIDC account added to it; so at most one encryption key of each kind.
+                    let main = record.metadata.factors.map(\.kind.tag).sorted()
+                    #expect(
+                        [["PASSKEY"], ["OIDC_ACCOUNT"], ["EC_KEYPAIR"], ["OIDC_ACCOUNT", "PASSKEY"]].contains(main),
+                        "\(main)")
+                    let keyKinds = record.metadata.keys.map(\.tag)
+                    #expect(Set(keyKinds).count == keyKinds.count && keyKinds.count == main.count, "\(keyKinds)")
                     let implied = Set(record.metadata.lookupKeys.map(\.rawValue))
                     let indexed = Set(try await store.lookupRows(tenant: beta, backupId: record.backupId).map(\.pk))
                     if implied != indexed { drift += 1 }
