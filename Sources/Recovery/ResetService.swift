@@ -102,8 +102,8 @@ public struct ResetService: Sendable {
     ///
     /// - Throws: the service's code (`jwt_error`, `invalid_challenge_context`, `invalid_signature`,
     ///   `signature_verification_error`, `not_found`, `already_used`, …) with exit 1;
-    ///   `reset_not_applied` (exit 2) when the answer was lost and `status` shows the backup is
-    ///   still there; `reset_outcome_unknown` (exit 2) when even `status` fails. On any error the
+    ///   `reset_not_applied` (exit 2) when the answer was lost and `status` shows the backup's
+    ///   metadata is still there (the reset did not happen, or stopped part-way); `reset_outcome_unknown` (exit 2) when even `status` fails. On any error the
     ///   console's data is unchanged apart from the audited refusal.
     public func complete(
         token: SecretBytes, signature: String, backupAccountId: String? = nil, session: Session
@@ -205,6 +205,14 @@ public struct ResetService: Sendable {
     /// tells a backup that is gone from one the service cannot reset.
     private func explained(_ error: BackupServiceError, _ plan: ResetPlan) async -> ConsoleError {
         let base = error.consoleError
+        if case .service(let status, _) = error.kind, (500..<600).contains(status) {
+            // The service's deletes are not atomic: a failure after it burned the token answers
+            // 500 with the backup possibly half deleted.
+            return ConsoleError(
+                base.kind, code: base.code,
+                "\(base.message) The service may have stopped part-way through the reset of \(plan.backupId) (the token burned, the sealed blob deleted); nothing was changed here. Run `reset complete` again with the same token: not_found is then resolved through /v1/backup/status, already_used means begin a new reset."
+            )
+        }
         guard error.serviceCode == "not_found" else { return base }
         do throws(BackupServiceError) {
             _ = try await service.status(backupId: plan.backupId)
@@ -241,7 +249,7 @@ public struct ResetService: Sendable {
             plan,
             ConsoleError(
                 .remote, code: "reset_not_applied",
-                "The reset of \(plan.backupId) did not happen: \(lost), and /v1/backup/status still finds the backup's metadata. The token may be burned if the service failed after marking it used: run `reset complete` again with the same token, and if it answers already_used, begin a new reset. A backup whose sealed blob is missing cannot be reset by the service (it answers not_found): escalate to the Backup Service team."
+                "The reset of \(plan.backupId) is not done: \(lost), and /v1/backup/status still finds the backup's metadata. Nothing was changed here. The service may have failed part-way (it deletes the sealed blob before the metadata and the lookup rows, and those deletes are not atomic), so the blob may already be gone. Run `reset complete` again with the same token: already_used means the token was burned, begin a new reset; not_found means the blob is gone but its metadata remains, which the service cannot reset: escalate to the Backup Service team."
             ), session)
     }
 

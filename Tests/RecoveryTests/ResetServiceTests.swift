@@ -241,6 +241,8 @@ import Testing
                 session: f.session)
         }
         #expect(failed?.kind == .remote && failed?.code == "internal_server_error")
+        // The service's deletes are not atomic: the operator learns it may have stopped part-way.
+        #expect(failed?.message.contains("part-way") == true && failed?.message.contains("same token") == true)
         await #expect(try f.snapshot(ids: [id]) == before)
         await f.stop()
     }
