@@ -29,6 +29,25 @@ public final class BackupServiceEmulator: Sendable {
     /// The blob limit (15 MiB) and the request limit on `/create` and `/sync` (16 MiB).
     public static let maxBlobBytes = 15 * 1024 * 1024
     public static let maxRequestBytes = 16 * 1024 * 1024
+    /// axum's `DefaultBodyLimit` on every other route: 2 MB.
+    public static let defaultBodyLimit = 2 * 1024 * 1024
+    /// The upload routes, whose limit is ``maxRequestBytes`` with a `Content-Length` pre-check.
+    public static let uploadPaths: Set<String> = ["/v1/create", "/v1/sync"]
+
+    /// The most body bytes the service reads for `path`.
+    public static func bodyLimit(path: String) -> Int {
+        uploadPaths.contains(path) ? maxRequestBytes : defaultBodyLimit
+    }
+
+    /// What the service answers before reading a body: the upload routes' `Content-Length`
+    /// pre-check (the app's `content_too_large`); `nil` when the request may be read.
+    public static func refusedBeforeReading(path: String, contentLength: Int?) -> Answer? {
+        guard uploadPaths.contains(path), let contentLength, contentLength > maxRequestBytes else { return nil }
+        return .error(413, "content_too_large", "Request body of \(contentLength) bytes is too large.")
+    }
+
+    /// axum's answer to a body past the route's limit, read as far as the limit.
+    public static let bodyTooLarge = Answer.plain(413, "Failed to buffer the request body: length limit exceeded")
     public static let faultHeader = "x-sandbox-fault"
 
     public typealias Answer = ServiceAnswer
@@ -176,15 +195,23 @@ public final class BackupServiceEmulator: Sendable {
     /// axum's `Json<T>`: 415 without a JSON content type, 400 for a body that is not JSON, 422 for
     /// JSON that does not fit the type.
     func json<T: ServiceRequest>(_ type: T.Type, _ call: Call) throws(Refusal) -> T {
-        guard let contentType = call.request.contentType,
-            contentType.lowercased().hasPrefix("application/json")
-        else {
+        guard let contentType = call.request.contentType, Self.isJSON(contentType) else {
             throw Refusal(.plain(415, "Expected request with `Content-Type: application/json`"))
         }
         guard let value = FastJSON.parse(call.request.body) else {
             throw Refusal(.plain(400, "Failed to parse the request body as JSON: expected value at line 1 column 1"))
         }
         return try T(try Fields(value))
+    }
+
+    /// axum's `json_content_type`: a MIME type `application/json` or `application/…+json`,
+    /// parameters allowed.
+    static func isJSON(_ contentType: String) -> Bool {
+        let essence = contentType.split(separator: ";", maxSplits: 1).first.map(String.init) ?? ""
+        let parts = essence.trimmingCharacters(in: .whitespaces).lowercased().split(
+            separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts[0] == "application" else { return false }
+        return parts[1] == "json" || (parts[1].hasSuffix("+json") && parts[1].count > 5)
     }
 
     /// The attestation gateway middleware of `/retrieve/from-challenge`, `/verify-factor` and

@@ -39,22 +39,24 @@ public final class BackupServiceSandboxServer: Sendable {
             "The Backup Service sandbox", host: host, port: port, logger: logger
         ) { request in
             var request = request
-            // The service's largest body is a create or sync of 16 MiB; beyond that the
-            // framework answers 413 without reading on.
-            let buffer: ByteBuffer
-            do {
-                buffer = try await request.collectBody(upTo: BackupServiceEmulator.maxRequestBytes + 1024)
-            } catch {
-                return Response(
-                    status: .contentTooLarge, headers: [.contentType: "text/plain; charset=utf-8"],
-                    body: ResponseBody(byteBuffer: ByteBuffer(string: "length limit exceeded")))
+            // A create or sync of up to 16 MiB (a larger Content-Length is refused before
+            // reading), 2 MB elsewhere; past the limit the framework answers 413 without reading on.
+            let path = request.uri.path
+            let answer: ServiceAnswer
+            if let refused = BackupServiceEmulator.refusedBeforeReading(
+                path: path, contentLength: request.headers[.contentLength].flatMap { Int($0) })
+            {
+                answer = refused
+            } else if let buffer = try? await request.collectBody(upTo: BackupServiceEmulator.bodyLimit(path: path)) {
+                var fields: [String: String] = [:]
+                for field in request.headers { fields[field.name.canonicalName] = field.value }
+                answer = await emulator.handle(
+                    BackupServiceEmulator.Request(
+                        method: request.method.rawValue, path: path, headers: fields,
+                        body: Array(buffer.readableBytesView)))
+            } else {
+                answer = BackupServiceEmulator.bodyTooLarge
             }
-            var fields: [String: String] = [:]
-            for field in request.headers { fields[field.name.canonicalName] = field.value }
-            let answer = await emulator.handle(
-                BackupServiceEmulator.Request(
-                    method: request.method.rawValue, path: request.uri.path, headers: fields,
-                    body: Array(buffer.readableBytesView)))
             if answer.drop {
                 // The work is done; the answer never arrives: a head, then a body that fails.
                 return Response(status: .ok, body: ResponseBody { _ in throw Dropped() })

@@ -39,6 +39,35 @@ import Testing
         await h.stop()
     }
 
+    /// axum's `Json` takes `application/json` and any `application/…+json`, with parameters;
+    /// its default body limit is 2 MB outside the upload routes, which pre-check a
+    /// `Content-Length` over 16 MiB with the app's own error.
+    @Test func contentTypesAndBodyLimitsAreTheFrameworks() async throws {
+        let h = try await FlowHarness()
+        defer { Task { await h.stop() } }
+        let status = Array(#"{"backupId":"backup_account_none"}"#.utf8)
+        for type in [
+            "application/json", "application/json; charset=utf-8", "application/vnd.api+json", "Application/JSON",
+        ] {
+            let reply = try await h.send("/v1/backup/status", raw: status, contentType: type)
+            #expect(reply.status == 404 && reply.code == "not_found", "\(type): \(reply.status)")
+        }
+        for type in ["application/jsonx", "text/json", "application/+json", "json"] {
+            let reply = try await h.send("/v1/backup/status", raw: status, contentType: type)
+            #expect(reply.status == 415, "\(type): \(reply.status)")
+        }
+        let big =
+            Array(#"{"backupId":""#.utf8) + Array(repeating: UInt8(ascii: "a"), count: 3_000_000) + Array(#""}"#.utf8)
+        var reply = try await h.send("/v1/backup/status", raw: big)
+        #expect(reply.status == 413 && reply.contentType?.hasPrefix("text/plain") == true, "\(reply.status)")
+        #expect(reply.text == "Failed to buffer the request body: length limit exceeded")
+        reply = try await h.send(
+            "/v1/sync", raw: Array(repeating: 0x2d, count: 17 * 1024 * 1024),
+            contentType: "multipart/form-data; boundary=b")
+        #expect(reply.status == 413 && reply.code == "content_too_large", "\(reply.status) \(reply.text.prefix(80))")
+        await h.stop()
+    }
+
     @Test func theSandboxFaultHeaderFailsBeforeAnyEffect() async throws {
         let h = try await FlowHarness()
         defer { Task { await h.stop() } }
