@@ -3,6 +3,7 @@ import BackupModel
 import BackupService
 import Foundation
 import SandboxIdentity
+import Synchronization
 
 /// The Backup Service (crate 0.9.5), every route of `reference/backup-service-flows.md`, with
 /// its order of checks, its error codes and statuses word for word, and its storage effects,
@@ -59,6 +60,8 @@ public final class BackupServiceEmulator: Sendable {
     let clock: WallClock
     let random: any RandomSource
     public let faults: ServiceFaults
+    /// The service's Redis locks on create and sync.
+    public let locks = ServiceLocks()
 
     /// - Parameter key: the token MAC key (32 bytes or more).
     public init(
@@ -289,5 +292,39 @@ public final class ServiceFaults: @unchecked Sendable {
             drops -= 1
             return true
         }
+    }
+}
+
+/// The service's Redis locks (`lock#<prefix>#<id>`, `SET NX` with a 120 s TTL, value the
+/// owner's UUID): `crate_backup_lock:` (sic) around a create, `sync_backup_lock:` around a sync.
+/// A held lock answers `423 conflicting_lock`.
+public final class ServiceLocks: Sendable {
+    public static let createPrefix = "crate_backup_lock:"
+    public static let syncPrefix = "sync_backup_lock:"
+    public static let ttlSeconds: Int64 = 120
+
+    private let held = Mutex<[String: Int64]>([:])
+
+    public init() {}
+
+    /// Takes the lock on `prefix` + `id` until `now` + the TTL; `false` while another holds it.
+    public func acquire(_ prefix: String, _ id: String, now: Int64) -> Bool {
+        held.withLock { held in
+            let key = "lock#\(prefix)#\(id)"
+            if let until = held[key], until > now { return false }
+            held[key] = now + Self.ttlSeconds
+            return true
+        }
+    }
+
+    public func release(_ prefix: String, _ id: String) {
+        _ = held.withLock { $0.removeValue(forKey: "lock#\(prefix)#\(id)") }
+    }
+
+    /// Runs `body` holding the lock; `423 conflicting_lock` when it is held.
+    func holding<T>(_ prefix: String, _ id: String, now: Int64, _ body: () throws(Refusal) -> T) throws(Refusal) -> T {
+        guard acquire(prefix, id, now: now) else { throw .locked }
+        defer { release(prefix, id) }
+        return try body()
     }
 }

@@ -38,7 +38,7 @@ extension BackupServiceEmulator {
     }
 
     /// `POST /v1/create` (BS: `create_backup.rs`): both factors validated (each burns its
-    /// token), the id must be new (HEAD of the blob), both lookup rows inserted, then the blob and
+    /// token), the `crate_backup_lock:` lock (423), the id must be new (HEAD of the blob), both lookup rows inserted, then the blob and
     /// the metadata put with `If-None-Match: *`; if S3 fails, the rows are deleted again.
     func create(_ call: Call) throws(Refusal) -> Answer {
         let storage = try store()
@@ -50,6 +50,17 @@ extension BackupServiceEmulator {
             request.initialSyncFactor, token: request.initialSyncChallengeToken, context: ChallengeContext.create,
             turnkeyProviderId: nil, isSyncFactor: true, call)
         let backupId = request.backupAccountId
+        // The reference names the `crate_backup_lock:` lock but not its step; taken here, after
+        // the tokens burned, around everything that writes (as sync's is).
+        return try locks.holding(ServiceLocks.createPrefix, backupId, now: call.now) { () throws(Refusal) -> Answer in
+            try createLocked(backupId: backupId, request: request, blob: blob, main: main, sync: sync, storage, call)
+        }
+    }
+
+    private func createLocked(
+        backupId: String, request: ServiceRequests.Create, blob: [UInt8], main: Registration, sync: Registration,
+        _ storage: ServiceStorage, _ call: Call
+    ) throws(Refusal) -> Answer {
         guard storage.getBlob(backupId) == nil else {
             throw Refusal(
                 .error(409, "backup_account_id_already_exists", "Backup ID already exists. Please `/sync` instead."))

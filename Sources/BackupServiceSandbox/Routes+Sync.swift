@@ -5,23 +5,26 @@ import Foundation
 
 extension BackupServiceEmulator {
     /// `POST /v1/sync` (BS: `sync_backup.rs`): the form, then auth (the token burns here, so a
-    /// later 412 still spends it), the metadata, the manifest gate, the blob (unconditional),
+    /// later 412 still spends it), the `sync_backup_lock:` lock (423), the metadata, the manifest gate, the blob (unconditional),
     /// then the metadata with `If-Match`.
     func sync(_ call: Call) throws(Refusal) -> Answer {
         let storage = try store()
         let (request, blob) = try form(ServiceRequests.Sync.self, call)
         let (backupId, _, _) = try verify(
             request.authorization, scope: .sync, context: ChallengeContext.sync, token: request.challengeToken, call)
-        guard let current = storage.getMetadata(backupId) else { throw .backupNotFound }
-        var metadata = current.metadata
-        guard metadata.manifestHash == request.currentManifestHash else { throw .manifestMismatch }
-        metadata.manifestHash = request.newManifestHash
-        let stored = try io { () throws(ConsoleError) -> Bool in
-            _ = try storage.putBlob(backupId, blob)
-            return try storage.putMetadata(metadata, ifMatch: current.etag)
+        // 3. The lock, after the token burned.
+        return try locks.holding(ServiceLocks.syncPrefix, backupId, now: call.now) { () throws(Refusal) -> Answer in
+            guard let current = storage.getMetadata(backupId) else { throw .backupNotFound }
+            var metadata = current.metadata
+            guard metadata.manifestHash == request.currentManifestHash else { throw .manifestMismatch }
+            metadata.manifestHash = request.newManifestHash
+            let stored = try io { () throws(ConsoleError) -> Bool in
+                _ = try storage.putBlob(backupId, blob)
+                return try storage.putMetadata(metadata, ifMatch: current.etag)
+            }
+            guard stored else { throw .internalError }
+            return .json(200, ["backupId": backupId])
         }
-        guard stored else { throw .internalError }
-        return .json(200, ["backupId": backupId])
     }
 
     /// `POST /v1/delete-backup` (SYNC scope): blob, metadata, then every FactorLookup row; `204`.

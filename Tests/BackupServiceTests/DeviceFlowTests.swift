@@ -171,6 +171,41 @@ import Testing
         }
     }
 
+    /// The service's Redis lock: a sync while another holds `sync_backup_lock:` answers 423
+    /// after its token burned (auth comes first); the lock lapses after 120 s.
+    @Test func aSyncWhileTheLockIsHeldIsConflictingLock() async throws {
+        try await FlowHarness.with { h in
+            let user = try FlowUser(h.random)
+            #expect(try await h.createWithKeychain(user).status == 200)
+            let locks = h.server.emulator.locks
+            let now = Int64(Date().timeIntervalSince1970)
+            #expect(locks.acquire(ServiceLocks.syncPrefix, user.backupId, now: now))
+            func sync(_ challenge: (bytes: [UInt8], token: String)) async throws -> FlowHarness.Reply {
+                try await h.form(
+                    "/v1/sync",
+                    payload: .object([
+                        "authorization": try user.device.authorization(challenge.bytes),
+                        "challengeToken": .string(challenge.token),
+                        "currentManifestHash": .string(FlowHarness.manifest),
+                        "newManifestHash": .string(String(repeating: "01", count: 32)),
+                    ]), blob: [4])
+            }
+            let challenge = try await h.challenge("/v1/sync/challenge/keypair")
+            var reply = try await sync(challenge)
+            #expect(reply.status == 423 && reply.code == "conflicting_lock", "\(reply.text)")
+            #expect(h.blobFile(user.backupId) != [4], "nothing written under another's lock")
+            locks.release(ServiceLocks.syncPrefix, user.backupId)
+            reply = try await sync(challenge)
+            #expect(reply.status == 400 && reply.code == "already_used", "the token burned before the lock")
+            reply = try await sync(try await h.challenge("/v1/sync/challenge/keypair"))
+            #expect(reply.status == 200, "\(reply.text)")
+            // A holder that died: its lock lapses with the TTL.
+            #expect(locks.acquire(ServiceLocks.createPrefix, user.backupId, now: now))
+            #expect(!locks.acquire(ServiceLocks.createPrefix, user.backupId, now: now + 119))
+            #expect(locks.acquire(ServiceLocks.createPrefix, user.backupId, now: now + 120))
+        }
+    }
+
     @Test func deletingTheBackupAndWhatAFailureLeaves() async throws {
         try await FlowHarness.with { h in
             let user = try FlowUser(h.random)
