@@ -122,11 +122,16 @@ public final class BackupServiceEmulator: Sendable {
         let call = Call(request: request, now: millis / 1000, nowMillis: millis, fault: fault)
         if fault == "unavailable" { return Refusal.internalError.answer }
         guard let route = Self.routes[request.path] else { return .plain(404, "") }
-        guard route.method == request.method else { return ServiceAnswer(status: 405, contentType: nil, body: []) }
+        // axum's `get()` serves HEAD too, without the body.
+        let head = request.method == "HEAD" && route.method == "GET"
+        guard route.method == request.method || head else {
+            return ServiceAnswer(status: 405, contentType: nil, body: [])
+        }
         if route.needsStorage && storage == nil { return .plain(404, "") }
         do {
             var answer = try await dispatch(call)
             if fault == "drop" { answer.drop = true }
+            if head { answer.body = [] }
             return answer
         } catch {
             return error.answer

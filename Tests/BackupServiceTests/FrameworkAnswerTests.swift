@@ -11,6 +11,8 @@ import Testing
         defer { Task { await h.stop() } }
         var reply = try await h.send("/health", method: "GET", contentType: nil)
         #expect(reply.status == 200 && reply.text == #"{"rev":null,"semver":"0.9.5","status":"ok"}"#)
+        reply = try await h.send("/health", method: "HEAD", contentType: nil)
+        #expect(reply.status == 200 && reply.body.isEmpty)
         reply = try await h.send("/ready", method: "GET", contentType: nil)
         #expect(reply.status == 200 && reply.text == #"{"status":"ok"}"#)
         reply = try await h.send("/openapi.json", method: "GET", contentType: nil)
