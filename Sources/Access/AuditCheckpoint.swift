@@ -91,13 +91,25 @@ extension AuditLog {
         }
         var previousHash = AuditEntry.genesisHash
         var previousSeq: Int64 = 0
+        // A rotation hands the chain from one key to the next for good: a key that signed before
+        // another took over never signs again (a leaked retired key cannot re-sign the tail).
+        var currentKey: Int?
+        var retiredKeys: Set<Int> = []
         for (index, checkpoint) in checkpoints.enumerated() {
-            guard publicKeys.contains(where: { checkpoint.isSigned(by: $0) }) else {
+            guard let key = publicKeys.firstIndex(where: { checkpoint.isSigned(by: $0) }) else {
                 return failure(
                     "bad_signature", checkpoint.seq,
                     "the checkpoint at seq \(checkpoint.seq) is not signed by \(publicKeys.count == 1 ? "the audit key" : "any of the audit keys given")",
                     lastSeq: previousSeq, count: index)
             }
+            if let currentKey, key != currentKey { retiredKeys.insert(currentKey) }
+            guard !retiredKeys.contains(key) else {
+                return failure(
+                    "bad_signature", checkpoint.seq,
+                    "the checkpoint at seq \(checkpoint.seq) is signed by a key that another key had replaced before it: a retired key signed after the rotation",
+                    lastSeq: previousSeq, count: index)
+            }
+            currentKey = key
             guard checkpoint.prevCheckpointHash == previousHash, checkpoint.seq >= previousSeq else {
                 return failure(
                     "checkpoint_missing", checkpoint.seq,

@@ -143,6 +143,17 @@ import Testing
             session: s.session, publicKeys: [s.publicKey, rotated.publicKey],
             anchors: try AuditAnchor.checkpoints(inFile: s.witness), maxUnsigned: 5)
         #expect(result.ok, "\(result)")
+
+        // The retired key, leaked, signs a checkpoint after the rotation: it no longer counts.
+        try await s.fixture.store.appendAudit(s.session.audit("operator.grant", target: "mallory"))
+        let head = try #require(try await s.file.entries().last)
+        try await s.file.store().appendAuditCheckpoint(
+            try AuditCheckpoint.sign(
+                seq: head.seq, headHash: head.hash, atMillis: 0, previous: try await s.checkpoints().last,
+                privateKey: s.key))
+        let leaked = try await SignedAuditLog(store: s.fixture.store).verify(
+            session: s.session, publicKeys: [s.publicKey, rotated.publicKey], maxUnsigned: 5)
+        #expect(!leaked.ok && leaked.finding == "bad_signature" && leaked.firstBadSeq == head.seq, "\(leaked)")
     }
 
     @Test("a witness whose last append a crash cut short still anchors the start")
