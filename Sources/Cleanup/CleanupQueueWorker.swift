@@ -18,7 +18,8 @@ public struct CleanupQueueWorker: Sendable {
     public let service: CleanupService
     /// This worker's holder name (``ProcessHolder/name(_:)``).
     public let name: String
-    /// The session of the operator who queued an item, checked for `cleanup run` again.
+    /// The session of the operator who queued an item, checked for `cleanup run` again before
+    /// each item whenever the store's access version moved.
     public let session: @Sendable (_ queuedBy: String) async throws(ConsoleError) -> Session
     /// How long a claim lasts without a heartbeat, milliseconds.
     public var leaseMillis: Int64 = 60_000
@@ -27,6 +28,9 @@ public struct CleanupQueueWorker: Sendable {
     /// Journal attempts after which a retryable failure is recorded `failed`.
     public var maxAttempts = 20
     public var maxPolls = 5
+    /// The store's access version (``ConsoleStore/accessVersion()``), read before each item;
+    /// tests inject one that moves between items.
+    public var accessVersion: (@Sendable () async throws(ConsoleError) -> Int64)?
 
     public init(
         service: CleanupService, name: String,
@@ -48,13 +52,17 @@ public struct CleanupQueueWorker: Sendable {
 
     /// Claims and processes queued items of `tenant` until none is claimable, `shouldStop`
     /// says so (items in hand finish first) or Turnkey is out; returns the outcomes.
-    /// - Throws: store failures only; a refused session leaves its items to a later claim.
+    /// - Throws: store failures only; an item whose queuer may no longer run cleanup is taken
+    ///   off the queue.
     public func drain(tenant: TenantName, shouldStop: @Sendable () -> Bool = { false }) async throws(ConsoleError)
         -> [RunReport.Item]
     {
         let store = try store
         var outcomes: [RunReport.Item] = []
-        var sessions: [String: Session] = [:]
+        // Each queuer's session with the store's access version it was read at: any grant,
+        // revocation, rotation or removal (by any process) bumps the version, so a revoked
+        // operator's items stop at the next item, not at the end of the drain.
+        var sessions: [String: (session: Session, version: Int64)] = [:]
         let flags = RunFlags()
         // Bounded: each round claims at least one item or stops.
         for _ in 0..<100_000 {
@@ -74,19 +82,29 @@ public struct CleanupQueueWorker: Sendable {
                     guard held.contains(queued.item.subOrgId) else { continue }
                 }
                 let session: Session
-                if let known = sessions[queued.queuedBy] {
-                    session = known
+                let version: Int64
+                if let accessVersion {
+                    version = try await accessVersion()
+                } else {
+                    version = try await store.accessVersion()
+                }
+                if let known = sessions[queued.queuedBy], known.version == version {
+                    session = known.session
                 } else {
                     do throws(ConsoleError) {
                         session = try await self.session(queued.queuedBy)
                         try await session.require(.cleanupRun)
                     } catch {
+                        // Off the queue: the queuer's word no longer holds. An operator who may run
+                        // cleanup decides the item again (`cleanup run --execute --queue`).
+                        sessions[queued.queuedBy] = nil
+                        try await store.unqueueCleanup(tenant: tenant, subOrgId: queued.item.subOrgId)
                         service.logger.warning(
-                            "cleanup item \(queued.item.subOrgId) of \(tenant) was queued by \(queued.queuedBy), who may no longer run cleanup: \(error.message)"
+                            "cleanup item \(queued.item.subOrgId) of \(tenant) was taken off the queue: it was queued by \(queued.queuedBy), who may no longer run cleanup (\(error.message))"
                         )
                         continue
                     }
-                    sessions[queued.queuedBy] = session
+                    sessions[queued.queuedBy] = (session, version)
                 }
                 if let item = try await process(queued, session: session, flags: flags, store: store) {
                     outcomes.append(item)

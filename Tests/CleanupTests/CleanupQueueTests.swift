@@ -3,6 +3,7 @@ import BackupModel
 import BackupctlTestSupport
 import ConsoleStore
 import Foundation
+import Synchronization
 import Testing
 import Turnkey
 
@@ -118,7 +119,7 @@ import Turnkey
     }
 
     @Test(
-        "--queue needs no Turnkey call until a worker runs, and a refused queuer's items wait",
+        "--queue needs no Turnkey call until a worker runs, and a refused queuer's items leave the queue",
         arguments: TestBackend.available)
     func aQueuerWithoutTheRoleLeavesItemsQueued(backend: TestBackend) async throws {
         let fixture = try await CleanupFixture(orphanCount: 2, backend: backend)
@@ -132,6 +133,36 @@ import Turnkey
         #expect(await fixture.sandbox.deleteBodies.isEmpty)
         let pending = try await fixture.store.cleanupItems(tenant: fixture.session.tenantName, states: [.pending])
         #expect(pending.count == 2)
+        #expect(try await worker(fixture, service, "w").drain(tenant: fixture.session.tenantName).isEmpty)
+        #expect(await fixture.sandbox.deleteBodies.isEmpty)
+    }
+
+    /// Revoked mid-drain: the access version moves after the first item, the queuer's session
+    /// is read again and refused, and the rest of the queuer's items leave the queue undeleted.
+    @Test("a queuer revoked while a worker drains stops at the next item", arguments: TestBackend.available)
+    func aRevokedQueuerStopsAtTheNextItem(backend: TestBackend) async throws {
+        let fixture = try await CleanupFixture(orphanCount: 4, backend: backend)
+        defer { Task { await fixture.stop() } }
+        let tenant = fixture.session.tenantName
+        let service = fixture.service(budget: 1000)
+        _ = try await queueEverything(fixture, service)
+        let session = fixture.session
+        let reads = Counter()
+        var drainer = CleanupQueueWorker(service: service, name: "w") { queuedBy throws(ConsoleError) in
+            guard reads.next() == 1 else {
+                throw ConsoleError(.permissionDenied, code: "permission_denied", "\(queuedBy) was revoked")
+            }
+            return session
+        }
+        let versions = Counter()
+        // Unchanged for the first item's read, moved (a revocation) from the second on.
+        drainer.accessVersion = { Int64(min(versions.next(), 2)) }
+        let done = try await drainer.drain(tenant: tenant)
+        #expect(done.count == 1 && done.first?.outcome == "deleted", "\(done)")
+        #expect(await fixture.sandbox.deleteBodies.count == 1)
+        let left = try await fixture.store.cleanupItems(tenant: tenant, states: [.pending])
+        #expect(left.count == 3)
+        #expect(try await worker(fixture, service, "w2").drain(tenant: tenant).isEmpty, "off the queue")
     }
 
     /// A worker re-checks an item's proof right before deleting it. Queued on a live tenant's
@@ -180,5 +211,17 @@ extension Sequence {
         var result: [T] = []
         for element in self { result.append(try await transform(element)) }
         return result
+    }
+}
+
+/// A thread-safe count: `next()` returns 1, 2, 3, …
+final class Counter: Sendable {
+    private let value = Mutex(0)
+
+    func next() -> Int {
+        value.withLock {
+            $0 += 1
+            return $0
+        }
     }
 }
