@@ -17,10 +17,16 @@ import Synchronization
 /// that cannot sign its checkpoints is taking requests whose entries nothing anchors.
 final class Readiness: Sendable {
     static let interval: Duration = .milliseconds(500)
+    /// A store that has not answered a check within this is not ready: a database that stopped
+    /// answering (a stalled network, a server that accepts and says nothing) must turn the probe
+    /// 503 while it lasts, not leave the last "ready" in place.
+    static let deadline: Duration = .seconds(2)
 
     private struct State: Sendable {
         var failure: ConsoleError?
         var checked = false
+        /// A check's store query that has not returned yet (it is never started twice).
+        var querying = false
     }
 
     private let state = Mutex(State())
@@ -34,19 +40,25 @@ final class Readiness: Sendable {
         self.logger = logger
     }
 
-    /// Checks the store and the signer now; logs when readiness changes.
-    func check() async {
+    /// Checks the store and the signer now, waiting at most ``deadline`` for the store; logs
+    /// when readiness changes.
+    func check(deadline: Duration = Readiness.deadline) async {
         var failure: ConsoleError?
-        do {
-            let head = try await console.store().latestAuditEntries(tenant: nil, limit: 1).last?.seq ?? 0
+        switch await headWithin(deadline) {
+        case .some(.success(let head)):
             metrics.auditHead(head)
             if let signing = console.auditSigningError {
                 failure = ConsoleError(
                     .internalError, code: "audit_signing_failed",
                     "The audit signer cannot sign checkpoints: \(signing.message)")
             }
-        } catch {
+        case .some(.failure(let error)):
             failure = error
+        case .none:
+            failure = ConsoleError(
+                .remote, code: "store_timeout",
+                "The console store did not answer a one-row read within \(deadline) (a database that stopped answering)."
+            )
         }
         let (was, checked) = state.withLock { state in
             defer {
@@ -61,6 +73,35 @@ final class Readiness: Sendable {
             logger.notice("ready again")
         }
     }
+
+    /// The newest audit entry's seq, or `nil` when the store did not answer within `deadline`
+    /// (the query goes on in its own task, and no other starts until it returns).
+    private func headWithin(_ deadline: Duration) async -> Result<Int64, ConsoleError>? {
+        let start = state.withLock { state -> Bool in
+            defer { state.querying = true }
+            return !state.querying
+        }
+        guard start else { return nil }
+        let first = FirstAnswer<Result<Int64, ConsoleError>>()
+        Task { [self] in
+            let result: Result<Int64, ConsoleError>
+            do throws(ConsoleError) {
+                result = .success(try await console.store().latestAuditEntries(tenant: nil, limit: 1).last?.seq ?? 0)
+            } catch {
+                result = .failure(error)
+            }
+            state.withLock { $0.querying = false }
+            first.answer(result)
+        }
+        Task {
+            try? await Task.sleep(for: deadline)
+            first.answer(nil)
+        }
+        return await first.value()
+    }
+
+    /// The code of the last check's failure (`nil`: ready, or not checked yet).
+    var failureCode: String? { state.withLock { $0.failure?.code } }
 
     /// The answer of `/readyz`: 200 `{"status":"ready"}`, or 503 with the failure's code, a
     /// `Retry-After` of the next check, and a message that points to the server's log: the probe
@@ -191,5 +232,36 @@ extension RequestHandler {
         if let counts = connections?.snapshot { metrics.connections(open: counts.open, closed: counts.closed) }
         return HTTPAnswer.json(
             200, Data(metrics.exposition().utf8), contentType: "text/plain; version=0.0.4; charset=utf-8")
+    }
+}
+
+/// The first of several answers, to whoever waits for it; later ones are dropped.
+final class FirstAnswer<Value: Sendable>: Sendable {
+    private struct State: Sendable {
+        var value: Value??
+        var waiter: CheckedContinuation<Value?, Never>?
+    }
+
+    private let state = Mutex(State())
+
+    func answer(_ value: Value?) {
+        let waiter = state.withLock { state -> CheckedContinuation<Value?, Never>? in
+            guard state.value == nil else { return nil }
+            state.value = .some(value)
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: value)
+    }
+
+    func value() async -> Value? {
+        await withCheckedContinuation { (waiter: CheckedContinuation<Value?, Never>) in
+            let known = state.withLock { state -> Value?? in
+                if let value = state.value { return .some(value) }
+                state.waiter = waiter
+                return nil
+            }
+            if let known { waiter.resume(returning: known) }
+        }
     }
 }
