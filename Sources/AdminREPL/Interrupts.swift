@@ -36,11 +36,39 @@ enum Interrupts {
     static func releaseForREPL() { heldForRun = false }
 
     /// Runs `body` with signals turned into the flag: the command in it is let finish.
+    /// Once a signal arrived, ends a command that is let finish but does not stop within
+    /// ``stuckSeconds`` (``watch()``).
     @MainActor
     static func finishing<T>(_ body: () async -> T) async -> T {
         letFinish += 1
         defer { letFinish -= 1 }
+        let watchdog = Task.detached { await Self.watch() }
+        defer { watchdog.cancel() }
         return await body()
+    }
+
+    /// How long a command may go on after SIGINT or SIGTERM: a job stops after the call it is
+    /// in, but a call can hang (a server or a database that stopped answering).
+    /// `BACKUPCTL_STOP_GRACE_SECONDS` (1…3600) sets it; 60 by default, past any call that is
+    /// merely slow.
+    static let stuckSeconds: Int = {
+        let given = ProcessInfo.processInfo.environment["BACKUPCTL_STOP_GRACE_SECONDS"].flatMap { Int($0) }
+        return given.map { min(max($0, 1), 3600) } ?? 60
+    }()
+
+    /// Waits for a signal, then ``stuckSeconds``; a command still running then is ended, with
+    /// one line saying its outcome is unknown, and 128 + the signal. Cancelled when it ends.
+    static func watch() async {
+        while !Task.isCancelled {
+            if let signal = Interrupts.signal {
+                do { try await Task.sleep(for: .seconds(stuckSeconds)) } catch { return }
+                let line =
+                    "error[interrupted]: \(name(signal)) arrived \(stuckSeconds) s ago and the command has not stopped (a server or a database that does not answer); ended without its answer, so its outcome is unknown.\n"
+                _ = Array(line.utf8).withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+                _exit(128 + signal)
+            }
+            do { try await Task.sleep(for: .milliseconds(100)) } catch { return }
+        }
     }
 
     /// The signal received since the run began, if any.

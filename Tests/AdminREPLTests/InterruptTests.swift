@@ -123,4 +123,32 @@ import Testing
         #expect(pty.status == 130, "\(pty.transcript)")
         #expect(pty.transcript.contains("error[interrupted]") && pty.transcript.contains("by SIGINT"))
     }
+
+    /// A call that never answers (a server that stopped answering) would hold a signalled
+    /// command for good: it is ended `BACKUPCTL_STOP_GRACE_SECONDS` after the signal, with a line
+    /// that says its outcome is unknown, and 143.
+    @Test func aCommandStuckOnAServerThatDoesNotAnswerEndsAfterTheSignal() async throws {
+        let silent = try StallingServer(head: "")
+        defer { silent.stop() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("stuck-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let child = try BackupctlBinary.start(
+            ["--server", silent.baseURL, "whoami"],
+            environment: [
+                "PATH": "/usr/bin:/bin", "HOME": directory.path, "XDG_CONFIG_HOME": directory.path,
+                "BACKUPCTL_TOKEN": "bctl_" + String(repeating: "Q", count: 43),
+                "BACKUPCTL_STOP_GRACE_SECONDS": "2",
+            ])
+        // Bounded: the request reaches the server within the first minute.
+        for _ in 0..<600 where silent.requests == 0 && child.isRunning {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(silent.requests == 1)
+        child.signal(SIGTERM)
+        let ended = await child.wait(seconds: 60)
+        if ended == nil { _ = await child.kill() }
+        #expect(ended == .exited(143), "\(child.stderr)")
+        #expect(child.stderr.contains("error[interrupted]") && child.stderr.contains("outcome is unknown"))
+    }
 }

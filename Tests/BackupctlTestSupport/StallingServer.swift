@@ -18,6 +18,10 @@ public final class StallingServer: @unchecked Sendable {
     public let port: Int
     private let listener: Int32
     private let stopped = Atomic<Bool>(false)
+    private let read = Atomic<Int>(0)
+
+    /// How many requests it has read (and left unanswered past the head).
+    public var requests: Int { read.load(ordering: .acquiring) }
 
     /// - Parameter head: what each connection gets before the silence.
     public init(
@@ -79,7 +83,10 @@ public final class StallingServer: @unchecked Sendable {
             var ready = pollfd(fd: connection, events: Int16(POLLIN), revents: 0)
             guard poll(&ready, 1, 1000) > 0 else { continue }
             var buffer = [UInt8](repeating: 0, count: 65536)
-            guard read(connection, &buffer, buffer.count) > 0, !stopped.load(ordering: .acquiring) else { continue }
+            guard Glibc.read(connection, &buffer, buffer.count) > 0, !stopped.load(ordering: .acquiring) else {
+                continue
+            }
+            read.add(1, ordering: .releasing)
             _ = head.withUnsafeBytes { write(connection, $0.baseAddress, $0.count) }
         }
     }
