@@ -83,6 +83,17 @@ extension CleanupService {
                     if wait > 0 { try? await timing.sleep(wait) }
                     do throws(ConsoleError) {
                         return .success((try await worker.process(id, finalPass: last), pass))
+                    } catch  where error.code == "stale_journal_item" {
+                        // A cleanup worker (or another writer) took the item meanwhile: its outcome
+                        // stands, and this run goes on with the others.
+                        return .success(
+                            (
+                                RunReport.Item(
+                                    subOrgId: id, outcome: "skipped", attempts: 0,
+                                    error:
+                                        "changed by another writer (a cleanup worker) during this run; `cleanup status` shows its outcome"
+                                ), pass
+                            ))
                     } catch {
                         return .failure(error)
                     }

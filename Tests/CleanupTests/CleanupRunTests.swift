@@ -110,6 +110,40 @@ struct CleanupRunTests {
         #expect(await fixture.sandbox.deleteBodies[target] == nil)
     }
 
+    /// A cleanup worker finishes an item while a run is sending it: the run's write of that item
+    /// is stale, so it reports it `skipped` (the worker's outcome stands) and goes on with the
+    /// others, instead of failing the whole run with `stale_journal_item`.
+    @Test("an item a worker finished mid-run is skipped and the run goes on", arguments: TestBackend.available)
+    func aWorkerFinishesAnItemMidRun(backend: TestBackend) async throws {
+        let fixture = try await CleanupFixture(orphanCount: 4, backend: backend)
+        defer { Task { await fixture.stop() } }
+        let target = try #require(fixture.orphans.first)
+        let store = fixture.store
+        let tenant = fixture.session.tenantName
+        let done = OutageSwitch()
+        let service = fixture.service(
+            transport: HookTransport(inner: HTTPClientTransport()) { request throws(TurnkeyError) in
+                guard request.path == TurnkeyWire.deleteSubOrganizationPath,
+                    String(decoding: request.body, as: UTF8.self).contains(target), !done.on
+                else { return }
+                done.on = true
+                do {
+                    // The worker's write: the same item, recorded deleted.
+                    guard var item = try await store.cleanupItem(tenant: tenant, subOrgId: target) else { return }
+                    item.state = .deleted
+                    _ = try await store.updateCleanupItem(tenant: tenant, item, audit: nil)
+                } catch {
+                    throw TurnkeyError(.badRequest, message: "fixture failed: \(error)")
+                }
+            })
+        let report = try await service.run(
+            session: fixture.session, options: CleanupRunOptions(execute: true, concurrency: 1, graceSeconds: 0))
+        let item = try #require(report.items.first { $0.subOrgId == target })
+        #expect(item.outcome == "skipped" && item.error?.contains("another writer") == true, "\(item)")
+        #expect(report.deleted == fixture.orphans.count - 1)
+        #expect(try await store.cleanupItem(tenant: tenant, subOrgId: target)?.state == .deleted)
+    }
+
     /// A rate-limit 429 whose `Retry-After` (90 s) is longer than the client waits in place
     /// (60 s) fails the attempt at once; the run's next pass of that sub-org waits it out
     /// instead of starting at once and spending its passes in seconds, and the run finishes.
