@@ -79,7 +79,9 @@ enum PostgresErrors {
             return ConsoleError(
                 .remote, code: "database_auth_failed", "PostgreSQL at \(endpoint) refused the login: \(message).")
         case "3D000":
-            return ConsoleError(.remote, code: "database_unavailable", "PostgreSQL at \(endpoint): \(message).")
+            // The server answered: the database named in the URL does not exist (a mistake to fix).
+            return ConsoleError(
+                .configuration, code: "database_not_found", "PostgreSQL at \(endpoint): \(message).")
         case _ where state.hasPrefix("57P") || state.hasPrefix("08") || state == "53300":
             return unavailable(endpoint, message)
         default:

@@ -15,8 +15,8 @@ extension PostgresStoreConfiguration {
 
     /// The same settings for one connection outside the pool (``PostgresStoreDatabase`` opens one to
     /// check the server answers before it starts the pool).
-    /// - Throws: ``ConsoleError`` `usage` when the TLS settings cannot be loaded (an unreadable
-    ///   `sslrootcert`).
+    /// - Throws: ``ConsoleError`` `invalid_ca_file` (exit 78) when the TLS settings cannot be
+    ///   loaded (an unreadable `sslrootcert`).
     func connectionConfiguration() throws(ConsoleError) -> PostgresConnection.Configuration {
         let tls: PostgresConnection.Configuration.TLS
         if sslMode == .disable {
@@ -25,7 +25,8 @@ extension PostgresStoreConfiguration {
             do {
                 tls = .require(try NIOSSLContext(configuration: tlsConfiguration))
             } catch {
-                throw .usage("Cannot load the TLS settings of \(redacted): \(error).")
+                throw ConsoleError(
+                    .configuration, code: "invalid_ca_file", "Cannot load the TLS settings of \(redacted): \(error).")
             }
         }
         var configuration = PostgresConnection.Configuration(

@@ -76,12 +76,15 @@ enum PassFile {
                 decoding: try InputFile.read(path, what: "The PostgreSQL password file", maxBytes: 1 << 20),
                 as: UTF8.self)
         } catch {
-            throw .usage(
+            throw ConsoleError(
+                .configuration, code: "invalid_config",
                 "Cannot read the PostgreSQL password file \(path) (missing, unreadable or not a regular file).")
         }
         let attributes = try? FileManager.default.attributesOfItem(atPath: path)
         guard let mode = (attributes?[.posixPermissions] as? NSNumber)?.intValue, mode & 0o077 == 0 else {
-            throw .usage("The PostgreSQL password file \(path) is readable by others; chmod 600 it.")
+            throw ConsoleError(
+                .configuration, code: "insecure_config",
+                "The PostgreSQL password file \(path) is readable by others; chmod 600 it.")
         }
         let wanted = [host, String(port), database, user]
         for line in text.split(whereSeparator: \.isNewline) where !line.hasPrefix("#") {

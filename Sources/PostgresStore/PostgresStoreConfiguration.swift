@@ -38,21 +38,28 @@ public struct PostgresStoreConfiguration: Sendable, CustomStringConvertible, Cus
     /// The largest `pool_size` accepted.
     static let maxPoolSize = 200
 
+    /// A database URL that cannot be used as given: a configuration mistake to fix, not retry
+    /// (exit 78, as a bad `--db` path is).
+    static func invalidURL(_ message: String) -> ConsoleError {
+        ConsoleError(.configuration, code: "invalid_url", message)
+    }
+
     /// Parses `url`, taking the password from `environment` (`PGPASSWORD`, `PGPASSFILE`, `HOME`)
     /// when the URL has none.
-    /// - Throws: ``ConsoleError`` `usage`, one sentence naming the URL without its password, when
-    ///   the URL is malformed, names an unknown parameter, or is not on loopback without TLS.
+    /// - Throws: ``ConsoleError`` `invalid_url` (configuration, exit 78), one sentence naming the
+    ///   URL without its password, when the URL is malformed, names an unknown parameter, or is not
+    ///   on loopback without TLS.
     public init(
         url: String, environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(ConsoleError) {
         let shown = Self.redact(url)
-        func bad(_ why: String) -> ConsoleError { .usage("The database URL \(shown) \(why).") }
+        func bad(_ why: String) -> ConsoleError { Self.invalidURL("The database URL \(shown) \(why).") }
 
         guard url.utf8.count <= Self.maxURLLength else {
-            throw .usage("The database URL is longer than \(Self.maxURLLength) bytes.")
+            throw Self.invalidURL("The database URL is longer than \(Self.maxURLLength) bytes.")
         }
         guard !Self.hasControlCharacter(url) else {
-            throw .usage("The database URL contains a control character.")
+            throw Self.invalidURL("The database URL contains a control character.")
         }
         guard let parts = URLComponents(string: url), let scheme = parts.scheme?.lowercased(),
             scheme == "postgres" || scheme == "postgresql"

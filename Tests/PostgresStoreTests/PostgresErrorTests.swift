@@ -66,14 +66,16 @@ struct PostgresErrorTests {
         }
     }
 
-    @Test func aDatabaseThatDoesNotExistIsUnavailable() async throws {
+    @Test func aDatabaseThatDoesNotExistIsAConfigurationMistake() async throws {
         try await PostgresTestDatabase.make { testDatabase in
             var parts = try #require(URLComponents(string: testDatabase.url))
             parts.path = "/\(testDatabase.name)_missing"
             let database = PostgresStoreDatabase(
                 configuration: try PostgresStoreConfiguration(url: try #require(parts.string), environment: [:]))
             let error = try await #require(throws: ConsoleError.self) { try await database.start() }
-            #expect(error.code == "database_unavailable" && error.message.contains("does not exist"))
+            #expect(
+                error.kind == .configuration && error.code == "database_not_found"
+                    && error.message.contains("does not exist"))
         }
     }
 

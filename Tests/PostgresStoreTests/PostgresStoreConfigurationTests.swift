@@ -91,7 +91,7 @@ import Testing
         let error = try #require(throws: ConsoleError.self) {
             try PostgresStoreConfiguration(url: url, environment: [:])
         }
-        #expect(error.kind == .usage && error.code == "usage")
+        #expect(error.kind == .configuration && error.code == "invalid_url")
         #expect(error.message.contains(reason), "\(error.message)")
         #expect(!error.message.contains("s3cret") && !error.message.contains("s3/cret"))
         #expect(!error.message.contains("\n"))
@@ -102,7 +102,7 @@ import Testing
         let error = try #require(throws: ConsoleError.self) {
             try PostgresStoreConfiguration(url: url, environment: [:])
         }
-        #expect(error.kind == .usage && error.message == "The database URL is longer than 4096 bytes.")
+        #expect(error.kind == .configuration && error.message == "The database URL is longer than 4096 bytes.")
     }
 
     @Test func theDescriptionDumpAndRefusalsNeverHoldThePassword() throws {
@@ -155,7 +155,9 @@ import Testing
                 try PostgresStoreConfiguration(
                     url: "postgres://app@127.0.0.1/console", environment: ["PGPASSFILE": path])
             }
-            #expect(error.kind == .usage && error.message.contains("chmod 600") && !error.message.contains("s3cret"))
+            #expect(
+                error.code == "insecure_config" && error.message.contains("chmod 600")
+                    && !error.message.contains("s3cret"))
         }
     }
 
@@ -168,7 +170,9 @@ import Testing
         #expect(full.tlsConfiguration.certificateVerification == .fullVerification)
         #expect(full.tlsConfiguration.trustRoots == .file("/etc/ca.pem"))
         let unreadable = try #require(throws: ConsoleError.self) { try full.connectionConfiguration() }
-        #expect(unreadable.kind == .usage && unreadable.message.contains("postgres://app@db.example.com:5432/console"))
+        #expect(
+            unreadable.code == "invalid_ca_file"
+                && unreadable.message.contains("postgres://app@db.example.com:5432/console"))
     }
 
     private func withPassfile(_ text: String, mode: Int, _ body: (String) throws -> Void) throws {
