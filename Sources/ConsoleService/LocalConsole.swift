@@ -4,6 +4,7 @@ import BackupModel
 @_exported import ConsoleInterface
 import ConsoleStore
 import Foundation
+import Logging
 import PostgresStore
 import SQLiteStore
 import Synchronization
@@ -247,7 +248,12 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
             let made = Task { [storePath, environment, clock] () -> Result<any FullConsoleStore, ConsoleError> in
                 do throws(ConsoleError) {
                     let configuration = try PostgresStoreConfiguration(url: storePath, environment: environment)
-                    let database = PostgresStoreDatabase(configuration: configuration)
+                    // The pool's and the migrations' own lines stay below notice unless asked
+                    // for: a command's stderr carries its own messages.
+                    var logger = Logger(label: "backupctl.postgres")
+                    logger.logLevel =
+                        environment["BACKUPCTL_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .notice
+                    let database = PostgresStoreDatabase(configuration: configuration, logger: logger)
                     try await database.start()
                     do throws(ConsoleError) {
                         let store = try await PostgresConsoleStore.open(
