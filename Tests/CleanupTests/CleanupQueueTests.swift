@@ -3,7 +3,6 @@ import BackupModel
 import BackupctlTestSupport
 import ConsoleStore
 import Foundation
-import Synchronization
 import Testing
 import Turnkey
 
@@ -211,17 +210,5 @@ extension Sequence {
         var result: [T] = []
         for element in self { result.append(try await transform(element)) }
         return result
-    }
-}
-
-/// A thread-safe count: `next()` returns 1, 2, 3, …
-final class Counter: Sendable {
-    private let value = Mutex(0)
-
-    func next() -> Int {
-        value.withLock {
-            $0 += 1
-            return $0
-        }
     }
 }

@@ -84,6 +84,25 @@ struct CleanupRunTests {
         #expect(try await fixture.listed() == Set(fixture.referenced))
     }
 
+    /// The real transport, which runs `body` once, before the first deletion request of `target`
+    /// (of any sub-org when `nil`) is sent.
+    static func onFirstDeletion(of target: String?, _ body: @escaping @Sendable () async throws -> Void)
+        -> HookTransport
+    {
+        let done = OutageSwitch()
+        return HookTransport(inner: HTTPClientTransport()) { request throws(TurnkeyError) in
+            guard request.path == TurnkeyWire.deleteSubOrganizationPath,
+                target.map({ String(decoding: request.body, as: UTF8.self).contains($0) }) ?? true, !done.on
+            else { return }
+            done.on = true
+            do {
+                try await body()
+            } catch {
+                throw TurnkeyError(.badRequest, message: "fixture failed: \(error)")
+            }
+        }
+    }
+
     @Test("a backup imported mid-run that references a pending sub-org survives", arguments: TestBackend.available)
     func importMidRun(backend: TestBackend) async throws {
         let fixture = try await CleanupFixture(orphanCount: 5, backend: backend)
@@ -91,16 +110,9 @@ struct CleanupRunTests {
         let target = try #require(fixture.orphans.last)
         let store = fixture.store
         let tenant = fixture.session.tenantName
-        let done = OutageSwitch()
         let service = fixture.service(
-            transport: HookTransport(inner: HTTPClientTransport()) { request throws(TurnkeyError) in
-                guard request.path == TurnkeyWire.deleteSubOrganizationPath, !done.on else { return }
-                done.on = true
-                do {
-                    try await CleanupRunTests.reference(target, store: store, tenant: tenant)
-                } catch {
-                    throw TurnkeyError(.badRequest, message: "fixture failed: \(error)")
-                }
+            transport: Self.onFirstDeletion(of: nil) {
+                try await CleanupRunTests.reference(target, store: store, tenant: tenant)
             })
         let report = try await service.run(
             session: fixture.session, options: CleanupRunOptions(execute: true, concurrency: 1, graceSeconds: 0))
@@ -120,21 +132,12 @@ struct CleanupRunTests {
         let target = try #require(fixture.orphans.first)
         let store = fixture.store
         let tenant = fixture.session.tenantName
-        let done = OutageSwitch()
         let service = fixture.service(
-            transport: HookTransport(inner: HTTPClientTransport()) { request throws(TurnkeyError) in
-                guard request.path == TurnkeyWire.deleteSubOrganizationPath,
-                    String(decoding: request.body, as: UTF8.self).contains(target), !done.on
-                else { return }
-                done.on = true
-                do {
-                    // The worker's write: the same item, recorded deleted.
-                    guard var item = try await store.cleanupItem(tenant: tenant, subOrgId: target) else { return }
-                    item.state = .deleted
-                    _ = try await store.updateCleanupItem(tenant: tenant, item, audit: nil)
-                } catch {
-                    throw TurnkeyError(.badRequest, message: "fixture failed: \(error)")
-                }
+            transport: Self.onFirstDeletion(of: target) {
+                // The worker's write: the same item, recorded deleted.
+                guard var item = try await store.cleanupItem(tenant: tenant, subOrgId: target) else { return }
+                item.state = .deleted
+                _ = try await store.updateCleanupItem(tenant: tenant, item, audit: nil)
             })
         let report = try await service.run(
             session: fixture.session, options: CleanupRunOptions(execute: true, concurrency: 1, graceSeconds: 0))

@@ -1,11 +1,11 @@
 import Access
 import BackupCrypto
 import BackupModel
+import BackupctlTestSupport
 import ConsoleService
 import ConsoleStore
 import Foundation
 import SQLiteStore
-import Synchronization
 import Testing
 
 /// A console with an audit key signs checkpoints after requests and in its loop; without one
@@ -45,16 +45,7 @@ import Testing
     }
 
     /// How many times the injected sleep ran (the loop's closure is `@Sendable`).
-    final class Ticks: Sendable {
-        private let count = Mutex(0)
-        func next() -> Int {
-            count.withLock {
-                $0 += 1
-                return $0
-            }
-        }
-        var value: Int { count.withLock { $0 } }
-    }
+    typealias Ticks = Counter
 
     @Test func requestsSignACheckpointEveryNEntries() async throws {
         let setup = try await Setup()
