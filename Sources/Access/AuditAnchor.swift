@@ -60,13 +60,31 @@ public enum AuditAnchor {
     /// Appends `text` and a newline to `path` (created with mode 0600, never truncated) and
     /// fsyncs it before returning.
     static func append(_ text: String, to path: String) throws(ConsoleError) {
-        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        let fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             throw .invalid("invalid_anchor", "Cannot open \(path) to append (\(String(cString: strerror(errno)))).")
         }
         defer { close(fd) }
+        // A last line a crash cut short (this writer's own, half written) is cut off first.
+        dropUnterminatedTail(fd)
         guard writeAll(fd, Array((text + "\n").utf8)), fsync(fd) == 0 else {
             throw .invalid("invalid_anchor", "Cannot append to \(path) (\(String(cString: strerror(errno)))).")
+        }
+    }
+
+    /// Truncates the file after its last newline when it does not end with one (looking back at
+    /// most 64 KiB: a checkpoint line is a few hundred bytes).
+    private static func dropUnterminatedTail(_ fd: Int32) {
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_size > 0 else { return }
+        let size = Int(info.st_size)
+        let window = min(size, 64 * 1024)
+        var tail = [UInt8](repeating: 0, count: window)
+        guard pread(fd, &tail, window, off_t(size - window)) == window, tail.last != 0x0a else { return }
+        if let newline = tail.lastIndex(of: 0x0a) {
+            _ = ftruncate(fd, off_t(size - window + newline + 1))
+        } else if window == size {
+            _ = ftruncate(fd, 0)
         }
     }
 

@@ -33,6 +33,8 @@ public final class AuditSigner: Sendable {
     /// The hash of the newest stored checkpoint already found good (signed by a trusted key,
     /// its entry still in the chain), so it is checked once rather than before every signing.
     private let trustedLatest = Mutex<String?>(nil)
+    /// Why this signer must not sign (its start check failed); `nil` once a check passed.
+    private let suspended = Mutex<ConsoleError?>(nil)
 
     public init(
         privateKey: SecretBytes, clock: WallClock, everyEntries: Int64 = 100, highWaterMarkPath: String? = nil,
@@ -58,6 +60,10 @@ public final class AuditSigner: Sendable {
             privateKey: try AuditKeyFile.load(keyFile), clock: clock, everyEntries: everyEntries,
             highWaterMarkPath: keyFile + ".hwm", witnessPath: witnessPath)
     }
+
+    /// Stops signing until a start check passes: a `--db` console with the key whose store
+    /// failed it may still verify, list and export, but signs nothing.
+    public func suspend(_ reason: ConsoleError) { suspended.withLock { $0 = reason } }
 
     /// Trusts checkpoints signed by the keys this one replaced (`serve --audit-retired-key`):
     /// after a rotation the store's newest checkpoint and the carried-over high-water mark are
@@ -151,9 +157,14 @@ public final class AuditSigner: Sendable {
                 }
             }
         }
-        guard let latest else { return nil }
-        try await verifyStored(latest, store: store)
+        guard let latest else {
+            suspended.withLock { $0 = nil }
+            return nil
+        }
+        // Everything signing would check, before anything is recorded.
+        try await checkBeforeSigning(store: store, latest: latest)
         let head = try await store.auditCheckpointLag().headSeq
+        suspended.withLock { $0 = nil }
         guard head > latest.seq else { return nil }
         let adopted = (latest.seq + 1)...head
         _ = try await store.appendAudit(
@@ -181,6 +192,34 @@ public final class AuditSigner: Sendable {
         if let latest { try await verifyStored(latest, store: store) }
         let mark = try? highWaterMark()
         let head = try await store.auditCheckpointLag().headSeq
+        func refused(_ why: String) -> ConsoleError {
+            ConsoleError(
+                .verificationFailed, code: "audit_rebase_refused",
+                "--audit-rebase accepts a store rolled back behind its anchor, as it was then; \(why)")
+        }
+        if let mark {
+            // A rollback ends before the anchored entry; a store that reaches it either extends
+            // the anchor (nothing to rebase) or has another head there (a rewrite).
+            if head >= mark.seq {
+                let entry = try await store.auditEntries(tenant: nil, afterSeq: mark.seq - 1, limit: 1).first
+                throw refused(
+                    entry?.hash == mark.headHash
+                        ? "this store reaches the anchored entry \(mark.seq) with its head: there is nothing to rebase; start without --audit-rebase (audit verify --anchor names what else is wrong)."
+                        : "this store has entry \(mark.seq) with another head than the anchor: that is a rewrite, not a rollback."
+                )
+            }
+            guard latest != nil else {
+                throw refused("this store holds no signed checkpoint at all, so nothing in it is proven.")
+            }
+        }
+        // Every checkpoint the copy holds must still be genuine and match its entry.
+        let stored = try await store.auditCheckpoints()
+        let check = try await AuditLog.verifyCheckpoints(
+            store: store, checkpoints: stored, publicKeys: trustedKeys)
+        guard check.ok else {
+            throw refused(
+                "its own checkpoints do not verify (\(check.code ?? "mismatch") at entry \(check.badSeq ?? 0)).")
+        }
         let details = [
             "anchorSeq": mark.map { String($0.seq) } ?? "none",
             "anchorHead": mark.map { Self.short($0.headHash) } ?? "none",
@@ -201,6 +240,7 @@ public final class AuditSigner: Sendable {
                 "Another signer stored a checkpoint during the rebase; start again with --audit-rebase.")
         }
         try anchor(checkpoint, replacingNewer: true)
+        suspended.withLock { $0 = nil }
         return details
     }
 
@@ -240,6 +280,16 @@ public final class AuditSigner: Sendable {
             throw ConsoleError(
                 .verificationFailed, code: "audit_checkpoint_forged",
                 "The store's newest audit checkpoint (of entry \(checkpoint.seq)) is not signed by \(keyNames): it was forged or altered. Refusing to sign after it; run `audit verify --public-key FILE` to find it."
+            )
+        }
+        // A key another replaced never signs again: once this key's own checkpoint is its mark,
+        // a newer one by a retired key is a forgery (a leaked old key), as `audit verify` says.
+        if !checkpoint.isSigned(by: publicKey.bytes), let mark = try? highWaterMark(),
+            mark.isSigned(by: publicKey.bytes)
+        {
+            throw ConsoleError(
+                .verificationFailed, code: "audit_checkpoint_forged",
+                "The store's newest audit checkpoint (of entry \(checkpoint.seq)) is signed by a retired key, after this key took over (its mark is of entry \(mark.seq)): a retired key signed after the rotation. Refusing to sign after it; run `audit verify --public-key FILE` to find it."
             )
         }
         try await Self.requireExtends(checkpoint, store: store, anchor: nil)
@@ -290,6 +340,7 @@ public final class AuditSigner: Sendable {
         _ sign: (_ check: (AuditCheckpoint?) async throws(ConsoleError) -> Void) async throws(ConsoleError) ->
             AuditCheckpoint?
     ) async throws(ConsoleError) -> AuditCheckpoint? {
+        if let reason = suspended.withLock({ $0 }) { throw reason }
         let check = { (latest: AuditCheckpoint?) async throws(ConsoleError) -> Void in
             try await self.checkBeforeSigning(store: store, latest: latest)
         }

@@ -38,6 +38,8 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
     private var retired: [AuditPublicKey] = []
     /// The store held no signed checkpoint when first checked: `--db` writes are its normal path.
     private var unsignedChecked = false
+    /// With a signer: its start checks (``checkAuditAnchors()``) have passed in this process.
+    private var anchorsChecked = false
     private var policy: ServerPolicy?
     /// Operators by token hash and sessions by operator and tenant, each with the store's
     /// access version it was read at (``ConsoleStore/accessVersion()``). A cached one is used only
@@ -91,6 +93,19 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
         _ operation: Op, as caller: Caller, progress: ProgressSink?
     ) async throws(ConsoleError) -> Op.Output {
         if !Self.auditReadOnly.contains(Op.name) { try await refuseUnsignedWrites() }
+        // A signer signs from the first operation on (a read too, once enough entries follow the
+        // newest checkpoint): whatever runs it — `serve`, or a `--db` console with
+        // BACKUPCTL_AUDIT_KEY — it first checks the store as a starting server does.
+        if let auditSigner, !lock.withLock({ anchorsChecked }) {
+            do {
+                try await checkAuditAnchors()
+            } catch {
+                // `audit verify`, `list` and `export` still run, to say what is wrong, but nothing
+                // is signed over a store that failed the check.
+                guard Self.auditReadOnly.contains(Op.name) else { throw error }
+                auditSigner.suspend(error)
+            }
+        }
         let cancelled = CancelFlag()
         let context = LocalOperationContext(console: self, caller: caller, progress: progress, cancelled: cancelled)
         // Refusals are audited too, so the checkpoint check follows failures as well.
@@ -157,14 +172,18 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
     @discardableResult
     public func checkAuditAnchors() async throws(ConsoleError) -> ClosedRange<Int64>? {
         guard let auditSigner else { return nil }
-        return try await auditSigner.checkStart(store: try await store())
+        let adopted = try await auditSigner.checkStart(store: try await store())
+        lock.withLock { anchorsChecked = true }
+        return adopted
     }
 
     /// `serve --audit-rebase`: anchors the store as it is (``AuditSigner/rebase(store:)``).
     /// - Returns: the `audit.rebased` entry's details; `nil` without a signer.
     public func rebaseAuditAnchors() async throws(ConsoleError) -> [String: String]? {
         guard let auditSigner else { return nil }
-        return try await auditSigner.rebase(store: try await store())
+        let details = try await auditSigner.rebase(store: try await store())
+        lock.withLock { anchorsChecked = true }
+        return details
     }
 
     /// With a signer, signs a checkpoint once ``AuditSigner/everyEntries`` entries follow the

@@ -113,6 +113,57 @@ import Testing
         #expect(!witnessed.ok && witnessed.finding == "truncated_tail")
     }
 
+    @Test("a rebase accepts a rollback only: not an intact store, a rewrite, or a store with no checkpoint")
+    func rebaseRefusesWhatIsNotARollback() async throws {
+        let s = try await Signed()
+        let intact = await #expect(throws: ConsoleError.self) { try await s.signer.rebase(store: s.fixture.store) }
+        #expect(intact?.code == "audit_rebase_refused" && intact?.message.contains("nothing to rebase") == true)
+        let mark = try #require(try s.signer.highWaterMark())
+        try await s.file.rewriteAndRecompute(mark.seq)
+        let rewritten = await #expect(throws: ConsoleError.self) { try await s.signer.rebase(store: s.fixture.store) }
+        #expect(rewritten?.code == "audit_rebase_refused" && rewritten?.message.contains("rewrite") == true)
+        try s.file.sql("DELETE FROM audit WHERE seq > 12", "DELETE FROM audit_checkpoints")
+        let bare = await #expect(throws: ConsoleError.self) { try await s.signer.rebase(store: s.fixture.store) }
+        #expect(bare?.code == "audit_rebase_refused" && bare?.message.contains("no signed checkpoint") == true)
+        #expect(try await s.file.entries().allSatisfy { $0.action != "audit.rebased" })
+    }
+
+    @Test("a rollback whose own checkpoints were rewritten is refused")
+    func rebaseRefusesARewrittenCopy() async throws {
+        let s = try await Signed()
+        let checkpoints = try await s.checkpoints()
+        let cut = checkpoints[2].seq
+        try s.file.sql("DELETE FROM audit WHERE seq > \(cut)", "DELETE FROM audit_checkpoints WHERE seq > \(cut)")
+        try await s.file.rewriteAndRecompute(checkpoints[0].seq)
+        try s.file.sql("DELETE FROM audit_checkpoints WHERE seq = \(cut)")
+        let error = await #expect(throws: ConsoleError.self) { try await s.signer.rebase(store: s.fixture.store) }
+        // Its newest checkpoint no longer matches its entry, or an older one does not verify.
+        #expect(
+            ["audit_rebase_refused", "audit_chain_diverged"].contains(error?.code), "\(String(describing: error))")
+        #expect(try await s.file.entries().allSatisfy { $0.action != "audit.rebased" })
+    }
+
+    @Test("a replayed older checkpoint as the newest is refused before anything is recorded")
+    func replayedCheckpointRecordsNothing() async throws {
+        let s = try await Signed()
+        let old = try await s.checkpoints()[1]
+        try await s.file.store().appendAuditCheckpoint(old)
+        let before = try await s.file.entries().count
+        let error = await #expect(throws: ConsoleError.self) { try await s.signer.checkStart(store: s.fixture.store) }
+        #expect(error?.code == "audit_chain_diverged")
+        #expect(try await s.file.entries().count == before)
+    }
+
+    @Test("an audit row at the largest seq is refused, not a crash")
+    func headAtTheLargestSeq() async throws {
+        let s = try await Signed()
+        try s.file.sql("UPDATE audit SET seq = 9223372036854775807 WHERE seq = (SELECT max(seq) FROM audit)")
+        let error = await #expect(throws: ConsoleError.self) {
+            try await s.fixture.store.appendAudit(s.session.audit("backup.show", target: "b"))
+        }
+        #expect(error?.message.contains("largest") == true)
+    }
+
     @Test("a rebase does not accept a forged newest checkpoint")
     func rebaseRefusesAForgery() async throws {
         let s = try await Signed()
@@ -154,6 +205,11 @@ import Testing
         let leaked = try await SignedAuditLog(store: s.fixture.store).verify(
             session: s.session, publicKeys: [s.publicKey, rotated.publicKey], maxUnsigned: 5)
         #expect(!leaked.ok && leaked.finding == "bad_signature" && leaked.firstBadSeq == head.seq, "\(leaked)")
+        // The new key's signer will not chain to it either.
+        for _ in 0..<5 { try await s.fixture.store.appendAudit(s.session.audit("backup.show", target: "b")) }
+        #expect(await rotated.checkpointAfterAppends(store: s.fixture.store) == nil)
+        #expect(rotated.lastError?.code == "audit_checkpoint_forged")
+        #expect(rotated.lastError?.message.contains("retired key") == true)
     }
 
     @Test("a witness whose last append a crash cut short still anchors the start")
@@ -165,5 +221,11 @@ import Testing
         try handle.close()
         try await s.signer.checkStart(store: s.fixture.store)
         #expect(try AuditAnchor.checkpoints(inFile: s.witness) == (try await s.checkpoints()))
+        // The next checkpoint starts a line of its own: the witness still reads, and the next
+        // start too.
+        try await s.fixture.store.appendAudit(s.session.audit("backup.show", target: "b"))
+        #expect(await s.signer.checkpointIfBehind(store: s.fixture.store) != nil)
+        #expect(try AuditAnchor.checkpoints(inFile: s.witness).last == (try await s.checkpoints()).last)
+        try await s.signer.checkStart(store: s.fixture.store)
     }
 }

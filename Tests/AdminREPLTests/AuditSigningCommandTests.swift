@@ -224,6 +224,23 @@ import Testing
         #expect(console.auditSigningError?.code == "audit_chain_diverged")
     }
 
+    /// A `--db` console with the key (BACKUPCTL_AUDIT_KEY) checks the store as a starting
+    /// server does before its first operation: entries past the newest checkpoint are recorded
+    /// as adopted before anything signs them, even when that operation is a read.
+    @Test func aConsoleWithTheKeyRecordsAnUnsignedTailBeforeItSigns() async throws {
+        let signed = try await signedStore()
+        defer { signed.cli.cleanUp() }
+        let console = try LocalConsole(storePath: signed.dbPath, auditKeyPath: signed.keyPath, auditCheckpointEvery: 4)
+        let token = signed.cli.environment["BACKUPCTL_TOKEN", default: ""]
+        let caller = Caller(token: try OperatorToken.parse(Array(token.utf8)), tenant: "sandbox")
+        let result = try await console.perform(AuditVerifyOperation(publicKeys: []), as: caller)
+        #expect(result.ok, "\(result)")
+        let adopted = try await SQLiteConsoleStore(path: signed.dbPath).auditEntries(
+            tenant: nil, afterSeq: 0, limit: 1000
+        ).filter { $0.action == "audit.unsigned_tail" }
+        #expect(adopted.map { $0.details["firstSeq"] } == ["11"], "\(adopted)")
+    }
+
     @Test func exportIsForAdminsOnly() async throws {
         var cli = CLI()
         defer { cli.cleanUp() }

@@ -25,7 +25,14 @@ extension SQLRuleStore {
         entries.reserveCapacity(drafts.count)
         for given in drafts {
             let draft = given.stamped
-            seq += 1
+            // A head at the largest seq is a forged row: refused, never a trap.
+            let (next, overflow) = seq.addingReportingOverflow(1)
+            guard !overflow else {
+                throw ConsoleError.internalError(
+                    "The audit chain's head is at entry \(seq), the largest there can be (a row written outside the console); nothing can be appended."
+                )
+            }
+            seq = next
             let at = clock()
             let canonical = AuditEntry.canonicalBytes(
                 seq: seq, at: at, operatorName: draft.operatorName, tenant: draft.tenant, action: draft.action,
