@@ -56,19 +56,36 @@ enum Interrupts {
         return given.map { min(max($0, 1), 3600) } ?? 60
     }()
 
-    /// Waits for a signal, then ``stuckSeconds``; a command still running then is ended, with
-    /// one line saying its outcome is unknown, and 128 + the signal. Cancelled when it ends.
+    /// Waits for a signal, then ``stuckSeconds`` at a time: a command that used almost no CPU in
+    /// that time is waiting on a peer that does not answer, and is ended, with one line saying its
+    /// outcome is unknown, and 128 + the signal. One still computing (a long call of this
+    /// process's own, on a loaded machine) is let finish. Cancelled when the command ends.
     static func watch() async {
         while !Task.isCancelled {
             if let signal = Interrupts.signal {
-                do { try await Task.sleep(for: .seconds(stuckSeconds)) } catch { return }
+                var before = cpuSeconds()
+                while true {
+                    do { try await Task.sleep(for: .seconds(stuckSeconds)) } catch { return }
+                    let now = cpuSeconds()
+                    if now - before < Double(stuckSeconds) * 0.05 { break }
+                    before = now
+                }
                 let line =
-                    "error[interrupted]: \(name(signal)) arrived \(stuckSeconds) s ago and the command has not stopped (a server or a database that does not answer); ended without its answer, so its outcome is unknown.\n"
+                    "error[interrupted]: \(name(signal)) arrived and the command has not stopped within \(stuckSeconds) s, waiting on something that does not answer (a server, a database); ended without its answer, so its outcome is unknown.\n"
                 _ = Array(line.utf8).withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
                 _exit(128 + signal)
             }
             do { try await Task.sleep(for: .milliseconds(100)) } catch { return }
         }
+    }
+
+    /// The CPU time this process has used so far (user and system), seconds.
+    static func cpuSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        let user = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1_000_000
+        let system = Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1_000_000
+        return user + system
     }
 
     /// The signal received since the run began, if any.
