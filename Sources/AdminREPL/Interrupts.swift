@@ -42,8 +42,11 @@ enum Interrupts {
     static func finishing<T>(_ body: () async -> T) async -> T {
         letFinish += 1
         defer { letFinish -= 1 }
-        let watchdog = Task.detached { await Self.watch() }
-        defer { watchdog.cancel() }
+        // Only a run that holds the signals (a batch, a direct command): in the REPL, Ctrl-C
+        // cancels the command and the session goes on, and a Ctrl-C at the prompt long before
+        // must never end a later command.
+        let watchdog = heldForRun ? Task.detached { await Self.watch() } : nil
+        defer { watchdog?.cancel() }
         return await body()
     }
 
@@ -63,12 +66,20 @@ enum Interrupts {
     static func watch() async {
         while !Task.isCancelled {
             if let signal = Interrupts.signal {
-                var before = cpuSeconds()
-                while true {
+                var before = (cpu: cpuSeconds(), stall: cpuStallSeconds())
+                // Bounded: a machine busy for five grace periods in a row does not keep it alive.
+                for contended in 0..<5 {
                     do { try await Task.sleep(for: .seconds(stuckSeconds)) } catch { return }
-                    let now = cpuSeconds()
-                    if now - before < Double(stuckSeconds) * 0.05 { break }
-                    before = now
+                    let now = (cpu: cpuSeconds(), stall: cpuStallSeconds())
+                    let window = Double(stuckSeconds)
+                    defer { before = now }
+                    if now.cpu - before.cpu >= window * 0.05 { continue }
+                    // Little CPU while others waited for it (Linux's pressure stall information)
+                    // may be a command starved on a busy machine, not one waiting on a peer.
+                    if let stall = now.stall, let was = before.stall, stall - was >= window * 0.2, contended < 4 {
+                        continue
+                    }
+                    break
                 }
                 let line =
                     "error[interrupted]: \(name(signal)) arrived and the command has not stopped within \(stuckSeconds) s, waiting on something that does not answer (a server, a database); ended without its answer, so its outcome is unknown.\n"
@@ -77,6 +88,17 @@ enum Interrupts {
             }
             do { try await Task.sleep(for: .milliseconds(100)) } catch { return }
         }
+    }
+
+    /// How long, in all, some task on this machine waited for a CPU (`/proc/pressure/cpu`'s
+    /// `some total`), seconds; `nil` where the kernel does not say.
+    static func cpuStallSeconds() -> Double? {
+        guard let text = try? String(contentsOfFile: "/proc/pressure/cpu", encoding: .utf8),
+            let some = text.split(separator: "\n").first(where: { $0.hasPrefix("some ") }),
+            let total = some.split(separator: " ").first(where: { $0.hasPrefix("total=") }),
+            let micros = Double(total.dropFirst("total=".count))
+        else { return nil }
+        return micros / 1_000_000
     }
 
     /// The CPU time this process has used so far (user and system), seconds.

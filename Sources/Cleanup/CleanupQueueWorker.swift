@@ -94,6 +94,10 @@ public struct CleanupQueueWorker: Sendable {
                     do throws(ConsoleError) {
                         session = try await self.session(queued.queuedBy)
                         try await session.require(.cleanupRun)
+                    } catch  where error.kind != .permissionDenied && error.kind != .notFound {
+                        // The store failed, not the queuer's right: the item stays queued (its
+                        // claim lapses) and the drain stops, to be tried again.
+                        throw error
                     } catch {
                         // Off the queue: the queuer's word no longer holds. An operator who may run
                         // cleanup decides the item again (`cleanup run --execute --queue`).

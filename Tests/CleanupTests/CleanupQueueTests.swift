@@ -136,6 +136,28 @@ import Turnkey
         #expect(await fixture.sandbox.deleteBodies.isEmpty)
     }
 
+    /// A store failure while reading the queuer's session is not a refusal: the drain stops
+    /// with it and the items stay queued for the next drain.
+    @Test("a store failure reading the queuer's session leaves the items queued", arguments: TestBackend.available)
+    func aStoreFailureIsNotARefusal(backend: TestBackend) async throws {
+        let fixture = try await CleanupFixture(orphanCount: 2, backend: backend)
+        defer { Task { await fixture.stop() } }
+        let service = fixture.service(budget: 1000)
+        _ = try await queueEverything(fixture, service)
+        let failing = CleanupQueueWorker(service: service, name: "w") { _ throws(ConsoleError) in
+            throw ConsoleError(.remote, code: "database_unavailable", "PostgreSQL went away")
+        }
+        let error = await #expect(throws: ConsoleError.self) {
+            try await failing.drain(tenant: fixture.session.tenantName)
+        }
+        #expect(error?.code == "database_unavailable")
+        #expect(await fixture.sandbox.deleteBodies.isEmpty)
+        // The failed worker's claims lapse with its lease; another worker then deletes them.
+        fixture.time.advance(byMillis: failing.leaseMillis + 1)
+        let done = try await worker(fixture, service, "w2").drain(tenant: fixture.session.tenantName)
+        #expect(done.count == 2 && done.allSatisfy { $0.outcome == "deleted" }, "\(done)")
+    }
+
     /// Revoked mid-drain: the access version moves after the first item, the queuer's session
     /// is read again and refused, and the rest of the queuer's items leave the queue undeleted.
     @Test("a queuer revoked while a worker drains stops at the next item", arguments: TestBackend.available)
