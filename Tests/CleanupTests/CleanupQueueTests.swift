@@ -117,17 +117,24 @@ import Turnkey
         #expect(bad?.kind == .usage)
     }
 
+    /// Two orphans queued, and a worker whose every read of the queuer's session throws `error`.
+    func twoQueued(_ backend: TestBackend, sessionFails error: ConsoleError) async throws -> (
+        CleanupFixture, CleanupService, CleanupQueueWorker
+    ) {
+        let fixture = try await CleanupFixture(orphanCount: 2, backend: backend)
+        let service = fixture.service(budget: 1000)
+        _ = try await queueEverything(fixture, service)
+        let worker = CleanupQueueWorker(service: service, name: "w") { _ throws(ConsoleError) in throw error }
+        return (fixture, service, worker)
+    }
+
     @Test(
         "--queue needs no Turnkey call until a worker runs, and a refused queuer's items leave the queue",
         arguments: TestBackend.available)
     func aQueuerWithoutTheRoleLeavesItemsQueued(backend: TestBackend) async throws {
-        let fixture = try await CleanupFixture(orphanCount: 2, backend: backend)
+        let (fixture, service, refusing) = try await twoQueued(
+            backend, sessionFails: ConsoleError(.permissionDenied, code: "permission_denied", "root lost the role"))
         defer { Task { await fixture.stop() } }
-        let service = fixture.service(budget: 1000)
-        _ = try await queueEverything(fixture, service)
-        let refusing = CleanupQueueWorker(service: service, name: "w") { queuedBy throws(ConsoleError) in
-            throw ConsoleError(.permissionDenied, code: "permission_denied", "\(queuedBy) lost the role")
-        }
         #expect(try await refusing.drain(tenant: fixture.session.tenantName).isEmpty)
         #expect(await fixture.sandbox.deleteBodies.isEmpty)
         let pending = try await fixture.store.cleanupItems(tenant: fixture.session.tenantName, states: [.pending])
@@ -140,13 +147,9 @@ import Turnkey
     /// with it and the items stay queued for the next drain.
     @Test("a store failure reading the queuer's session leaves the items queued", arguments: TestBackend.available)
     func aStoreFailureIsNotARefusal(backend: TestBackend) async throws {
-        let fixture = try await CleanupFixture(orphanCount: 2, backend: backend)
+        let (fixture, service, failing) = try await twoQueued(
+            backend, sessionFails: ConsoleError(.remote, code: "database_unavailable", "PostgreSQL went away"))
         defer { Task { await fixture.stop() } }
-        let service = fixture.service(budget: 1000)
-        _ = try await queueEverything(fixture, service)
-        let failing = CleanupQueueWorker(service: service, name: "w") { _ throws(ConsoleError) in
-            throw ConsoleError(.remote, code: "database_unavailable", "PostgreSQL went away")
-        }
         let error = await #expect(throws: ConsoleError.self) {
             try await failing.drain(tenant: fixture.session.tenantName)
         }
