@@ -148,8 +148,9 @@ extension AuditLog {
     /// or when the last checkpoint is older than `maxAgeMillis` and entries followed it, or
     /// when there is none yet, or always when `force`. Returns the new checkpoint, or `nil` if
     /// none was due. `verifyLatest` checks the newest stored checkpoint before anything is
-    /// chained to it (the signer's: signed by a trusted key, its entry still there). The append is a compare-and-set on the newest checkpoint, so concurrent
-    /// signers never chain two checkpoints to the same predecessor (the loser returns `nil`).
+    /// chained to it (the signer's: signed by a trusted key, its entry still there). The append
+    /// is a compare-and-set on the newest checkpoint, so concurrent signers never chain two
+    /// checkpoints to the same predecessor (the loser returns `nil`).
     @discardableResult
     public static func checkpointIfDue(
         store: any AuditCheckpointStore, privateKey: SecretBytes, nowMillis: Int64, every: Int64 = 100,

@@ -38,8 +38,9 @@ extension BackupServiceEmulator {
     }
 
     /// `POST /v1/create` (BS: `create_backup.rs`): both factors validated (each burns its
-    /// token), the `crate_backup_lock:` lock (423), the id must be new (HEAD of the blob), both lookup rows inserted, then the blob and
-    /// the metadata put with `If-None-Match: *`; if S3 fails, the rows are deleted again.
+    /// token), the `crate_backup_lock:` lock (423), the id must be new (HEAD of the blob), both
+    /// lookup rows inserted, then the blob and the metadata put with `If-None-Match: *`; if S3
+    /// fails, the rows are deleted again.
     func create(_ call: Call) throws(Refusal) -> Answer {
         let storage = try store()
         let (request, blob) = try form(ServiceRequests.Create.self, call)

@@ -5,8 +5,8 @@ import Foundation
 
 extension BackupServiceEmulator {
     /// `POST /v1/sync` (BS: `sync_backup.rs`): the form, then auth (the token burns here, so a
-    /// later 412 still spends it), the `sync_backup_lock:` lock (423), the metadata, the manifest gate, the blob (unconditional),
-    /// then the metadata with `If-Match`.
+    /// later 412 still spends it), the `sync_backup_lock:` lock (423), the metadata, the manifest
+    /// gate, the blob (unconditional), then the metadata with `If-Match`.
     func sync(_ call: Call) throws(Refusal) -> Answer {
         let storage = try store()
         let (request, blob) = try form(ServiceRequests.Sync.self, call)

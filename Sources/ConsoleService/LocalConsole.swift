@@ -96,7 +96,8 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
         // A signer signs from the first operation on (a read too, once enough entries follow the
         // newest checkpoint): whatever runs it — `serve`, or a `--db` console with
         // BACKUPCTL_AUDIT_KEY — it first checks the store as a starting server does.
-        if let auditSigner, !lock.withLock({ anchorsChecked }) {
+        // A store that cannot be opened yet reports that itself, from the operation.
+        if let auditSigner, !lock.withLock({ anchorsChecked }), (try? await store()) != nil {
             do {
                 try await checkAuditAnchors()
             } catch {
