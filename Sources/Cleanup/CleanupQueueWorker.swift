@@ -82,12 +82,7 @@ public struct CleanupQueueWorker: Sendable {
                     guard held.contains(queued.item.subOrgId) else { continue }
                 }
                 let session: Session
-                let version: Int64
-                if let accessVersion {
-                    version = try await accessVersion()
-                } else {
-                    version = try await store.accessVersion()
-                }
+                let version = try await currentAccessVersion()
                 if let known = sessions[queued.queuedBy], known.version == version {
                     session = known.session
                 } else {
@@ -99,18 +94,13 @@ public struct CleanupQueueWorker: Sendable {
                         // claim lapses) and the drain stops, to be tried again.
                         throw error
                     } catch {
-                        // Off the queue: the queuer's word no longer holds. An operator who may run
-                        // cleanup decides the item again (`cleanup run --execute --queue`).
                         sessions[queued.queuedBy] = nil
-                        try await store.unqueueCleanup(tenant: tenant, subOrgId: queued.item.subOrgId)
-                        service.logger.warning(
-                            "cleanup item \(queued.item.subOrgId) of \(tenant) was taken off the queue: it was queued by \(queued.queuedBy), who may no longer run cleanup (\(error.message))"
-                        )
+                        try await unqueue(queued, tenant: tenant, store: store, because: error.message)
                         continue
                     }
                     sessions[queued.queuedBy] = (session, version)
                 }
-                if let item = try await process(queued, session: session, flags: flags, store: store) {
+                if let item = try await process(queued, session: session, readAt: version, flags: flags, store: store) {
                     outcomes.append(item)
                 }
             }
@@ -118,9 +108,34 @@ public struct CleanupQueueWorker: Sendable {
         return outcomes
     }
 
-    /// One claimed item; `nil` when another worker's outcome stands.
+    /// Takes an item off the queue because its queuer's word no longer holds; an operator who
+    /// may run cleanup decides it again (`cleanup run --execute --queue`).
+    private func unqueue(
+        _ queued: QueuedCleanupItem, tenant: TenantName, store: any CleanupQueueStore, because reason: String
+    ) async throws(ConsoleError) {
+        try await store.unqueueCleanup(tenant: tenant, subOrgId: queued.item.subOrgId)
+        service.logger.warning(
+            "cleanup item \(queued.item.subOrgId) of \(tenant) was taken off the queue: it was queued by \(queued.queuedBy), who may no longer run cleanup (\(reason))"
+        )
+    }
+
+    /// Throws unless the queuer may still run cleanup: when the access version moved since
+    /// `version`, the queuer's session is read again.
+    private func confirm(_ queuedBy: String, readAt version: Int64) async throws(ConsoleError) {
+        guard try await currentAccessVersion() != version else { return }
+        try await session(queuedBy).require(.cleanupRun)
+    }
+
+    private func currentAccessVersion() async throws(ConsoleError) -> Int64 {
+        if let accessVersion { return try await accessVersion() }
+        return try await store.accessVersion()
+    }
+
+    /// One claimed item; `nil` when another worker's outcome stands or the queuer's right
+    /// lapsed while the item waited for its rate slot (it leaves the queue unsent).
     private func process(
-        _ queued: QueuedCleanupItem, session: Session, flags: RunFlags, store: any CleanupQueueStore
+        _ queued: QueuedCleanupItem, session: Session, readAt version: Int64, flags: RunFlags,
+        store: any CleanupQueueStore
     ) async throws(ConsoleError) -> RunReport.Item? {
         let tenant = session.tenantName
         let policy = session.tenant.policy
@@ -132,8 +147,11 @@ public struct CleanupQueueWorker: Sendable {
         // first-seen time since took it off the queue; what is re-checked here is the rest of its
         // proof: the snapshot still fresh enough, a retired backup gone from the service.
         let proof = try await SnapshotProof(service: service, session: session, now: service.nowSeconds, grace: 0)
-        let worker = CleanupWorker(
+        var worker = CleanupWorker(
             service: service, session: session, client: client, flags: flags, maxPolls: maxPolls, proof: proof)
+        // The right was checked when the item was taken; the rate slot may come much later (at
+        // a tenant's RPS, behind every other worker's items), so it is confirmed again then.
+        worker.beforeSend = { () async throws(ConsoleError) in try await confirm(queued.queuedBy, readAt: version) }
         let id = queued.item.subOrgId
         let item: RunReport.Item
         do throws(ConsoleError) {
@@ -145,6 +163,10 @@ public struct CleanupQueueWorker: Sendable {
         // A retryable outcome keeps the claim: the item is tried again once the lease expires.
         // One that was not deleted because it is referenced or no longer proven leaves the
         // queue: a later `cleanup run --execute --queue` decides it again.
+        if item.outcome == CleanupWorker.withdrawn {
+            try await unqueue(queued, tenant: tenant, store: store, because: item.error ?? "refused")
+            return nil
+        }
         if item.outcome == CleanupWorker.notEligible {
             try await store.unqueueCleanup(tenant: tenant, subOrgId: id)
         } else if item.outcome != CleanupWorker.retryLater && item.outcome != "pending" {

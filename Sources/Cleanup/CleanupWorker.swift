@@ -1,6 +1,7 @@
 import Access
 import BackupModel
 import ConsoleStore
+import Synchronization
 import Turnkey
 
 /// Deletes one journaled sub-org: re-verify, journal the body, try each signer, record.
@@ -12,6 +13,10 @@ struct CleanupWorker: Sendable {
     let maxPolls: Int
     /// Re-checked on each item right before its deletion.
     let proof: SnapshotProof?
+    /// Asked after each deletion attempt's rate slot, right before it is sent: a queue worker
+    /// confirms there that the queuer may still run cleanup. A `permissionDenied` or `notFound`
+    /// withdraws the item unsent (``withdrawn``); any other error is a store failure, thrown.
+    var beforeSend: (@Sendable () async throws(ConsoleError) -> Void)? = nil
 
     var store: any CleanupJournalStore { service.store }
     var tenant: TenantName { session.tenantName }
@@ -20,6 +25,8 @@ struct CleanupWorker: Sendable {
     static let retryLater = "retryLater"
     /// The outcome of an item whose proof no longer holds (reported `skipped`, left `pending`).
     static let notEligible = "skipped"
+    /// The outcome of an item ``beforeSend`` refused (left `pending`, its body journaled).
+    static let withdrawn = "withdrawn"
 
     /// Processes `subOrgId` and returns its outcome; throws only for store failures.
     /// - Parameter finalPass: a retryable failure is `failed` on the final pass; before it the
@@ -61,13 +68,25 @@ struct CleanupWorker: Sendable {
             signers.append(("break_glass", stamped.body, .prestamped(stamped.stamp)))
         }
         var lastError = "no signer: the tenant has no cleanup key and no break-glass request was submitted"
+        let refusal = Refusal()
+        var gate: (@Sendable (Int) async throws(TurnkeyError) -> Void)?
+        if let check = beforeSend {
+            gate = { @Sendable (_: Int) async throws(TurnkeyError) in
+                do throws(ConsoleError) {
+                    try await check()
+                } catch {
+                    refusal.error.withLock { $0 = error }
+                    throw TurnkeyError(.cancelled, message: "not sent: \(error.message)")
+                }
+            }
+        }
         for (name, body, signer) in signers {
             let result: Result<(outcome: TurnkeyDeleteOutcome, attempts: Int), TurnkeyError>
             do throws(TurnkeyError) {
                 result = .success(
                     try await client.deleteSubOrganization(
                         subOrgId: subOrgId, body: body, signer: signer, pollSigner: .apiKey(service.connection.apiKey),
-                        maxPolls: maxPolls))
+                        maxPolls: maxPolls, onAttempt: gate))
             } catch {
                 result = .failure(error)
             }
@@ -85,6 +104,12 @@ struct CleanupWorker: Sendable {
                     flags.markOutage(error.description)
                     return try await record(&item, .pending, error: error.description, audit: nil)
                 case .cancelled:
+                    if let refused = refusal.error.withLock({ $0 }) {
+                        guard refused.kind == .permissionDenied || refused.kind == .notFound else { throw refused }
+                        var left = try await record(&item, .pending, error: error.message, audit: nil)
+                        left.outcome = Self.withdrawn
+                        return left
+                    }
                     return try await record(&item, .pending, error: error.description, audit: nil)
                 default:
                     if error.isTransient && !finalPass {
@@ -149,4 +174,9 @@ struct CleanupWorker: Sendable {
         item = try await store.updateCleanupItem(tenant: tenant, item, audit: audit)
         return RunReport.Item(subOrgId: item.subOrgId, outcome: state.rawValue, attempts: item.attempts, error: error)
     }
+}
+
+/// What ``CleanupWorker/beforeSend`` threw, kept for the item's outcome.
+private final class Refusal: Sendable {
+    let error = Mutex<ConsoleError?>(nil)
 }

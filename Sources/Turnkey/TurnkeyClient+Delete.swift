@@ -22,12 +22,14 @@ extension TurnkeyClient {
     ///   - body: the body exactly as journaled; its `organizationId` is the sub-org.
     ///   - pollSigner: signs `get_activity` (the parent API key can read sub-org activities).
     ///   - maxPolls: bound on `get_activity` calls while PENDING/CREATED.
+    ///   - onAttempt: asked right before each submit attempt is sent (not before polls); what
+    ///     it throws withdraws the attempt (``call(path:body:signer:onAttempt:)``).
     /// - Returns: the outcome and the number of attempts the submit took.
     /// - Throws: ``TurnkeyError`` for everything but 404 ORGANIZATION_NOT_FOUND, notably
     ///   `.publicKeyNotFound` (try the next signer) and `.retryBudgetExhausted` (stop the run).
     public func deleteSubOrganization(
         subOrgId: String, body: String, signer: TurnkeySigner, pollSigner: TurnkeySigner, maxPolls: Int = 5,
-        onAttempt: (@Sendable (Int) async -> Void)? = nil
+        onAttempt: (@Sendable (Int) async throws(TurnkeyError) -> Void)? = nil
     ) async throws(TurnkeyError) -> (outcome: TurnkeyDeleteOutcome, attempts: Int) {
         let answer: Answer
         do {

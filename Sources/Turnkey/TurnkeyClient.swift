@@ -45,11 +45,13 @@ public struct TurnkeyClient: Sendable {
     ///
     /// Every attempt waits for the rate limiter; every retry takes a token from the run-wide
     /// budget and waits `max(full jitter, Retry-After)`. `onAttempt` is told each attempt's
-    /// number before it is sent (the journal counts them).
+    /// number after its rate slot and right before it is sent; what it throws withdraws the
+    /// attempt unsent and is thrown on, with the attempts made before it.
     /// - Throws: ``TurnkeyError``; `attempts` tells how many were made. A transient failure with
     ///   no budget left is `.retryBudgetExhausted`, carrying the last failure's description.
     public func call(
-        path: String, body: [UInt8], signer: TurnkeySigner, onAttempt: (@Sendable (Int) async -> Void)? = nil
+        path: String, body: [UInt8], signer: TurnkeySigner,
+        onAttempt: (@Sendable (Int) async throws(TurnkeyError) -> Void)? = nil
     ) async throws(TurnkeyError) -> Answer {
         budget.deposit()
         var attempt = 0
@@ -68,7 +70,15 @@ public struct TurnkeyClient: Sendable {
                 throw TurnkeyError(
                     .badRequest, message: "could not stamp the request: \(error.message)", attempts: attempt)
             }
-            await onAttempt?(attempt)
+            if let onAttempt {
+                do throws(TurnkeyError) {
+                    try await onAttempt(attempt)
+                } catch {
+                    var withdrawn = error
+                    withdrawn.attempts = attempt - 1
+                    throw withdrawn
+                }
+            }
             var failure: TurnkeyError
             do {
                 let response = try await transport.send(

@@ -179,13 +179,45 @@ import Turnkey
             return session
         }
         let versions = Counter()
-        // Unchanged for the first item's read, moved (a revocation) from the second on.
-        drainer.accessVersion = { Int64(min(versions.next(), 2)) }
+        // Unchanged for the first item's two reads (taken, then confirmed after its rate slot),
+        // moved (a revocation) from the next on.
+        drainer.accessVersion = { versions.next() <= 2 ? 1 : 2 }
         let done = try await drainer.drain(tenant: tenant)
         #expect(done.count == 1 && done.first?.outcome == "deleted", "\(done)")
         #expect(await fixture.sandbox.deleteBodies.count == 1)
         let left = try await fixture.store.cleanupItems(tenant: tenant, states: [.pending])
         #expect(left.count == 3)
+        #expect(try await worker(fixture, service, "w2").drain(tenant: tenant).isEmpty, "off the queue")
+    }
+
+    /// Revoked while an item waits for its rate slot: the right, read when the item was taken,
+    /// is confirmed again after the slot (the access version's second read moves), so nothing
+    /// is sent; the item keeps its journaled body and leaves the queue with the queuer's others.
+    @Test("a queuer revoked while an item waits for its rate slot has nothing sent", arguments: TestBackend.available)
+    func aRevokedQueuerHasNothingSentAfterTheSlot(backend: TestBackend) async throws {
+        let fixture = try await CleanupFixture(orphanCount: 3, backend: backend)
+        defer { Task { await fixture.stop() } }
+        let tenant = fixture.session.tenantName
+        let service = fixture.service(budget: 1000)
+        _ = try await queueEverything(fixture, service)
+        let session = fixture.session
+        let reads = Counter()
+        var drainer = CleanupQueueWorker(service: service, name: "w") { queuedBy throws(ConsoleError) in
+            guard reads.next() == 1 else {
+                throw ConsoleError(.permissionDenied, code: "permission_denied", "\(queuedBy) was revoked")
+            }
+            return session
+        }
+        let versions = Counter()
+        // The first read takes the item; the second, after its rate slot, finds a revocation.
+        drainer.accessVersion = { Int64(min(versions.next(), 2)) }
+        let done = try await drainer.drain(tenant: tenant)
+        #expect(done.isEmpty, "\(done)")
+        #expect(await fixture.sandbox.deleteBodies.isEmpty)
+        let left = try await fixture.store.cleanupItems(tenant: tenant, states: [.pending])
+        #expect(left.count == 3)
+        let first = try #require(left.first { $0.body != nil })
+        #expect(first.lastError?.hasPrefix("not sent: root was revoked") == true, "\(first)")
         #expect(try await worker(fixture, service, "w2").drain(tenant: tenant).isEmpty, "off the queue")
     }
 
