@@ -1,3 +1,4 @@
+import BackupModel
 import Foundation
 
 /// The knobs of `cleanup run`.
@@ -42,6 +43,11 @@ final class RunFlags: @unchecked Sendable {
 
     func markOutage(_ message: String) { lock.withLock { if outage == nil { outage = message } } }
     var outageMessage: String? { lock.withLock { outage } }
+
+    private var refusal: ConsoleError?
+    /// The operator lost the right to run cleanup during the run: no new item starts.
+    func markRefused(_ error: ConsoleError) { lock.withLock { if refusal == nil { refusal = error } } }
+    var refused: ConsoleError? { lock.withLock { refusal } }
 
     /// Turnkey's `Retry-After` for `subOrgId`'s failed attempt, milliseconds.
     func noteRetryAfter(_ subOrgId: String, millis: Int64) { lock.withLock { waits[subOrgId] = millis } }

@@ -13,19 +13,25 @@ extension CleanupService {
     /// the body before the first send, then try the cleanup key and, on PUBLIC_KEY_NOT_FOUND, the
     /// user's pre-stamped break-glass request. `shouldStop` (Ctrl-C) stops new items; items in
     /// flight finish and are recorded.
+    /// - Parameter confirm: asked right before each deletion attempt is sent (after its rate
+    ///   slot) to confirm the operator may still run cleanup; a `permissionDenied` or `notFound`
+    ///   withdraws that item unsent and stops the run.
     /// - Throws: ``ConsoleError`` `max_exceeded` before anything is deleted when more than
     ///   `options.max` are eligible; `turnkey_unavailable` (exit 2) when the retry budget ran out
-    ///   (an outage) — what was done is journaled and the next run carries on.
+    ///   (an outage) — what was done is journaled and the next run carries on; the refusal
+    ///   `confirm` threw when the operator lost the right during the run.
     public func run(
         session: Session, options: CleanupRunOptions, progress: (@Sendable (RunReport, Int) -> Void)? = nil,
-        shouldStop: @escaping @Sendable () -> Bool = { false }
+        shouldStop: @escaping @Sendable () -> Bool = { false },
+        confirm: (@Sendable () async throws(ConsoleError) -> Void)? = nil
     ) async throws(ConsoleError) -> RunReport {
         try await session.require(.cleanupRun)
         // One executing run per tenant: the journal has one writer. A killed run's lease expires.
         let lease = await options.execute ? try RunLease.acquire(self, session) : nil
         do {
             let report = try await runLeased(
-                session: session, options: options, lease: lease, progress: progress, shouldStop: shouldStop)
+                session: session, options: options, lease: lease, progress: progress, shouldStop: shouldStop,
+                confirm: confirm)
             try await lease?.release()
             return report
         } catch {
@@ -36,7 +42,8 @@ extension CleanupService {
 
     private func runLeased(
         session: Session, options: CleanupRunOptions, lease: RunLease?,
-        progress: (@Sendable (RunReport, Int) -> Void)?, shouldStop: @escaping @Sendable () -> Bool
+        progress: (@Sendable (RunReport, Int) -> Void)?, shouldStop: @escaping @Sendable () -> Bool,
+        confirm: (@Sendable () async throws(ConsoleError) -> Void)?
     ) async throws(ConsoleError) -> RunReport {
         let budget = TurnkeyRetryBudget(capacity: retryBudgetCapacity)
         let client = client(session, budget: budget)
@@ -59,8 +66,19 @@ extension CleanupService {
         }
         if options.queue { return try await queue(candidates, session: session, report: report) }
         let flags = RunFlags()
-        let worker = CleanupWorker(
+        var confirmed = CleanupWorker(
             service: self, session: session, client: client, flags: flags, maxPolls: options.maxPolls, proof: proof)
+        if let confirm {
+            confirmed.beforeSend = { () async throws(ConsoleError) in
+                do throws(ConsoleError) {
+                    try await confirm()
+                } catch {
+                    if error.kind == .permissionDenied || error.kind == .notFound { flags.markRefused(error) }
+                    throw error
+                }
+            }
+        }
+        let worker = confirmed
         let width = max(1, min(options.concurrency, 64))
         // Retryable failures go back to the queue for a later pass, each paid for from the
         // run-wide retry budget, until an item has had `maxPasses` or the budget is spent.
@@ -70,7 +88,9 @@ extension CleanupService {
         var outcomes: [String: RunReport.Item] = [:]
         await withTaskGroup(of: Result<(RunReport.Item, Int), ConsoleError>.self) { group in
             func startNext() -> Bool {
-                guard next < queue.count, failure == nil, flags.outageMessage == nil, !shouldStop() else {
+                guard next < queue.count, failure == nil, flags.outageMessage == nil, flags.refused == nil,
+                    !shouldStop()
+                else {
                     return false
                 }
                 let (id, pass, notBefore) = queue[next]
@@ -116,6 +136,10 @@ extension CleanupService {
                                 if failure == nil { failure = error }
                             }
                         }
+                    } else if item.outcome == CleanupWorker.withdrawn {
+                        // Not sent: the operator lost the right (the run stops below).
+                        outcomes[item.subOrgId] = RunReport.Item(
+                            subOrgId: item.subOrgId, outcome: "pending", attempts: item.attempts, error: item.error)
                     } else {
                         outcomes[item.subOrgId] = item
                     }
@@ -135,6 +159,12 @@ extension CleanupService {
         report.items = outcomes.values.sorted { $0.subOrgId < $1.subOrgId }
         for item in report.items { report.count(item.outcome) }
         if let failure { throw failure }
+        if let refused = flags.refused {
+            throw ConsoleError(
+                refused.kind, code: refused.code,
+                "\(refused.message) Stopped the run after \(report.deleted) deleted, \(report.alreadyGone) already gone; \(candidates.count - report.items.count + report.pending) left pending, nothing more sent."
+            )
+        }
         if let outage = flags.outageMessage {
             throw ConsoleError(
                 .remote, code: "turnkey_unavailable",

@@ -147,6 +147,39 @@ struct CleanupRunTests {
         #expect(try await store.cleanupItem(tenant: tenant, subOrgId: target)?.state == .deleted)
     }
 
+    /// The operator is revoked during a long run: the second deletion's confirmation, made
+    /// after its rate slot, is refused, so it is not sent, no new item starts, and the run ends
+    /// with the refusal (exit 77) after recording what it did.
+    @Test(
+        "an operator revoked mid-run: the next deletion is not sent and the run stops", arguments: TestBackend.available
+    )
+    func revokedMidRun(backend: TestBackend) async throws {
+        let fixture = try await CleanupFixture(orphanCount: 4, backend: backend)
+        defer { Task { await fixture.stop() } }
+        let tenant = fixture.session.tenantName
+        let service = fixture.service(budget: 1000)
+        let confirmations = Counter()
+        let error = await #expect(throws: ConsoleError.self) {
+            try await service.run(
+                session: fixture.session, options: CleanupRunOptions(execute: true, concurrency: 1, graceSeconds: 0),
+                confirm: { () throws(ConsoleError) in
+                    guard confirmations.next() == 1 else {
+                        throw ConsoleError(.permissionDenied, code: "permission_denied", "root was revoked.")
+                    }
+                })
+        }
+        #expect(error?.kind == .permissionDenied)
+        #expect(error?.message.contains("1 deleted") == true, "\(String(describing: error))")
+        #expect(await fixture.sandbox.deleteBodies.count == 1)
+        #expect(confirmations.value == 2, "no item started after the refusal")
+        let deleted = try await fixture.store.cleanupItems(tenant: tenant, states: [.deleted])
+        #expect(deleted.count == 1)
+        let withdrawn = try await fixture.store.cleanupItems(tenant: tenant, states: [.pending]).filter {
+            $0.body != nil
+        }
+        #expect(withdrawn.count == 1 && withdrawn.first?.lastError?.hasPrefix("not sent: root was revoked") == true)
+    }
+
     /// A rate-limit 429 whose `Retry-After` (90 s) is longer than the client waits in place
     /// (60 s) fails the attempt at once; the run's next pass of that sub-org waits it out
     /// instead of starting at once and spending its passes in seconds, and the run finishes.
