@@ -113,17 +113,19 @@ public struct ConsoleServer: Sendable {
             connections: registry, logger: logger, operations: operations)
     }
 
-    /// Runs until SIGINT or SIGTERM, then stops accepting, lets in-flight requests finish
+    /// Runs until SIGINT, SIGTERM or SIGHUP, then stops accepting, lets in-flight requests finish
     /// (at most ``Configuration/drainSeconds``) and returns.
     /// - Parameter onListening: called once with the base URL when the socket is bound.
     public func run(onListening: @escaping @Sendable (String) -> Void) async throws {
         try await run { url, _ in onListening(url) }
     }
 
-    /// Runs until SIGINT or SIGTERM (as ``run(onListening:)``); `onListening` also gets the
-    /// probe listener's URL when ``Configuration/probeListen`` is set (both are bound then).
+    /// Runs until SIGINT, SIGTERM or SIGHUP (as ``run(onListening:)``); `onListening` also gets
+    /// the probe listener's URL when ``Configuration/probeListen`` is set (both are bound then).
     public func run(onListening: @escaping @Sendable (_ api: String, _ probes: String?) -> Void) async throws {
-        let group = try await serviceGroup(signals: [.sigterm, .sigint], onListening: onListening)
+        // SIGHUP too: a closed terminal or a `systemctl reload` would otherwise end the server
+        // at once, without its drain and its last checkpoint.
+        let group = try await serviceGroup(signals: [.sigterm, .sigint, .sighup], onListening: onListening)
         try await group.run()
     }
 

@@ -257,6 +257,42 @@ struct MultiServerTests {
             #expect(await api.stop() == .exited(0))
         }
     }
+
+    /// A database that stops answering (every byte held, connections open) while a request
+    /// waits on it: SIGTERM drains for `--drain-seconds`, then `BACKUPCTL_STOP_GRACE_SECONDS`
+    /// more, and the server ends with `stop_timeout` and 143 instead of waiting for good.
+    @Test func aServerWhoseDatabaseStopsAnsweringStillStopsAfterItsDrainAndGrace() async throws {
+        try await PostgresTestDatabase.make { database in
+            let workspace = try Workspace(database: database)
+            defer { workspace.cleanUp() }
+            let initialized = try await Self.run(
+                ["--format", "json", "init", "--admin", "root"], workspace.environment)
+            #expect(initialized.status == 0, "\(initialized.stderr)")
+            let root = try #require(initialized.json?["token"] as? String)
+            var direct = try #require(URLComponents(string: database.url))
+            let proxy = try FreezingProxy(target: try #require(direct.port))
+            defer { proxy.stop() }
+            direct.port = proxy.port
+            let proxied = try #require(direct.string)
+            var serverEnvironment = workspace.environment
+            serverEnvironment["BACKUPCTL_STOP_GRACE_SECONDS"] = "2"
+            let server = try await ServerProcess.serve(
+                db: proxied, arguments: ["--drain-seconds", "1"], environment: serverEnvironment)
+            defer { server.killNow() }
+            let client = workspace.client(server, token: root)
+            let answered = try await Self.run(["whoami"], client)
+            #expect(answered.status == 0, "\(answered.stderr)")
+            proxy.freeze()
+            let waiting = try BackupctlBinary.start(["tenant", "list"], environment: client)
+            defer { Task { await waiting.kill() } }
+            // The checkpoint: the server's own readiness read is stuck too, and says so.
+            #expect(await server.child.waitForStderr("store_timeout", seconds: 60), "\(server.stderr)")
+            server.child.signal(SIGTERM)
+            let ended = await server.child.wait(seconds: 60)
+            #expect(ended == .exited(143), "\(server.stderr)")
+            #expect(server.stderr.contains("error[stop_timeout]"), "\(server.stderr)")
+        }
+    }
 }
 
 extension ChildResult {

@@ -53,6 +53,17 @@ import Testing
         #expect(server.stdout.split(separator: "\n").count == 1, "\(server.stdout)")
     }
 
+    /// A closed terminal or a `systemctl reload` sends SIGHUP: the server stops as on SIGTERM
+    /// (drained, exit 0), not at once.
+    @Test func sighupStopsItGracefully() async throws {
+        let workspace = try await Workspace()
+        defer { workspace.cleanUp() }
+        let server = try await ServerProcess.serve(db: workspace.db, environment: workspace.environment)
+        defer { server.killNow() }
+        server.child.signal(SIGHUP)
+        #expect(await server.child.wait(seconds: 60) == .exited(0), "\(server.stderr)")
+    }
+
     @Test func refusesPlainHTTPOnANonLoopbackAddressWithoutTheFlag() async throws {
         let workspace = try await Workspace()
         defer { workspace.cleanUp() }

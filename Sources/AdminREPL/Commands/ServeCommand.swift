@@ -21,7 +21,9 @@ struct ServeCommand: ConsoleCommand {
         discussion: """
             This process alone opens the store (--db), reads the tenants' credentials and writes the \
             audit. Plain HTTP is refused on a non-loopback address unless --insecure-plain-http. \
-            SIGTERM stops accepting, lets in-flight requests finish, and exits 0.
+            SIGTERM (SIGINT, SIGHUP) stops accepting, lets in-flight requests finish \
+            (--drain-seconds), and exits 0; a server still waiting on its store BACKUPCTL_STOP_GRACE_SECONDS \
+            (60) after that ends with stop_timeout and 128 + the signal.
             """)
 
     @Option(help: "host:port to listen on (port 0 picks one; [::1]:PORT for IPv6).") var listen: String =
@@ -77,6 +79,11 @@ struct ServeCommand: ConsoleCommand {
     var idleTimeout: Double = 60
     @Option(help: ArgumentHelp("Seconds a client may leave an answer unread.", valueName: "s"))
     var writeTimeout: Double = 30
+    @Option(
+        help: ArgumentHelp(
+            "Seconds a stop (SIGTERM, SIGINT, SIGHUP) lets requests in flight finish before it cancels them (1…3600).",
+            valueName: "s"))
+    var drainSeconds: Int = 30
     @Option(
         help: ArgumentHelp(
             "Requests one operator may make a second (bursts twice that); 0 for no limit.", valueName: "n"))
@@ -149,6 +156,7 @@ struct ServeCommand: ConsoleCommand {
                 metadata: ["firstSeq": "\(adopted.lowerBound)", "lastSeq": "\(adopted.upperBound)"])
         }
         let server = ConsoleServer(console: console, configuration: configuration, logger: logger)
+        StopDeadline.arm(command: "backupctl serve", drainSeconds: configuration.drainSeconds)
         EventLoopTakeover.install()
         // The workers stop after the server has drained (cancelled: items in hand finish first).
         let cleanup =
@@ -192,6 +200,7 @@ struct ServeCommand: ConsoleCommand {
             }
             return .milliseconds(Int64(value * 1000))
         }
+        guard (1...3600).contains(drainSeconds) else { throw .usage("--drain-seconds must be 1…3600.") }
         let maxConnections = maxConnections ?? ConsoleServer.Configuration.defaultMaxConnections()
         let connections = ConnectionLimits(
             maxConnections: maxConnections, maxPerAddress: maxConnectionsPerAddress,
@@ -201,7 +210,8 @@ struct ServeCommand: ConsoleCommand {
             writeTimeout: try seconds(writeTimeout, "write-timeout"))
         return ConsoleServer.Configuration(
             listen: try ListenAddress(parsing: listen), tlsCertificate: tlsCert, tlsKey: tlsKey,
-            allowPlainHTTP: insecurePlainHTTP, checkpointEverySeconds: checkpointSeconds, connections: connections,
+            allowPlainHTTP: insecurePlainHTTP, drainSeconds: drainSeconds, checkpointEverySeconds: checkpointSeconds,
+            connections: connections,
             tlsMinimumVersion: try ServerTLS.Version(parsing: tlsMinVersion),
             requestLimits: RequestLimits(
                 operatorRate: operatorRate, operatorDenials: operatorDenials,

@@ -18,7 +18,9 @@ struct WorkerCommand: ConsoleCommand {
         discussion: """
             Workers in any number of processes share the queue (no item is taken twice) and each \
             tenant's Turnkey rate. A worker killed mid-item loses its lease; another finishes the \
-            item with the body journaled before the first send. SIGTERM lets items in hand finish. \
+            item with the body journaled before the first send. SIGTERM (SIGINT, SIGHUP) lets items \
+            in hand finish; a worker still waiting on its store or Turnkey \
+            BACKUPCTL_STOP_GRACE_SECONDS (60) later ends with stop_timeout and 128 + the signal. \
             On a store whose audit a server signs, set BACKUPCTL_AUDIT_KEY to the key file: the \
             worker signs its entries then; without it, it refuses to start (audit_signed_store).
             """)
@@ -46,7 +48,8 @@ struct WorkerCommand: ConsoleCommand {
             logger: logger)
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                services: [.init(service: service)], gracefulShutdownSignals: StopDeadline.signals, logger: logger))
+        StopDeadline.arm(command: "backupctl worker", drainSeconds: 0)
         do {
             try await group.run()
         } catch {
