@@ -89,22 +89,30 @@ public struct AuditLog: Sendable {
 
     public init(store: any ConsoleStore) { self.store = store }
 
+    /// The most entries one `audit list` answers (`audit export` pages through any number).
+    public static let maxListLimit = 10_000
+
     /// The latest `limit` entries of the session's tenant, oldest first.
     public func list(session: Session, limit: Int) async throws(ConsoleError) -> [AuditEntry] {
         try await session.require(.auditList)
-        guard limit > 0 else { throw .invalid("invalid_limit", "--limit must be a positive number.") }
+        guard (1...Self.maxListLimit).contains(limit) else {
+            throw .invalid("invalid_limit", "--limit must be 1…\(Self.maxListLimit), got \(limit).")
+        }
         return try await store.latestAuditEntries(tenant: session.tenantName, limit: limit)
     }
 
-    /// The latest `limit` entries of the session's tenant narrowed by operator, action (exact,
-    /// or a family like `reset.`) and time, after `afterSeq`, oldest first (`audit list` with
-    /// filters, and each poll of `audit list --follow`).
+    /// Entries of the session's tenant narrowed by operator, action (exact, or a family like
+    /// `reset.`) and time, oldest first: the latest `limit`, or with `afterSeq` the first `limit`
+    /// after it (`audit list` with filters, and each poll of `audit list --follow`).
     public func list(
         session: Session, operatorName: String?, action: String?, sinceMillis: Int64?, afterSeq: Int64 = 0,
         limit: Int
     ) async throws(ConsoleError) -> [AuditEntry] {
         try await session.require(.auditList)
-        guard limit > 0 else { throw .invalid("invalid_limit", "--limit must be a positive number.") }
+        guard (1...Self.maxListLimit).contains(limit) else {
+            throw .invalid("invalid_limit", "--limit must be 1…\(Self.maxListLimit), got \(limit).")
+        }
+        guard afterSeq >= 0 else { throw .invalid("invalid_after_seq", "afterSeq must be 0 or more, got \(afterSeq).") }
         if let operatorName { _ = try OperatorName(operatorName) }
         if let action,
             action.isEmpty || action.count > 64

@@ -8,7 +8,8 @@ public struct AuditQuery: Sendable, Equatable {
     public var action: String?
     /// Unix milliseconds; entries at or after it.
     public var sinceMillis: Int64?
-    /// Entries with a higher sequence number only (`--follow` polls with the last one seen).
+    /// Entries with a higher sequence number only, the first ones after it (`--follow` polls with
+    /// the last one seen); 0: the latest ones.
     public var afterSeq: Int64
 
     public init(

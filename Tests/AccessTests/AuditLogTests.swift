@@ -95,4 +95,33 @@ import Testing
             try await AuditLog(store: fixture.store).list(session: admin, limit: 0)
         }
     }
+
+    /// A follower that fell behind pages forward: with `afterSeq` the first entries after it,
+    /// not the latest (which skipped everything between), and a page of the most a list answers.
+    @Test(arguments: TestBackend.available) func afterSeqPagesForwardWithoutAGap(backend: TestBackend) async throws {
+        let (fixture, admin) = try await populated(30, backend)
+        let log = AuditLog(store: fixture.store)
+        let all = try await log.list(
+            session: admin, operatorName: nil, action: "backup.show", sinceMillis: nil, limit: 100)
+        #expect(all.count == 30)
+        var seen: [Int64] = []
+        var after = all[4].seq
+        for _ in 0..<10 {  // bounded: 25 entries in pages of 7
+            let page = try await log.list(
+                session: admin, operatorName: nil, action: "backup.show", sinceMillis: nil, afterSeq: after, limit: 7)
+            seen += page.map(\.seq)
+            guard let last = page.last else { break }
+            after = last.seq
+        }
+        #expect(seen == all.dropFirst(5).map(\.seq))
+        // Without `afterSeq`, the latest ones.
+        let latest = try await log.list(
+            session: admin, operatorName: nil, action: "backup.show", sinceMillis: nil, limit: 3)
+        #expect(latest.map(\.seq) == all.suffix(3).map(\.seq))
+        let tooMany = await #expect(throws: ConsoleError.self) {
+            try await log.list(
+                session: admin, operatorName: nil, action: nil, sinceMillis: nil, limit: AuditLog.maxListLimit + 1)
+        }
+        #expect(tooMany?.code == "invalid_limit")
+    }
 }

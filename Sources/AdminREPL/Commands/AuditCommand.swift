@@ -104,10 +104,14 @@ struct AuditCommand: ParsableCommand {
             var last: Int64 = first.last?.seq ?? 0
             first.forEach(emit)
             while !SignalFlag.isRaised {
-                for entry in try await next(last) {
+                let page = try await next(last)
+                for entry in page {
                     emit(entry)
                     last = entry.seq
                 }
+                // A full page (`next` asks for 1000): more are waiting, so a follower that fell
+                // behind catches up at once.
+                if page.count >= 1000 { continue }
                 try await Task.sleep(nanoseconds: 1_000_000_000)
             }
             SignalFlag.drain()

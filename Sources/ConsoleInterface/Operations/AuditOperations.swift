@@ -6,8 +6,9 @@ import ConsoleStore
 // are written only by the services, in the transaction of what they record, and checkpoints
 // only by the console's own signer; no operation accepts an entry or a checkpoint.
 
-/// `audit list`: the latest entries of the caller's tenant, filtered; `--follow` is the client
-/// asking again with the last seq it saw as `afterSeq`.
+/// `audit list`: the latest entries of the caller's tenant, filtered (at most
+/// ``AuditLog/maxListLimit``); with `afterSeq`, the first ones after it, so a client paging
+/// forward (`--follow` asks again with the last seq it saw) misses none.
 public struct AuditListOperation: ConsoleOperation {
     public static let name = "audit.list"
     public var operatorName: String?

@@ -127,7 +127,9 @@ extension SQLRuleStore {
         return try await auditRows(conditions, descending: true, limit: limit).reversed()
     }
 
-    /// The latest `limit` entries matching `query`, oldest first.
+    /// The entries matching `query`, oldest first: with an `afterSeq`, the first `limit` after it
+    /// (a follower or a client paging forward misses none however far behind it is); without one
+    /// (0), the latest `limit`.
     public func auditEntries(_ query: AuditQuery, limit: Int) async throws(ConsoleError) -> [AuditEntry] {
         var conditions: [SQLStatement] = ["tenant = \(query.tenant.rawValue)", "seq > \(query.afterSeq)"]
         if let op = query.operatorName { conditions.append("operator = \(op)") }
@@ -142,6 +144,7 @@ extension SQLRuleStore {
             }
         }
         if let since = query.sinceMillis { conditions.append("at >= \(since)") }
+        guard query.afterSeq == 0 else { return try await auditRows(conditions, descending: false, limit: limit) }
         return try await auditRows(conditions, descending: true, limit: limit).reversed()
     }
 
