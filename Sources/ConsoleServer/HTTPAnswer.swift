@@ -17,14 +17,18 @@ enum HTTPAnswer {
     /// The largest operation body accepted (413 past it).
     static let maxBody = 1 << 20
 
-    /// The caller's `X-Request-Id` when it is a plain token (1–128 of `A-Z a-z 0-9 . _ : -`),
-    /// else a new random one: a hostile id never reaches the log or the audit.
+    /// The caller's `X-Request-Id` when it is a plain token (1–128 of `A-Z a-z 0-9 . _ : -`)
+    /// that does not look like a secret (an operator token, a key: ``SecretShape``, whole keys
+    /// only, so a 32-digit trace id stays), else a new random one: a hostile id, or a token
+    /// pasted in the wrong header, never reaches the log or the audit chain, which cannot be
+    /// edited.
     static func requestId(_ given: String?) -> String {
         if let given, (1...128).contains(given.utf8.count),
             given.utf8.allSatisfy({ byte in
                 (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
                     || [0x2E, 0x5F, 0x3A, 0x2D].contains(byte)
-            })
+            }),
+            !SecretShape.appears(in: given, halfKeys: false)
         {
             return given
         }

@@ -124,7 +124,8 @@ public struct LookupService: Sendable {
     /// key longer than a terminal line is shortened, in the middle.
     func describe(_ keys: [FactorLookupKey]) -> String {
         keys.map { key in
-            let text = key.rawValue
+            // What was asked for is echoed, unless it looks like a secret pasted in its place.
+            let text = SecretShape.redact(key.rawValue)
             guard text.count > 120 else { return text }
             return String(text.prefix(80)) + "…" + String(text.suffix(20))
         }.joined(separator: " or ")

@@ -145,6 +145,20 @@ import Testing
             let hostile = try await Self.send(
                 fixture, "/healthz", method: .GET, headers: [("X-Request-Id", "a b;<c>")], body: nil)
             #expect(hostile.headers["X-Request-Id"].first?.count == 24)
+            // So is a secret-shaped one (a token pasted in the wrong header): never logged, never
+            // in the audit chain. A 32-digit trace id is kept.
+            let tokenShaped = ServerFixture.text(fixture.rootToken)
+            let pasted = try await Self.send(
+                fixture, "/v1/ops/stats", bearer: root,
+                headers: [
+                    ("Content-Type", "application/json"), ("X-Request-Id", tokenShaped), (Wire.tenantHeader, "sandbox"),
+                ])
+            #expect(pasted.status == 200 && pasted.headers["X-Request-Id"].first?.count == 24)
+            #expect(try await fixture.audit().allSatisfy { $0.details["requestId"] != tokenShaped })
+            let trace = String(repeating: "4bf92f3577b34da6", count: 2)
+            let traced = try await Self.send(
+                fixture, "/healthz", method: .GET, headers: [("X-Request-Id", trace)], body: nil)
+            #expect(traced.headers["X-Request-Id"].first == trace)
         }
     }
 
