@@ -11,6 +11,7 @@
 /// - base64 or base64url of exactly 32 bytes (43 characters, or 44 ending in `=`).
 /// - an operator token (`bctl_…`), a sandbox reset token (`sbx.…`), a JWE or JWT (`eyJ…` with
 ///   dots).
+/// - the `user:password` of a URL (`https://user:password@host`).
 ///
 /// By name (environment variables): `*TOKEN*`, `*SECRET*`, `*PASSWORD*`, `*PASSWD*`,
 /// `*PRIVATE*`, `*API_KEY*`, `*ROOT_KEY*`, `*CREDENTIAL*`, `*COOKIE*`, `*SESSION*`, `*_PAT`, a
@@ -73,7 +74,23 @@ public enum SecretShape {
     // MARK: Detectors
 
     static func secretRanges(_ line: String, halfKeys: Bool) -> [Range<String.Index>] {
-        (tokens(line) + base64Keys(line) + hexKeys(line, halfKeys: halfKeys)).sorted { $0.lowerBound < $1.lowerBound }
+        (tokens(line) + base64Keys(line) + hexKeys(line, halfKeys: halfKeys) + urlPasswords(line)).sorted {
+            $0.lowerBound < $1.lowerBound
+        }
+    }
+
+    /// The `user:password` of each `scheme://user:password@host` (a user alone is no secret).
+    private static func urlPasswords(_ line: String) -> [Range<String.Index>] {
+        var ranges: [Range<String.Index>] = []
+        var rest = line[...]
+        while let scheme = rest.range(of: "://") {
+            let authority = rest[scheme.upperBound...].prefix { !"/?#".contains($0) && !$0.isWhitespace }
+            if let at = authority.lastIndex(of: "@"), authority[..<at].contains(":") {
+                ranges.append(scheme.upperBound..<at)
+            }
+            rest = rest[scheme.upperBound...]
+        }
+        return ranges
     }
 
     /// `bctl_…`, `sbx.…` and `eyJ….….…`, each to the next space, quote or backtick.

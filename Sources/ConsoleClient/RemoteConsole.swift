@@ -39,7 +39,9 @@ public final class RemoteConsole: ConsoleAPI {
             var host = parsed.host, !host.isEmpty, parsed.path.isEmpty, parsed.query == nil, parsed.user == nil
         else {
             throw .configuration(
-                "invalid_server", "--server must be http://HOST:PORT or https://HOST:PORT, got \(server.prefix(80)).")
+                "invalid_server",
+                "--server must be http://HOST:PORT or https://HOST:PORT (the token goes in --token-file, never in the URL), got \(SecretShape.redact(String(server.prefix(200))).prefix(80))."
+            )
         }
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         if scheme == "http", !allowPlainHTTP, !NetworkAddress.isLoopback(host: host) {

@@ -48,4 +48,15 @@ struct SecretShapeQuotingTests {
         let uuid = "3f2a9c1e-7b4d-4e8f-9a0b-1c2d3e4f5a6b"
         #expect(SecretShape.excerpt(uuid, limit: 8) == "3f2a9c1e")
     }
+
+    /// A password in a URL (`--server https://user:pass@host`) is withheld; a user alone, and a
+    /// URL without one, are kept.
+    @Test func aURLPasswordIsWithheld() {
+        #expect(
+            SecretShape.redact("got https://ops:hunter2@console.internal:8443.")
+                == "got https://<withheld>@console.internal:8443.")
+        #expect(SecretShape.redact("at postgres://backupctl@db:5432/x") == "at postgres://backupctl@db:5432/x")
+        #expect(!SecretShape.appears(in: "https://console.internal:8443/v1/ops/whoami"))
+        #expect(SecretShape.appears(in: "set server http://a:b@127.0.0.1:1"))
+    }
 }
