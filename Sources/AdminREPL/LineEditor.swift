@@ -94,7 +94,11 @@ enum SignalFlag {
         guard pipeEnds[0] < 0 else { return }
         var ends: [Int32] = [0, 0]
         guard pipe(&ends) == 0 else { return }
-        for fd in ends { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
+        for fd in ends {
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            // A child (the pager) must not hold the console's signal pipe.
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        }
         pipeEnds = ends
         handle(SIGINT)
     }

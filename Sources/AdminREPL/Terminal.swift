@@ -1,3 +1,4 @@
+import BackupModel
 import Foundation
 
 #if canImport(Glibc)
@@ -102,29 +103,76 @@ enum Terminal {
         }
     }
 
+    /// ``readLine(fd:)`` for an answer at a prompt of a running command: Ctrl-C (the signal
+    /// flag's pipe) cancels it instead of being lost in the read.
+    /// - Throws: `cancelled` on Ctrl-C.
+    static func readAnswer() throws(ConsoleError) -> String? {
+        let signals = SignalFlag.pipeReadEnd
+        if signals >= 0 {
+            // Bounded by the user: each pass waits for a key or a signal.
+            while true {
+                if SignalFlag.isRaised {
+                    SignalFlag.drain()
+                    throw ConsoleError(.usage, code: "cancelled", "Cancelled (Ctrl-C).")
+                }
+                var fds = [
+                    pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0),
+                    pollfd(fd: signals, events: Int16(POLLIN), revents: 0),
+                ]
+                let ready = poll(&fds, 2, -1)
+                if ready < 0, errno == EINTR { continue }
+                if fds[0].revents != 0 { break }
+            }
+        }
+        return readLine()
+    }
+
     /// Reads a secret with echo off when stdin is a terminal; the bytes are wiped by the caller.
-    static func readSecret(prompt: String) -> [UInt8]? {
+    ///
+    /// The terminal is put in non-canonical mode with its signal keys off for the read, so every
+    /// key is this prompt's: Enter ends it, except inside a JSON object (a `{` first) whose
+    /// closing brace has not come yet, so a Root Key typed or pasted over several lines stays
+    /// hidden to the end; Backspace and Ctrl-U edit; Ctrl-D ends the input; Ctrl-Z does nothing
+    /// (a prompt suspended and resumed would come back with the shell's echo on).
+    /// - Throws: `cancelled` on Ctrl-C: nothing was read.
+    static func readSecret(prompt: String) throws(ConsoleError) -> [UInt8] {
         let fd = STDIN_FILENO
-        guard isatty(fd) == 1 else { return readAllOrLine(fd: fd) }
+        guard isatty(fd) == 1 else { return readAllOrLine(fd: fd) ?? [] }
         var old = termios()
         tcgetattr(fd, &old)
-        var noEcho = old
-        noEcho.c_lflag &= ~tcflag_t(ECHO)
+        var hidden = old
+        hidden.c_lflag &= ~tcflag_t(ECHO | ECHONL | ICANON | ISIG | IEXTEN)
+        withUnsafeMutableBytes(of: &hidden.c_cc) { cc in
+            cc[Int(VMIN)] = 1
+            cc[Int(VTIME)] = 0
+        }
         // Echo goes off before the prompt shows, and what was typed before it is dropped (as
         // getpass does): whatever the user types once they see the prompt is neither echoed
         // nor lost. Setting the mode after the prompt lost a key typed quickly, and could
         // echo it.
-        tcsetattr(fd, TCSAFLUSH, &noEcho)
+        tcsetattr(fd, TCSAFLUSH, &hidden)
         FileHandle.standardError.write(Data(prompt.utf8))
         defer {
             // TCSANOW keeps what the user typed after the secret (the next answer).
             tcsetattr(fd, TCSANOW, &old)
             FileHandle.standardError.write(Data("\n".utf8))
         }
-        var bytes: [UInt8] = []
+        var line = SecretLine()
         var byte: UInt8 = 0
-        while read(fd, &byte, 1) == 1, byte != 0x0a { bytes.append(byte) }
-        return bytes
+        reading: while true {
+            let n = read(fd, &byte, 1)
+            if n < 0, errno == EINTR { continue }
+            guard n == 1 else { break }
+            switch line.take(byte) {
+            case .more: continue
+            case .done: break reading
+            case .cancelled:
+                _ = line.finish()
+                throw ConsoleError(
+                    .usage, code: "cancelled", "Cancelled at the hidden prompt (Ctrl-C); nothing was read.")
+            }
+        }
+        return line.finish()
     }
 
     /// Secrets piped on stdin: everything up to EOF.
@@ -138,5 +186,92 @@ enum Terminal {
         }
         for i in buffer.indices { buffer[i] = 0 }
         return bytes
+    }
+}
+
+/// The keys of a hidden prompt (``Terminal/readSecret(prompt:)``), one byte at a time, with the
+/// terminal's own line editing and signals off.
+struct SecretLine {
+    enum Step { case more, done, cancelled }
+    private(set) var bytes: [UInt8] = []
+    /// Braces open outside a string, once the secret began with `{`.
+    private var depth = 0
+    private var inString = false
+    private var escaped = false
+
+    mutating func take(_ byte: UInt8) -> Step {
+        switch byte {
+        case 0x03: return .cancelled  // Ctrl-C
+        case 0x04: return .done  // Ctrl-D
+        case 0x1A, 0x1C: return .more  // Ctrl-Z, Ctrl-\: nothing to suspend or quit here
+        case 0x7F, 0x08:  // Backspace
+            if !bytes.isEmpty { unread() }
+            return .more
+        case 0x15:  // Ctrl-U: start over
+            wipe()
+            return .more
+        case 0x0A, 0x0D:
+            // Enter ends the secret, unless a JSON object is still open: its lines go on.
+            guard depth > 0 else { return .done }
+            bytes.append(0x0A)
+            return .more
+        default:
+            bytes.append(byte)
+            read(byte)
+            return .more
+        }
+    }
+
+    /// Whether the secret began with `{`.
+    private var isObject: Bool { bytes.first(where: { !Self.isSpace($0) }) == UInt8(ascii: "{") }
+
+    /// The secret, with the bytes kept wiped.
+    mutating func finish() -> [UInt8] {
+        defer { wipe() }
+        return bytes
+    }
+
+    private mutating func wipe() {
+        for i in bytes.indices { bytes[i] = 0 }
+        bytes.removeAll()
+        depth = 0
+        inString = false
+        escaped = false
+    }
+
+    private static func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A }
+
+    /// Tracks the braces of a JSON object as it is typed.
+    private mutating func read(_ byte: UInt8) {
+        guard isObject else { return }
+        if inString {
+            if escaped {
+                escaped = false
+            } else if byte == UInt8(ascii: "\\") {
+                escaped = true
+            } else if byte == UInt8(ascii: "\"") {
+                inString = false
+            }
+            return
+        }
+        switch byte {
+        case UInt8(ascii: "\""): inString = true
+        case UInt8(ascii: "{"): depth += 1
+        case UInt8(ascii: "}"): depth = max(0, depth - 1)
+        default: break
+        }
+    }
+
+    /// A Backspace: the last byte goes, and the brace count is rebuilt from what is left
+    /// (secrets are short).
+    private mutating func unread() {
+        var kept = bytes
+        kept.removeLast()
+        wipe()
+        for byte in kept {
+            bytes.append(byte)
+            read(byte)
+        }
+        for i in kept.indices { kept[i] = 0 }
     }
 }

@@ -110,4 +110,42 @@ import Testing
         let audit = try await cli.run(["--format", "json", "audit", "list", "--limit", "50"])
         #expect(!audit.stdout.contains("reset.begin") && !audit.stdout.contains("reset.complete"))
     }
+
+    /// The hidden prompt is the prompt's own: a Root Key typed over several lines (pretty JSON)
+    /// stays hidden to its closing brace, Ctrl-Z cannot suspend it (it would resume with echo
+    /// on), and an answer other than a, b or abort is asked again, never taken as a signature.
+    /// In the REPL, Ctrl-C at a walkthrough prompt cancels the walkthrough, and the session
+    /// goes on.
+    @Test func aKeyTypedOverSeveralLinesStaysHiddenAndCtrlZDoesNothing() async throws {
+        var cli = CLI(mode: .inProcess)
+        defer { cli.cleanUp() }
+        _ = try await cli.bootstrap()
+        try await importBackup(cli)
+        let pty = try PTY(arguments: [], environment: cli.environment.merging(["TERM": "xterm"]) { $1 })
+        #expect(await pty.expect("> "))
+        pty.send("reset walkthrough\r")
+        #expect(await pty.expect("backup or factor>"))
+        pty.send(Self.backupId + "\r")
+        #expect(await pty.expect("still have ANY factor listed above? (yes/no)>"))
+        pty.send("no\r")
+        #expect(await pty.expect("Issue a reset challenge? (yes/no)>"))
+        pty.send("yes\r")
+        #expect(await pty.expect("a, b or abort>"))
+        pty.send("version\r")
+        #expect(await pty.expect("Answer a, b or abort."), "\(pty.transcript)")
+        pty.send("b\r")
+        #expect(await pty.expect("hidden"))
+        pty.send("{\r  \"version\": \"V1\",\r\u{1A}")
+        pty.send("  \"key\": \"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\"\r}\r")
+        #expect(await pty.expect("tenant>"), "\(pty.transcript)")
+        #expect(!pty.transcript.contains("0102030405060708090a0b0c0d0e0f"), "the Root Key must never be echoed")
+        #expect(!pty.transcript.contains("version\": "), "nor any line of it")
+        pty.send("\u{03}")
+        #expect(await pty.expect("Cancelled"), "\(pty.transcript)")
+        pty.send("whoami\r")
+        #expect(await pty.expect("operator:"), "the session goes on: \(pty.transcript)")
+        pty.send("quit\r")
+        try #require(await pty.waitForExit())
+        #expect(try await cli.run(["show", Self.backupId]).status == 0, "Ctrl-C at the confirmation wiped nothing")
+    }
 }

@@ -98,7 +98,7 @@ enum RootKeyInput {
             bytes = Array(data)
         } else {
             if let refusal = stdinRefusal(file: nil) { throw refusal }
-            bytes = Terminal.readSecret(prompt: prompt) ?? []
+            bytes = try Terminal.readSecret(prompt: prompt)
         }
         defer { bytes.withUnsafeMutableBytes { for i in $0.indices { $0[i] = 0 } } }
         return try UserRecovery.rootKey(json: bytes)

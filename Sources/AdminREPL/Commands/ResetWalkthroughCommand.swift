@@ -74,12 +74,19 @@ struct ResetWalkthroughCommand: ConsoleCommand {
                 "  a) user elsewhere: they run `backupctl recovery sign --challenge \(challenge)` and read out the signature"
             )
             say("  b) user present: they type the Root Key into a hidden prompt here")
-            switch try ask("a, b or abort").lowercased() {
-            case "abort": return .abort
-            case "b":
-                return .presentProof(try RootKeyInput.read(file: nil, prompt: "Root Key JSON (user types, hidden): "))
-            default: return .remoteProof(signature: try ask("signature"))
+            // Anything else is asked again: a key typed here by mistake must not be taken (and shown)
+            // as a signature. Bounded: five answers.
+            for _ in 0..<5 {
+                switch try ask("a, b or abort").lowercased() {
+                case "abort": return .abort
+                case "a": return .remoteProof(signature: try ask("signature"))
+                case "b":
+                    return .presentProof(
+                        try RootKeyInput.read(file: nil, prompt: "Root Key JSON (user types, hidden): "))
+                default: say("Answer a, b or abort.")
+                }
             }
+            throw ConsoleError.usage("No answer among a, b or abort; the walkthrough stopped.")
         case .confirm(let tenant, let id):
             say(style.bold("3. Confirm") + ": this wipes \(id). Type the tenant name (\(tenant)) to confirm.")
             let answer = try ask("tenant")
@@ -152,7 +159,7 @@ struct ResetWalkthroughCommand: ConsoleCommand {
 
     private func ask(_ label: String) throws(ConsoleError) -> String {
         FileHandle.standardError.write(Data("\(label)> ".utf8))
-        guard let line = Terminal.readLine() else {
+        guard let line = try Terminal.readAnswer() else {
             throw ConsoleError.usage("Input ended; the walkthrough stopped.")
         }
         return line.trimmingCharacters(in: .whitespaces)

@@ -42,7 +42,7 @@ enum SecretInput {
                 throw .usage("Give the \(what) with --\(flag)-file PATH (or - for stdin).")
             }
             if hidden {
-                bytes = Terminal.readSecret(prompt: "\(what) (input hidden): ") ?? []
+                bytes = try Terminal.readSecret(prompt: "\(what) (input hidden): ")
             } else {
                 FileHandle.standardError.write(Data("\(what): ".utf8))
                 bytes = Array((Terminal.readLine() ?? "").utf8)
