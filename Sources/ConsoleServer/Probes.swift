@@ -172,7 +172,10 @@ struct ProbeListener: Service {
         do {
             // Without the preference each probe's task would run on the global executor (the
             // API's event loops once `serve` installs them) and queue behind the API's work.
-            try await withTaskExecutorPreference(Self.executor) { try await app.runService() }
+            // `run()`, the service itself, stops when the server's group shuts down; `runService()`
+            // would run a group of its own that took SIGTERM itself and ended first, and the
+            // server's group then failed the stop ("a service has finished unexpectedly").
+            try await withTaskExecutorPreference(Self.executor) { try await app.run() }
         } catch {
             bound.set(nil)
             throw error
