@@ -53,6 +53,25 @@ import Testing
         #expect(server.stdout.split(separator: "\n").count == 1, "\(server.stdout)")
     }
 
+    /// A store a keyed server has signed: a server started without the key would be ready and
+    /// refuse every audited request, so it refuses to start (exit 78), naming the flag.
+    @Test func aSignedStoreNeedsTheKeyToBeServed() async throws {
+        let workspace = try await Workspace()
+        defer { workspace.cleanUp() }
+        let key = workspace.directory.appendingPathComponent("audit.key").path
+        let (_, keygenErr, keygen) = try await Self.run(
+            ["audit", "keygen", "--out", key], environment: workspace.environment)
+        #expect(keygen == 0, "\(keygenErr)")
+        let signed = try await ServerProcess.serve(
+            db: workspace.db, arguments: ["--audit-key", key], environment: workspace.environment)
+        defer { signed.killNow() }
+        #expect(await signed.stop() == .exited(0), "\(signed.stderr)")
+        let (out, err, status) = try await Self.run(
+            ["serve", "--listen", "127.0.0.1:0", "--db", workspace.db], environment: workspace.environment)
+        #expect(status == 78 && out.isEmpty, "\(err)")
+        #expect(err.contains("error[audit_signed_store]") && err.contains("--audit-key"), "\(err)")
+    }
+
     /// A closed terminal or a `systemctl reload` sends SIGHUP: the server stops as on SIGTERM
     /// (drained, exit 0), not at once.
     @Test func sighupStopsItGracefully() async throws {

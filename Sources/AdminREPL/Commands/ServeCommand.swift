@@ -146,6 +146,19 @@ struct ServeCommand: ConsoleCommand {
         var logger = Logger(label: "backupctl.serve", factory: { ServerLogHandler.standardError(label: $0) })
         logger.logLevel =
             ctx.environment["BACKUPCTL_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .notice
+        if auditKey == nil {
+            // A store whose audit a signer has signed: every audited request would be refused
+            // (`audit_signed_store`) while the probes said ready. Refused here, once, instead.
+            do throws(ConsoleError) {
+                try await console.checkAuditWrites()
+            } catch {
+                guard error.code == "audit_signed_store" else { throw error }
+                throw ConsoleError.configuration(
+                    "audit_signed_store",
+                    "The audit of \(PostgresStoreConfiguration.displayed(ctx.settings.dbPath)) is signed (it holds signed checkpoints): start serve with --audit-key and the key that signs it (or BACKUPCTL_AUDIT_KEY); without it every audited request would be refused."
+                )
+            }
+        }
         if auditRebase, let details = try await console.rebaseAuditAnchors() {
             logger.warning(
                 "audit chain rebased: the store is anchored as it is",
