@@ -34,12 +34,19 @@ struct History {
     /// A line is kept out of history if it holds an operator or reset token, a signature, or
     /// anything shaped like a root or private key: a JSON key object, hex digits of a key or half
     /// of one however they are split, base64 of 32 bytes (``SecretShape``; a Backup Account ID's
-    /// single run of 66 and a UUID stay). Whatever follows `--root-key…`, `--token…` or
-    /// `--signature` never reaches the file: the line goes.
+    /// single run of 66 and a UUID stay), or hex digits alone (a piece of a key typed over
+    /// several lines). Whatever follows `--root-key…`, `--token…` or `--signature` never reaches
+    /// the file: the line goes.
     static func carriesSecret(_ line: String) -> Bool {
         let lower = line.lowercased()
         for flag in ["--token", "--root-key", "--signature", "bctl_"] where lower.contains(flag) { return true }
         if lower.contains("\"key\"") || lower.contains("private") || lower.contains("secret") { return true }
+        // A line of hex digits alone is no command, but may be part of a key typed over several
+        // lines (four 16-digit groups, a 24/24/16 paste): never kept.
+        let words = line.split(whereSeparator: { $0.isWhitespace || $0.isPunctuation || $0.isSymbol })
+        if !words.isEmpty, words.allSatisfy({ $0.allSatisfy(\.isHexDigit) }), words.joined().count >= 8 {
+            return true
+        }
         return SecretShape.appears(in: line)
     }
 }

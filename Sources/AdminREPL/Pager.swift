@@ -1,4 +1,5 @@
 import BackupModel
+import CReadline
 import Foundation
 
 #if canImport(Glibc)
@@ -83,7 +84,9 @@ enum Pager {
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, ends[0], STDIN_FILENO)
-        posix_spawn_file_actions_addclose(&actions, ends[0])
+        // Nothing but stdin, stdout and stderr: not the console's sockets (a live connection to
+        // the server), its store or its signal pipe.
+        backupctl_spawn_close_from(&actions, 3)
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -169,6 +172,11 @@ enum Pager {
             }
             break
         }
+        // The shell is gone; what it started must go too. A shell killed by Ctrl-\\ left the pager
+        // running in its own group, holding the pipe (so the write below never ended) and then
+        // reading the console's next keys. An empty group makes this a no-op.
+        kill(-pid, SIGTERM)
+        kill(-pid, SIGCONT)
         // Once the pager is gone its writes fail at once (EPIPE): wait for them, while SIGPIPE
         // is still ignored.
         written.wait()

@@ -58,7 +58,10 @@ public struct RootKey: Sendable, CustomStringConvertible {
             secret = SecretBytes(keyBytes)
             version = .v0
         default:
-            throw Self.invalid("\"version\" must be \"V1\" or \"V0\", got \"\(versionText.prefix(8))\"")
+            // Repeated only when it looks like a version: with the fields swapped it would be part
+            // of the key.
+            let shown = versionText.count <= 4 && versionText.dropFirst().allSatisfy(\.isNumber)
+            throw Self.invalid("\"version\" must be \"V1\" or \"V0\"" + (shown ? ", got \"\(versionText)\"" : ""))
         }
     }
 

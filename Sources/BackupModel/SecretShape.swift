@@ -14,9 +14,10 @@
 /// - the `user:password` of a URL (`https://user:password@host`).
 ///
 /// By name (environment variables): `*TOKEN*`, `*SECRET*`, `*PASSWORD*`, `*PASSWD*`,
-/// `*PRIVATE*`, `*API_KEY*`, `*ROOT_KEY*`, `*CREDENTIAL*`, `*COOKIE*`, `*SESSION*`, `*_PAT`, a
-/// URL with credentials (`postgres://u:PASS@…`) whatever its name, and any value of a secret's
-/// shape.
+/// `*PASSPHRASE*`, `*PRIVATE*`, `*API_KEY*`, `*ROOT_KEY*`, `*CREDENTIAL*`, `*COOKIE*`,
+/// `*SESSION*`, `*SIGNATURE*`, a word `KEY`, `AUTH`, `PAT`, `PEM`, … in the name (`OPENAI_KEY`,
+/// `AWS_ACCESS_KEY_ID`, `GH_AUTH`); by value: a URL with credentials (`postgres://u:PASS@…`), a
+/// PEM private key, a Root Key's JSON, and anything of a secret's shape.
 public enum SecretShape {
     /// Whether the line holds anything secret-shaped.
     public static func appears(in line: String, halfKeys: Bool = true) -> Bool {
@@ -51,10 +52,18 @@ public enum SecretShape {
     public static func isSecret(variable name: String, value: String) -> Bool {
         let upper = name.uppercased()
         let names = [
-            "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PRIVATE", "API_KEY", "ROOT_KEY", "CREDENTIAL", "COOKIE",
-            "SESSION",
+            "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "PRIVATE", "API_KEY", "ROOT_KEY", "CREDENTIAL",
+            "COOKIE", "SESSION", "SIGNATURE",
         ]
-        if upper.hasPrefix("BACKUPCTL_") || names.contains(where: upper.contains) || upper.hasSuffix("_PAT") {
+        // Whole words of the name: `OPENAI_KEY`, `AWS_ACCESS_KEY_ID`, `GH_AUTH` (not `KEYBOARD`).
+        let words: Set<Substring> = ["KEY", "KEYS", "AUTH", "PAT", "PEM", "PSK", "JWT", "BEARER", "PASS", "PW", "PWD"]
+        if upper.hasPrefix("BACKUPCTL_") || names.contains(where: upper.contains)
+            || upper.split(whereSeparator: { !$0.isLetter && !$0.isNumber }).contains(where: words.contains)
+        {
+            return true
+        }
+        // A PEM private key, a Root Key's JSON (its `key` may be any string in V0).
+        if value.contains("PRIVATE KEY") || (value.contains("\"key\"") && value.contains("\"version\"")) {
             return true
         }
         return hasURLCredentials(value) || appears(in: value, halfKeys: false)
@@ -248,7 +257,8 @@ public enum SecretShape {
     /// Spaces and the punctuation a key might be split or wrapped with.
     private static func isSeparator(_ c: Character) -> Bool {
         if let byte = c.asciiValue { return separatorBytes[Int(byte)] }
-        return c.isWhitespace
+        // Any Unicode space or punctuation too (`·`, `–`, `…`, a no-break space).
+        return c.isWhitespace || c.isPunctuation || c.isSymbol
     }
 
     /// Overlapping ranges joined (a token that is also base64-shaped is withheld once).

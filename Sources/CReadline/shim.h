@@ -18,3 +18,12 @@ static inline void backupctl_rl_set_basic_word_break(const char *chars) {
     rl_basic_word_break_characters = (char *)chars;
 }
 static inline void backupctl_rl_set_getc(rl_getc_func_t *fn) { rl_getc_function = fn; }
+
+/* posix_spawn's close-from action (glibc 2.34+), declared here since spawn.h shows it only to
+   _GNU_SOURCE builds: a child (the pager) gets stdin, stdout and stderr, and no other descriptor
+   of the console. */
+#include <spawn.h>
+extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *, int);
+static inline int backupctl_spawn_close_from(posix_spawn_file_actions_t *actions, int from) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, from);
+}

@@ -64,15 +64,29 @@ import Testing
         defer { cli.cleanUp() }
         let token = try await cli.bootstrap()
         let seen = cli.directory.appendingPathComponent("pager-env").path
+        let descriptors = cli.directory.appendingPathComponent("pager-fds").path
         let environment = cli.environment.merging([
-            "TERM": "xterm", "PAGER": "false", "BACKUPCTL_PAGER": "env > '\(seen)'; cat > /dev/null",
+            "TERM": "xterm", "PAGER": "false",
+            "BACKUPCTL_PAGER": "env > '\(seen)'; ls /proc/self/fd > '\(descriptors)'; cat > /dev/null",
+            // Secrets by name and by value that an operator's shell may hold.
+            "OPENAI_KEY": "sk-not-a-real-one", "AWS_ACCESS_KEY_ID": "AKIAEXAMPLE", "GH_AUTH": "gho-example",
+            "MY_PASSPHRASE": "correct horse", "SERVER_PEM": "-----BEGIN EC PRIVATE KEY-----\nMHcC\n",
+            "OLD_ROOT": #"{"version":"V0","key":"any words at all"}"#, "KEYBOARD_LAYOUT": "us",
         ]) { $1 }
         let pty = try PTY(arguments: ["help"], environment: environment)
         try #require(await pty.waitForExit())
         #expect(pty.status == 0)
         let recorded = try String(contentsOfFile: seen, encoding: .utf8)
-        #expect(recorded.contains("TERM=xterm"))
+        #expect(recorded.contains("TERM=xterm") && recorded.contains("KEYBOARD_LAYOUT=us"))
         #expect(!recorded.contains(token) && !recorded.contains("BACKUPCTL_"))
+        for name in ["OPENAI_KEY", "AWS_ACCESS_KEY_ID", "GH_AUTH", "MY_PASSPHRASE", "SERVER_PEM", "OLD_ROOT"] {
+            #expect(!recorded.contains(name + "="), "\(name) reached the pager")
+        }
+        // What the pager starts holds stdin, stdout and stderr only (and `ls` its directory, 3).
+        let open = try String(contentsOfFile: descriptors, encoding: .utf8).split(separator: "\n").compactMap {
+            Int($0)
+        }
+        #expect(open.filter { $0 > 3 }.isEmpty, "\(open)")
         #expect(!pty.transcript.contains(Self.lastLine), "the output went to the pager, not the terminal")
     }
 

@@ -58,10 +58,10 @@ struct SafeTextTests {
             ("lookup keypair 04" + String(repeating: "ab", count: 64), false),
             ("operator add bob --tenant prod --role cleaner", false),
             ("show dead beef cafe", false),
-            (String(repeating: "ab", count: 15), false),
+            ("show " + String(repeating: "ab", count: 15), false),
         ]
-        // Split by any punctuation, not only spaces and colons.
-        cases += ["-", ",", ".", "/", "_", "|"].map { (split($0), true) }
+        // Split by any punctuation, not only spaces and colons, Unicode's too.
+        cases += ["-", ",", ".", "/", "_", "|", "\u{B7}", "\u{2013}", "\u{A0}"].map { (split($0), true) }
         // Half a key: a key typed over two lines leaves neither line behind.
         cases += [(String(repeating: "ab", count: 16), true), (String(repeating: "ab", count: 31), true)]
         // base64 and base64url of 32 bytes; reset tokens.
@@ -99,6 +99,19 @@ struct SafeTextTests {
         ])
     func secretFlags(line: String) {
         #expect(History.carriesSecret(line))
+    }
+
+    /// A key typed over several lines in pieces too short to look like one (four lines of 16
+    /// digits, a 24/24/16 paste): a line of hex digits alone is no command, and is never kept.
+    @Test func historyKeepsNoLineOfHexDigitsAlone() {
+        let key = String(repeating: "0123456789abcdef", count: 4)
+        for piece in stride(from: 0, to: 64, by: 16).map({ Array(key)[$0..<$0 + 16] }) {
+            #expect(History.carriesSecret(String(piece)))
+        }
+        #expect(History.carriesSecret(String(key.prefix(24))) && History.carriesSecret(String(key.suffix(16))))
+        #expect(History.carriesSecret("0123 4567 89ab"))
+        #expect(!History.carriesSecret("whoami") && !History.carriesSecret("cafe"))
+        #expect(!History.carriesSecret("show 0123456789abcdef0123"))
     }
 
     @Test("JSON output stays the same JSON value with every control character escaped")

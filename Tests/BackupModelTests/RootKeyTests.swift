@@ -80,6 +80,12 @@ struct RootKeyTests {
         #expect(failure.message.contains(mention), "\(failure.message)")
     }
 
+    /// The fields swapped: the "version" holds the key, and is not repeated.
+    @Test func aKeyGivenAsTheVersionIsNotRepeated() throws {
+        let failure = try #require(error(#"{"version":"0001020304050607","key":"V1"}"#))
+        #expect(failure.code == "invalid_root_key" && !failure.message.contains("0001"), "\(failure.message)")
+    }
+
     @Test("V0 keeps the UTF-8 bytes of the string")
     func v0() throws {
         let key = try parse(#"{"version":"V0","key":"correct horse battery staple"}"#)
