@@ -53,7 +53,11 @@ public struct AccessService: Sendable {
     /// A session for `op` in `tenant`, with the role of its grant there.
     /// - Throws: `not_found` for an unknown tenant, `permission_denied` without a grant. The two
     ///   are told apart only for tenants the operator can see, so names do not leak.
-    public func session(operator op: OperatorRecord, tenant name: TenantName) async throws(ConsoleError) -> Session {
+    /// - Parameter command: what the operator tried, for the `access.denied` entry of a refusal
+    ///   (the operation's name, e.g. `operator.grant`).
+    public func session(operator op: OperatorRecord, tenant name: TenantName, command: String = "use tenant")
+        async throws(ConsoleError) -> Session
+    {
         let grant = try await store.grants(operator: op.name).first { $0.tenant == name }
         guard let grant else {
             let error = ConsoleError(
@@ -62,7 +66,7 @@ public struct AccessService: Sendable {
             // Recorded under the tenant when it exists, so its admins see the attempt.
             let exists = try await store.tenant(name) != nil
             await AccessDenial.record(
-                error, operatorName: op.name.rawValue, tenant: exists ? name.rawValue : nil, command: "use tenant",
+                error, operatorName: op.name.rawValue, tenant: exists ? name.rawValue : nil, command: command,
                 details: ["tenant": name.rawValue], store: store)
             throw error
         }

@@ -108,7 +108,8 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
             }
         }
         let cancelled = CancelFlag()
-        let context = LocalOperationContext(console: self, caller: caller, progress: progress, cancelled: cancelled)
+        let context = LocalOperationContext(
+            console: self, caller: caller, operation: Op.name, progress: progress, cancelled: cancelled)
         // Refusals are audited too, so the checkpoint check follows failures as well.
         let result: Result<Op.Output, ConsoleError>
         do {
@@ -373,7 +374,8 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
     }
 
     /// The caller's session in their chosen tenant, or in their only one.
-    public func session(_ caller: Caller) async throws(ConsoleError) -> Session {
+    /// - Parameter command: the operation asking, named in the `access.denied` entry of a refusal.
+    public func session(_ caller: Caller, command: String = "use tenant") async throws(ConsoleError) -> Session {
         let version: Int64
         if let pinned = Self.accessVersionPin?.take() {
             version = pinned
@@ -383,7 +385,7 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
         let op = try await authenticate(caller, version: version)
         let key = SessionKey(operatorName: op.name.rawValue, tenant: caller.tenant)
         if let cached = lock.withLock({ sessions[key] }), cached.version == version { return cached.session }
-        let session = try await readSession(op, tenant: caller.tenant)
+        let session = try await readSession(op, tenant: caller.tenant, command: command)
         lock.withLock { sessions[key] = (session, version) }
         return session
     }
@@ -398,7 +400,9 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
         }
     }
 
-    private func readSession(_ op: OperatorRecord, tenant chosen: String?) async throws(ConsoleError) -> Session {
+    private func readSession(_ op: OperatorRecord, tenant chosen: String?, command: String) async throws(ConsoleError)
+        -> Session
+    {
         let access = try await access
         let name: TenantName
         if let chosen {
@@ -419,7 +423,7 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
             name = only.0.name
         }
         do {
-            return try await access.session(operator: op, tenant: name)
+            return try await access.session(operator: op, tenant: name, command: command)
         } catch {
             guard error.kind == .permissionDenied || error.kind == .notFound else { throw error }
             let visible = await ((try? access.tenants(visibleTo: op)) ?? []).map(\.0.name.rawValue)
@@ -439,12 +443,15 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
 public struct LocalOperationContext: OperationContext {
     public let console: LocalConsole
     public let caller: Caller
+    /// The operation's name (`operator.grant`), for the `access.denied` entry of a refusal.
+    let operation: String
     let progressSink: ProgressSink?
     let cancelled: CancelFlag
 
-    init(console: LocalConsole, caller: Caller, progress: ProgressSink?, cancelled: CancelFlag) {
+    init(console: LocalConsole, caller: Caller, operation: String, progress: ProgressSink?, cancelled: CancelFlag) {
         self.console = console
         self.caller = caller
+        self.operation = operation
         progressSink = progress
         self.cancelled = cancelled
     }
@@ -460,9 +467,13 @@ public struct LocalOperationContext: OperationContext {
 
     public func operatorRecord() async throws(ConsoleError) -> OperatorRecord { try await console.authenticate(caller) }
 
-    public func session() async throws(ConsoleError) -> Session { try await console.session(caller) }
+    public func session() async throws(ConsoleError) -> Session {
+        try await console.session(caller, command: operation)
+    }
 
-    public func session(as caller: Caller) async throws(ConsoleError) -> Session { try await console.session(caller) }
+    public func session(as caller: Caller) async throws(ConsoleError) -> Session {
+        try await console.session(caller, command: operation)
+    }
 
     public func progress(_ event: ProgressEvent) throws(ConsoleError) {
         progressSink?(event)

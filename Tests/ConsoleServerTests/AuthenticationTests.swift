@@ -163,7 +163,12 @@ import Testing
             let root = ServerFixture.text(fixture.rootToken)
             #expect(try await fixture.request(.POST, "/v1/ops/stats", bearer: root, tenant: "beta").status == 200)
             let audit = try await fixture.audit()
-            #expect(audit.filter { $0.action == "access.denied" && $0.operatorName == "bob" }.count == 30)
+            let denied = audit.filter { $0.action == "access.denied" && $0.operatorName == "bob" }
+            #expect(denied.count == 30)
+            // Each names what bob tried (a SIEM tells a read from an attempt to take a role).
+            #expect(
+                denied.allSatisfy { $0.details["command"] == "stats" },
+                "\(denied.first.map { $0.details } ?? [:])")
             #expect(audit.filter { $0.action == "rate.limited" && $0.operatorName == "bob" }.count == 1)
             // Two seconds later bob earned one refusal back (30 a minute).
             fixture.time.advance(byMillis: 2_000)
