@@ -200,7 +200,11 @@ final class RequestHandler: Sendable {
 
     /// 429 with `Retry-After`; audited once per key and window.
     private func limited(_ refusal: RequestLimiter.Refusal, operatorName: String?, address: String) async -> Response {
-        metrics.failedAuthentication(reason: "rate_limited")
+        if operatorName == nil {
+            metrics.failedAuthentication(reason: "rate_limited")
+        } else {
+            metrics.limitedOperator(scope: refusal.scope)
+        }
         if limiter.shouldAudit(refusal, now: console.clock.millis()) {
             await auditFailure(address: address, code: "rate_limited", operatorName: operatorName, scope: refusal.scope)
         }

@@ -8,6 +8,9 @@ final class ServerMetrics: @unchecked Sendable {
     let registry = PrometheusCollectorRegistry()
     let factory: PrometheusMetricsFactory
     private let failedAuth: [String: CoreMetrics.Counter]
+    /// Requests of valid operators answered 429 (`--operator-rate`, `--operator-denials`): not
+    /// failed sign-ins, so an alert on those does not fire for a busy script.
+    private let operatorLimited: [String: CoreMetrics.Counter]
     private let auditAppends: CoreMetrics.Counter
     private let cleanupDone: CoreMetrics.Gauge
     private let cleanupTotal: CoreMetrics.Gauge
@@ -35,6 +38,14 @@ final class ServerMetrics: @unchecked Sendable {
                     $0,
                     CoreMetrics.Counter(
                         label: "backupctl_auth_failures_total", dimensions: [("reason", $0)], factory: factory)
+                )
+            })
+        operatorLimited = Dictionary(
+            uniqueKeysWithValues: ["operator_rate", "operator_denials"].map {
+                (
+                    $0,
+                    CoreMetrics.Counter(
+                        label: "backupctl_operator_rate_limited_total", dimensions: [("scope", $0)], factory: factory)
                 )
             })
         auditAppends = CoreMetrics.Counter(label: "backupctl_audit_appends_total", factory: factory)
@@ -69,6 +80,11 @@ final class ServerMetrics: @unchecked Sendable {
 
     func failedAuthentication(reason: String) {
         failedAuth[reason]?.increment()
+    }
+
+    /// A valid operator's request refused for its rate or its refusals (`scope`).
+    func limitedOperator(scope: String) {
+        operatorLimited[scope]?.increment()
     }
 
     func cleanupProgress(done: Int, total: Int?) {

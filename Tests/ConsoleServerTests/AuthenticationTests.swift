@@ -170,6 +170,11 @@ import Testing
                 denied.allSatisfy { $0.details["command"] == "stats" },
                 "\(denied.first.map { $0.details } ?? [:])")
             #expect(audit.filter { $0.action == "rate.limited" && $0.operatorName == "bob" }.count == 1)
+            // Counted as a limited operator, not as failed sign-ins (a brute-force alert stays quiet).
+            let metrics = try await fixture.request(.GET, "/metrics").body
+            #expect(
+                metrics.contains(#"backupctl_operator_rate_limited_total{scope="operator_denials"} 20"#), "\(metrics)")
+            #expect(metrics.contains(#"backupctl_auth_failures_total{reason="rate_limited"} 0"#), "\(metrics)")
             // Two seconds later bob earned one refusal back (30 a minute).
             fixture.time.advance(byMillis: 2_000)
             #expect(try await fixture.request(.POST, "/v1/ops/stats", bearer: bob, tenant: "sandbox").status == 200)
