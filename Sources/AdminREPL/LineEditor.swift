@@ -118,8 +118,12 @@ enum SignalFlag {
         pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
     }
 
+    /// Every Ctrl-C so far (never drained): the REPL counts presses while a command runs.
+    nonisolated(unsafe) private(set) static var presses: sig_atomic_t = 0
+
     static func raise() {
         raised = 1
+        presses &+= 1
         var byte: UInt8 = 1
         _ = write(pipeEnds[1], &byte, 1)
     }

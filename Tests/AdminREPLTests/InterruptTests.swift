@@ -151,4 +151,36 @@ import Testing
         #expect(ended == .exited(143), "\(child.stderr)")
         #expect(child.stderr.contains("error[interrupted]") && child.stderr.contains("outcome is unknown"))
     }
+
+    /// The REPL against a server that accepts and never answers: the prompt does not wait on it
+    /// (Ctrl-C, or 5 s, and the prompt shows `?`), a command waiting on it is told so after a
+    /// Ctrl-C, and a second Ctrl-C stops waiting: the session goes on, the outcome is unknown.
+    @Test func theREPLStopsWaitingForAServerThatDoesNotAnswer() async throws {
+        let silent = try StallingServer(head: "")
+        defer { silent.stop() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("silent-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let pty = try PTY(
+            arguments: ["--server", silent.baseURL],
+            environment: [
+                "PATH": "/usr/bin:/bin", "HOME": directory.path, "XDG_CONFIG_HOME": directory.path, "TERM": "xterm",
+                "BACKUPCTL_TOKEN": "bctl_" + String(repeating: "Q", count: 43),
+            ])
+        #expect(await pty.expect("Ctrl-D leaves"), "\(pty.transcript)")
+        // The prompt's whoami is in flight: Ctrl-C skips it.
+        for _ in 0..<600 where silent.requests == 0 { try await Task.sleep(for: .milliseconds(100)) }
+        pty.send("\u{03}")
+        #expect(await pty.expect("?@"), "\(pty.transcript)")
+        pty.send("stats\r")
+        for _ in 0..<600 where silent.requests < 2 { try await Task.sleep(for: .milliseconds(100)) }
+        pty.send("\u{03}")
+        #expect(await pty.expect("Ctrl-C again stops waiting"), "\(pty.transcript)")
+        pty.send("\u{03}")
+        #expect(await pty.expect("outcome is unknown"), "\(pty.transcript)")
+        pty.send("\u{03}")  // the next prompt's whoami
+        #expect(await pty.expect("?@"), "\(pty.transcript)")
+        pty.send("quit\r")
+        #expect(await pty.waitForExit(timeout: 60), "\(pty.transcript)")
+    }
 }
