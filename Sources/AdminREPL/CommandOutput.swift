@@ -34,12 +34,18 @@ struct RenderStyle {
     /// Terminal width, or `nil` when not a terminal (no truncation).
     var width: Int?
 
-    func bold(_ s: String) -> String { color ? "\u{1B}[1m\(s)\u{1B}[0m" : s }
-    func dim(_ s: String) -> String { color ? "\u{1B}[2m\(s)\u{1B}[0m" : s }
-    func green(_ s: String) -> String { color ? "\u{1B}[32m\(s)\u{1B}[0m" : s }
-    func yellow(_ s: String) -> String { color ? "\u{1B}[33m\(s)\u{1B}[0m" : s }
-    func red(_ s: String) -> String { color ? "\u{1B}[31m\(s)\u{1B}[0m" : s }
-    func cyan(_ s: String) -> String { color ? "\u{1B}[36m\(s)\u{1B}[0m" : s }
+    func bold(_ s: String) -> String { paint("1", s) }
+    func dim(_ s: String) -> String { paint("2", s) }
+    func green(_ s: String) -> String { paint("32", s) }
+    func yellow(_ s: String) -> String { paint("33", s) }
+    func red(_ s: String) -> String { paint("31", s) }
+    func cyan(_ s: String) -> String { paint("36", s) }
+
+    /// Marks the colour codes this console writes (``SafeText/mark``), so that they, and never
+    /// the same codes arriving inside data, reach the terminal.
+    private func paint(_ code: String, _ s: String) -> String {
+        color ? SafeText.mark + "\u{1B}[\(code)m" + s + SafeText.mark + "\u{1B}[0m" : s
+    }
 
     /// Colours a health or outcome status word.
     func status(_ s: String) -> String {

@@ -42,6 +42,7 @@ enum Pager {
     }
 
     static func show(_ text: String, ctx: CommandContext) {
+        let text = SafeText.unmarked(text)
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false).count
         guard ctx.interactive, Terminal.stdoutIsTerminal, lines > terminalHeight() - 2,
             let command = command(settings: ctx.settings, environment: ctx.environment),

@@ -155,7 +155,8 @@ final class Progress: @unchecked Sendable {
         } else {
             parts.append(final ? (failed ? "failed" : "done") : "waiting")
         }
-        if let detail { parts.append(detail) }
+        // A server's frame is outside input: its control characters are escaped.
+        if let detail { parts.append(UntrustedText.escaped(detail)) }
         parts.append(final ? "in \(duration(elapsed))" : duration(elapsed))
         return "\(label): " + parts.joined(separator: ", ")
     }

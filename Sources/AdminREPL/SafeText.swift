@@ -4,20 +4,43 @@ import BackupModel
 /// (imported metadata, remote systems, words the operator typed) are written as escapes, and
 /// anything shaped like a key is withheld from messages.
 ///
-/// Escaping is ``UntrustedText/escaped(_:)``; the only escape sequences that pass are the exact
-/// colour codes ``RenderStyle`` writes (when styled output is allowed). JSON output is left to the
+/// Escaping is ``UntrustedText/escaped(_:)``; the only escape sequences that pass are the colour
+/// codes ``RenderStyle`` writes, behind their ``mark`` (when styled output is allowed). JSON output is left to the
 /// JSON encoder, which escapes control characters itself, so JSON stays JSON.
 enum SafeText {
     /// The SGR codes ``RenderStyle`` emits: reset, bold, dim, red, green, yellow, cyan.
     static let styleCodes: Set<String> = ["0", "1", "2", "31", "32", "33", "36"]
 
+    /// What precedes each colour code ``RenderStyle`` writes: four scalars of Unicode's
+    /// supplementary private use area, three of them drawn at random when the process starts.
+    /// Only a code behind it is kept; the same code inside data (an imported path, a remote
+    /// message) cannot carry it, and is escaped. ``Terminal`` removes the marks as it writes.
+    static let mark: String = {
+        var generator = SystemRandomNumberGenerator()
+        var scalars = String.UnicodeScalarView()
+        scalars.append(Unicode.Scalar(0xF0000)!)
+        for _ in 0..<3 { scalars.append(Unicode.Scalar(UInt32.random(in: 0xF0001...0xFFFFD, using: &generator))!) }
+        return String(scalars)
+    }()
+    static let markScalars = Array(mark.unicodeScalars)
+
+    /// Whether `scalar` may be part of ``mark`` (it takes no column).
+    static func isMarkScalar(_ scalar: Unicode.Scalar) -> Bool { (0xF0000...0xFFFFD).contains(scalar.value) }
+
+    /// `text` without the marks (what reaches the terminal).
+    static func unmarked(_ text: String) -> String {
+        guard text.unicodeScalars.contains(markScalars[0]) else { return text }
+        return text.replacingOccurrences(of: mark, with: "")
+    }
+
     /// A table cell or a `key: value` value: every control character escaped, newlines included,
     /// except ``RenderStyle``'s colour codes.
     static func cell(_ text: String) -> String { escape(text, keepNewlines: false, keepStyle: true) }
 
-    /// A whole table-mode output: as ``cell(_:)`` but line breaks are kept.
+    /// A whole table-mode output, as it goes to the terminal or the pager: as ``cell(_:)`` but
+    /// line breaks are kept, and the colour codes lose their marks.
     static func output(_ text: String, keepStyle: Bool) -> String {
-        escape(text, keepNewlines: true, keepStyle: keepStyle)
+        unmarked(escape(text, keepNewlines: true, keepStyle: keepStyle))
     }
 
     /// An error message for stderr in table mode: key-shaped text withheld, then every control
@@ -26,7 +49,7 @@ enum SafeText {
 
     static func escape(_ text: String, keepNewlines: Bool, keepStyle: Bool) -> String {
         let scalars = Array(text.unicodeScalars)
-        guard scalars.contains(where: UntrustedText.isControl) else { return text }
+        guard scalars.contains(where: { UntrustedText.isControl($0) || $0 == markScalars[0] }) else { return text }
         var out = String.UnicodeScalarView()
         var i = 0
         while i < scalars.count {
@@ -36,8 +59,13 @@ enum SafeText {
                 i += 1
                 continue
             }
-            if keepStyle, s == "\u{1B}", let end = styleSequenceEnd(scalars, from: i) {
-                out.append(contentsOf: scalars[i..<end])
+            if s == markScalars[0], i + markScalars.count < scalars.count,
+                Array(scalars[i..<i + markScalars.count]) == markScalars,
+                let end = styleSequenceEnd(scalars, from: i + markScalars.count)
+            {
+                // This console's own colour code: kept (with its mark) when styled output is
+                // allowed, else dropped.
+                if keepStyle { out.append(contentsOf: scalars[i..<end]) }
                 i = end
                 continue
             }

@@ -40,7 +40,7 @@ enum Terminal {
     typealias HeldLine = (fd: Int32, bytes: [UInt8])
 
     private static func emit(_ text: String, fd: Int32) {
-        var bytes = Array(text.utf8)
+        var bytes = Array(SafeText.unmarked(text).utf8)
         bytes.append(0x0A)
         if holding {
             held.append((fd, bytes))

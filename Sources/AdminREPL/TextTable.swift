@@ -73,14 +73,14 @@ private func plain(_ s: String) -> String {
             if ch == "m" { inEscape = false }
         } else if ch == "\u{1B}" {
             inEscape = true
-        } else {
+        } else if !SafeText.isMarkScalar(ch) {
             out.unicodeScalars.append(ch)
         }
     }
     return out
 }
 
-/// Character count ignoring ANSI colour sequences.
+/// Character count ignoring ANSI colour sequences and their marks (``SafeText/mark``).
 func visibleWidth(_ s: String) -> Int {
     var count = 0
     var inEscape = false
@@ -89,7 +89,7 @@ func visibleWidth(_ s: String) -> Int {
             if ch == "m" { inEscape = false }
         } else if ch == "\u{1B}" {
             inEscape = true
-        } else {
+        } else if !SafeText.isMarkScalar(ch) {
             count += 1
         }
     }
