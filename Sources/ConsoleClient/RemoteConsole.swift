@@ -296,7 +296,12 @@ public final class RemoteConsole: ConsoleAPI {
             text.contains("Connection refused")
             ? "connection refused (is `backupctl serve` running there?)"
             : timedOut ? "the connection timed out" : String(text.prefix(200))
-        return ConsoleError(.remote, code: "server_unavailable", "Cannot reach the server at \(server): \(reason).")
+        // A TLS port given as http:// closes at the first plain byte: say what to try.
+        let hint =
+            server.hasPrefix("http://") && text.contains("closed the connection before answering")
+            ? " If it serves HTTPS (--tls-cert), use https://." : ""
+        return ConsoleError(
+            .remote, code: "server_unavailable", "Cannot reach the server at \(server): \(reason).\(hint)")
     }
 
     /// What went wrong in TLS, in a few words, or `nil` for any other error. BoringSSL's own

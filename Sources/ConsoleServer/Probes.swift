@@ -218,6 +218,11 @@ final class BoundURL: Sendable {
 extension RequestHandler {
     /// A probe's answer on ``ProbeListener``: the same routes and bodies as the API listener's.
     func probe(_ request: Request) async -> Response {
+        // A path it does not serve is 404 whatever the method (a console pointed at the probe
+        // port by mistake is told so), as on the API's listener.
+        guard ["/healthz", "/readyz", "/metrics"].contains(request.uri.path) else {
+            return HTTPAnswer.error(.notFound("The probe listener answers /healthz, /readyz and /metrics only."))
+        }
         guard request.method == .get || request.method == .head else {
             return HTTPAnswer.wrongMethod(request.uri.path[...], allow: "GET, HEAD")
         }

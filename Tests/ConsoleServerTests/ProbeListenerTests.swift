@@ -43,7 +43,8 @@ import Testing
         #expect(metrics.status == 200 && metrics.body.contains("backupctl_requests_total"), "\(metrics.body)")
         // Nothing else: no operations, no document, no writes.
         #expect(try await Self.get(probes + "/openapi.json").status == 404)
-        #expect(try await Self.get(probes + "/v1/ops/whoami", method: .POST).status == 405)
+        #expect(try await Self.get(probes + "/v1/ops/whoami", method: .POST).status == 404)
+        #expect(try await Self.get(probes + "/healthz", method: .POST).status == 405)
         #expect(try await Self.get(server.url + "/readyz").status == 200)
 
         // The signer loses its high-water mark's directory: the next checkpoint cannot be
