@@ -19,6 +19,11 @@ public final class FreezingProxy: @unchecked Sendable {
     private let target: Int
     private let stopped = Atomic<Bool>(false)
     private let frozen = Atomic<Bool>(false)
+    private let holding = Atomic<Int>(0)
+
+    /// Client connections that sent bytes since ``freeze()`` (held, never forwarded): each is a
+    /// statement waiting for an answer that will not come.
+    public var connectionsHeld: Int { holding.load(ordering: .acquiring) }
 
     public init(target: Int) throws {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -74,8 +79,10 @@ public final class FreezingProxy: @unchecked Sendable {
     }
 
     private func run() {
-        // Each descriptor with the one it forwards to.
+        // Each descriptor with the one it forwards to; the client ends; those holding bytes.
         var peers: [Int32: Int32] = [:]
+        var clients: Set<Int32> = []
+        var held: Set<Int32> = []
         defer {
             for fd in peers.keys { close(fd) }
             close(listener)
@@ -84,7 +91,11 @@ public final class FreezingProxy: @unchecked Sendable {
         while !stopped.load(ordering: .acquiring) {
             let forwarding = !frozen.load(ordering: .acquiring)
             var fds = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0)]
-            if forwarding { fds += peers.keys.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) } }
+            // Frozen, only clients are read (and what they send is held); the database's side
+            // is left unread, as a hung host leaves it.
+            fds += peers.keys.filter { forwarding || (clients.contains($0) && !held.contains($0)) }.map {
+                pollfd(fd: $0, events: Int16(POLLIN), revents: 0)
+            }
             guard poll(&fds, nfds_t(fds.count), 100) > 0 else { continue }
             if fds[0].revents & Int16(POLLIN) != 0 {
                 let client = accept(listener, nil, nil)
@@ -92,6 +103,7 @@ public final class FreezingProxy: @unchecked Sendable {
                     if let upstream = connectToTarget() {
                         peers[client] = upstream
                         peers[upstream] = client
+                        clients.insert(client)
                     } else {
                         close(client)
                     }
@@ -99,6 +111,12 @@ public final class FreezingProxy: @unchecked Sendable {
             }
             for entry in fds.dropFirst() where entry.revents != 0 {
                 guard let other = peers[entry.fd] else { continue }
+                if !forwarding {
+                    // Held: the client's statement is never forwarded, and never read again.
+                    held.insert(entry.fd)
+                    holding.store(held.count, ordering: .releasing)
+                    continue
+                }
                 let count = Glibc.read(entry.fd, &buffer, buffer.count)
                 if count > 0 {
                     var sent = 0
@@ -111,6 +129,8 @@ public final class FreezingProxy: @unchecked Sendable {
                     // An end closed: close the pair.
                     peers[entry.fd] = nil
                     peers[other] = nil
+                    clients.remove(entry.fd)
+                    clients.remove(other)
                     close(entry.fd)
                     close(other)
                 }

@@ -282,11 +282,17 @@ struct MultiServerTests {
             let client = workspace.client(server, token: root)
             let answered = try await Self.run(["whoami"], client)
             #expect(answered.status == 0, "\(answered.stderr)")
+            // A lookup first: it opens the hot connection lookups keep.
+            let account = "backup_account_02" + String(repeating: "ab", count: 32)
+            _ = try await Self.run(["--tenant", "sandbox", "lookup", "account", account], client)
             proxy.freeze()
-            let waiting = try BackupctlBinary.start(["tenant", "list"], environment: client)
+            let waiting = try BackupctlBinary.start(
+                ["--tenant", "sandbox", "lookup", "account", account], environment: client)
             defer { Task { await waiting.kill() } }
-            // The checkpoint: the server's own readiness read is stuck too, and says so.
-            #expect(await server.child.waitForStderr("store_timeout", seconds: 60), "\(server.stderr)")
+            // The checkpoint: the lookup's statement and the readiness read are both held on
+            // their connections (bounded: a minute).
+            for _ in 0..<600 where proxy.connectionsHeld < 2 { try await Task.sleep(for: .milliseconds(100)) }
+            #expect(proxy.connectionsHeld >= 2, "\(server.stderr)")
             server.child.signal(SIGTERM)
             let ended = await server.child.wait(seconds: 60)
             #expect(ended == .exited(143), "\(server.stderr)")
