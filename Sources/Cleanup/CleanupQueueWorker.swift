@@ -54,7 +54,8 @@ public struct CleanupQueueWorker: Sendable {
     /// says so (items in hand finish first) or Turnkey is out; returns the outcomes.
     /// - Throws: store failures only; an item whose queuer may no longer run cleanup is taken
     ///   off the queue.
-    public func drain(tenant: TenantName, shouldStop: @Sendable () -> Bool = { false }) async throws(ConsoleError)
+    public func drain(tenant: TenantName, shouldStop: @escaping @Sendable () -> Bool = { false })
+        async throws(ConsoleError)
         -> [RunReport.Item]
     {
         let store = try store
@@ -100,7 +101,9 @@ public struct CleanupQueueWorker: Sendable {
                     }
                     sessions[queued.queuedBy] = (session, version)
                 }
-                if let item = try await process(queued, session: session, readAt: version, flags: flags, store: store) {
+                if let item = try await process(
+                    queued, session: session, readAt: version, flags: flags, store: store, shouldStop: shouldStop)
+                {
                     outcomes.append(item)
                 }
             }
@@ -135,7 +138,7 @@ public struct CleanupQueueWorker: Sendable {
     /// lapsed while the item waited for its rate slot (it leaves the queue unsent).
     private func process(
         _ queued: QueuedCleanupItem, session: Session, readAt version: Int64, flags: RunFlags,
-        store: any CleanupQueueStore
+        store: any CleanupQueueStore, shouldStop: @escaping @Sendable () -> Bool
     ) async throws(ConsoleError) -> RunReport.Item? {
         let tenant = session.tenantName
         let policy = session.tenant.policy
@@ -152,6 +155,7 @@ public struct CleanupQueueWorker: Sendable {
         // The right was checked when the item was taken; the rate slot may come much later (at
         // a tenant's RPS, behind every other worker's items), so it is confirmed again then.
         worker.beforeSend = { () async throws(ConsoleError) in try await confirm(queued.queuedBy, readAt: version) }
+        worker.shouldStop = shouldStop
         let id = queued.item.subOrgId
         let item: RunReport.Item
         do throws(ConsoleError) {

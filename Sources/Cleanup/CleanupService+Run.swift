@@ -68,6 +68,7 @@ extension CleanupService {
         let flags = RunFlags()
         var confirmed = CleanupWorker(
             service: self, session: session, client: client, flags: flags, maxPolls: options.maxPolls, proof: proof)
+        confirmed.shouldStop = shouldStop
         if let confirm {
             confirmed.beforeSend = { () async throws(ConsoleError) in
                 do throws(ConsoleError) {
@@ -98,9 +99,14 @@ extension CleanupService {
                 let last = pass >= options.maxPasses
                 let timing = timing
                 group.addTask {
-                    // A pass Turnkey asked to wait for (Retry-After) starts no sooner.
+                    // A pass Turnkey asked to wait for (Retry-After) starts no sooner, and not at
+                    // all once the run was asked to stop (the wait ends then).
                     let wait = notBefore - timing.clock.millis()
-                    if wait > 0 { try? await timing.sleep(wait) }
+                    if wait > 0 { await Self.wait(wait, timing: timing, unless: shouldStop) }
+                    if shouldStop() {
+                        return .success(
+                            (RunReport.Item(subOrgId: id, outcome: Self.notStarted, attempts: 0, error: nil), pass))
+                    }
                     do throws(ConsoleError) {
                         return .success((try await worker.process(id, finalPass: last), pass))
                     } catch  where error.code == "stale_journal_item" {
@@ -124,7 +130,9 @@ extension CleanupService {
             while let result = await group.next() {
                 switch result {
                 case .success(let (item, pass)):
-                    if item.outcome == CleanupWorker.retryLater {
+                    if item.outcome == Self.notStarted {
+                        // Left as it was (pending): the report says the run was interrupted.
+                    } else if item.outcome == CleanupWorker.retryLater {
                         if budget.withdraw() {
                             let wait = min(flags.takeRetryAfter(item.subOrgId), Self.maxPassWaitMillis)
                             queue.append((item.subOrgId, pass + 1, timing.clock.millis() + wait))
@@ -182,6 +190,21 @@ extension CleanupService {
     /// The longest a re-queued pass waits for Turnkey's `Retry-After` (a longer one is cut to
     /// this; the run's passes and budget still bound the whole).
     static let maxPassWaitMillis: Int64 = 300_000
+
+    /// The outcome of a re-queued pass a stop came before: not reported, the item left pending.
+    static let notStarted = "notStarted"
+
+    /// Waits `millis`, or less once `stop` says so (looked at every 100 ms).
+    static func wait(_ millis: Int64, timing: TurnkeyTiming, unless stop: @escaping @Sendable () -> Bool) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await timing.sleep(millis) }
+            group.addTask {
+                while !stop(), !Task.isCancelled { try? await Task.sleep(for: .milliseconds(100)) }
+            }
+            await group.next()
+            group.cancelAll()
+        }
+    }
 }
 
 /// The tenant's cleanup-run lease, held while a run executes and renewed as it goes.

@@ -96,8 +96,16 @@ extension CleanupService {
             }
             if !new.isEmpty { _ = try await store.enqueueCleanup(tenant: tenant, new, audit: nil) }
         }
-        // Open journal items Turnkey no longer lists are gone already (facts: a success).
+        // Open journal items Turnkey no longer lists are gone already (facts: a success), unless
+        // a deletion was journaled for them: it is in flight (a run or a worker is sending it) or
+        // was cut short (a killed run). Its deleter settles it by sending that body again, so the
+        // outcome and its audit entry are the deleter's; a scan taking it over mid-send left the
+        // deletion recorded as `already_gone` without its activity. It stays an orphan to settle.
         for (id, var item) in open where !seen.contains(id) && item.state != .skipped {
+            if item.body != nil {
+                report.orphans.append(await orphan(id, item))
+                continue
+            }
             item.state = .alreadyGone
             item.lastError = "not listed by list_suborgs"
             item.updatedAt = now

@@ -17,6 +17,8 @@ struct CleanupWorker: Sendable {
     /// confirms there that the queuer may still run cleanup. A `permissionDenied` or `notFound`
     /// withdraws the item unsent (``withdrawn``); any other error is a store failure, thrown.
     var beforeSend: (@Sendable () async throws(ConsoleError) -> Void)? = nil
+    /// The run or the worker was asked to stop: no attempt is sent after that.
+    var shouldStop: (@Sendable () -> Bool)? = nil
 
     var store: any CleanupJournalStore { service.store }
     var tenant: TenantName { session.tenantName }
@@ -68,17 +70,13 @@ struct CleanupWorker: Sendable {
             signers.append(("break_glass", stamped.body, .prestamped(stamped.stamp)))
         }
         var lastError = "no signer: the tenant has no cleanup key and no break-glass request was submitted"
+        // Right before each attempt is sent — after its rate slot and any back-off, which can
+        // take minutes under a flaky Turnkey — everything checked above is checked again.
         let refusal = Refusal()
-        var gate: (@Sendable (Int) async throws(TurnkeyError) -> Void)?
-        if let check = beforeSend {
-            gate = { @Sendable (_: Int) async throws(TurnkeyError) in
-                do throws(ConsoleError) {
-                    try await check()
-                } catch {
-                    refusal.error.withLock { $0 = error }
-                    throw TurnkeyError(.cancelled, message: "not sent: \(error.message)")
-                }
-            }
+        let gate = { @Sendable (_: Int) async throws(TurnkeyError) in
+            guard let withdrawal = await recheck(subOrgId) else { return }
+            refusal.withdrawal.withLock { $0 = withdrawal }
+            throw TurnkeyError(.cancelled, message: "not sent: \(withdrawal.message)")
         }
         for (name, body, signer) in signers {
             let result: Result<(outcome: TurnkeyDeleteOutcome, attempts: Int), TurnkeyError>
@@ -104,13 +102,25 @@ struct CleanupWorker: Sendable {
                     flags.markOutage(error.description)
                     return try await record(&item, .pending, error: error.description, audit: nil)
                 case .cancelled:
-                    if let refused = refusal.error.withLock({ $0 }) {
-                        guard refused.kind == .permissionDenied || refused.kind == .notFound else { throw refused }
+                    switch refusal.withdrawal.withLock({ $0 }) {
+                    case .referenced(let backup)?:
+                        item.lastBackupId = backup
+                        return try await record(&item, .skipped, error: "referenced by \(backup)", audit: nil)
+                    case .notEligible(let waitingFor)?:
+                        var left = try await record(
+                            &item, .pending, error: "not deleted: not eligible now, waiting for \(waitingFor)",
+                            audit: nil)
+                        left.outcome = Self.notEligible
+                        return left
+                    case .refused?:
                         var left = try await record(&item, .pending, error: error.message, audit: nil)
                         left.outcome = Self.withdrawn
                         return left
+                    case .storeFailed(let failure)?:
+                        throw failure
+                    case .stopped?, nil:
+                        return try await record(&item, .pending, error: error.description, audit: nil)
                     }
-                    return try await record(&item, .pending, error: error.description, audit: nil)
                 default:
                     if error.isTransient && !finalPass {
                         // The next pass honours Turnkey's Retry-After (longer than the client waits in place).
@@ -127,6 +137,48 @@ struct CleanupWorker: Sendable {
             &item, .needsUser,
             error: lastError + "; ask the user to stamp `cleanup teardown-request \(subOrgId)` and `cleanup submit` it",
             audit: nil)
+    }
+
+    /// Why an attempt is not sent after all (``recheck(_:)``).
+    enum Withdrawal: Sendable {
+        /// A backup references the sub-org now (imported while the item waited).
+        case referenced(String)
+        /// Its proof no longer holds (a snapshot aged, a reset restarted its clock).
+        case notEligible(String)
+        /// The run or worker was asked to stop.
+        case stopped
+        /// ``beforeSend`` refused: the operator may no longer run cleanup.
+        case refused(ConsoleError)
+        /// The store could not answer; the item stays as it is.
+        case storeFailed(ConsoleError)
+
+        var message: String {
+            switch self {
+            case .referenced(let backup): "referenced by \(backup)"
+            case .notEligible(let waitingFor): "not eligible now, waiting for \(waitingFor)"
+            case .stopped: "the run was asked to stop"
+            case .refused(let error), .storeFailed(let error): error.message
+            }
+        }
+    }
+
+    /// What would stop an attempt now: a stop, a reference, a lapsed proof, a lost right.
+    func recheck(_ subOrgId: String) async -> Withdrawal? {
+        if shouldStop?() == true { return .stopped }
+        do throws(ConsoleError) {
+            if let backup = try await store.subOrgReference(tenant: tenant, subOrgId: subOrgId) {
+                return .referenced(backup)
+            }
+            if let proof, let item = try await store.cleanupItem(tenant: tenant, subOrgId: subOrgId),
+                let waitingFor = await proof.verdict(item).waitingFor
+            {
+                return .notEligible(waitingFor)
+            }
+            try await beforeSend?()
+            return nil
+        } catch {
+            return error.kind == .permissionDenied || error.kind == .notFound ? .refused(error) : .storeFailed(error)
+        }
     }
 
     /// Marks a re-queued item `failed` when the run's retry budget cannot pay for another pass.
@@ -176,7 +228,7 @@ struct CleanupWorker: Sendable {
     }
 }
 
-/// What ``CleanupWorker/beforeSend`` threw, kept for the item's outcome.
+/// Why the gate withdrew an attempt, kept for the item's outcome.
 private final class Refusal: Sendable {
-    let error = Mutex<ConsoleError?>(nil)
+    let withdrawal = Mutex<CleanupWorker.Withdrawal?>(nil)
 }

@@ -121,9 +121,23 @@ extension TurnkeySandbox {
 struct HookTransport: TurnkeyTransport {
     let inner: any TurnkeyTransport
     let hook: @Sendable (TurnkeyHTTPRequest) async throws(TurnkeyError) -> Void
+    /// Runs once the request was sent and answered; what it throws replaces the answer (an
+    /// answer lost after the request took effect).
+    var after: (@Sendable (TurnkeyHTTPRequest) async throws(TurnkeyError) -> Void)?
+
+    init(
+        inner: any TurnkeyTransport, hook: @escaping @Sendable (TurnkeyHTTPRequest) async throws(TurnkeyError) -> Void,
+        after: (@Sendable (TurnkeyHTTPRequest) async throws(TurnkeyError) -> Void)? = nil
+    ) {
+        self.inner = inner
+        self.hook = hook
+        self.after = after
+    }
 
     func send(_ request: TurnkeyHTTPRequest) async throws(TurnkeyError) -> TurnkeyHTTPResponse {
         try await hook(request)
-        return try await inner.send(request)
+        let response = try await inner.send(request)
+        try await after?(request)
+        return response
     }
 }

@@ -122,6 +122,107 @@ struct CleanupRunTests {
         #expect(await fixture.sandbox.deleteBodies[target] == nil)
     }
 
+    /// A backup that references the sub-org is imported while its deletion waits to be retried
+    /// (a flaky Turnkey: a 500, then the back-off): the retry re-reads the store right before it
+    /// is sent, so nothing is sent and the item is `skipped`, referenced.
+    @Test("a backup imported while a deletion waits for its retry keeps the sub-org", arguments: TestBackend.available)
+    func importedDuringTheRetryWait(backend: TestBackend) async throws {
+        let fixture = try await CleanupFixture(orphanCount: 2, backend: backend)
+        defer { Task { await fixture.stop() } }
+        let target = try #require(fixture.orphans.first)
+        let store = fixture.store
+        let tenant = fixture.session.tenantName
+        let failed = OutageSwitch()
+        let service = fixture.service(
+            transport: HookTransport(inner: HTTPClientTransport()) { request throws(TurnkeyError) in
+                guard request.path == TurnkeyWire.deleteSubOrganizationPath,
+                    String(decoding: request.body, as: UTF8.self).contains(target), !failed.on
+                else { return }
+                failed.on = true
+                do {
+                    try await CleanupRunTests.reference(target, store: store, tenant: tenant)
+                } catch {
+                    throw TurnkeyError(.badRequest, message: "fixture failed: \(error)")
+                }
+                throw TurnkeyError(.serverError, status: 500, message: "flaky")
+            }, budget: 1000)
+        let report = try await service.run(
+            session: fixture.session, options: CleanupRunOptions(execute: true, concurrency: 1, graceSeconds: 0))
+        let item = try #require(report.items.first { $0.subOrgId == target })
+        #expect(item.outcome == "skipped" && item.error?.hasPrefix("referenced by") == true, "\(item)")
+        #expect(await fixture.sandbox.deleteBodies[target] == nil)
+        #expect(try await fixture.listed().contains(target))
+        #expect(report.deleted == 1)
+    }
+
+    /// A scan runs while a deletion is in flight: Turnkey has deleted the sub-org, the run has
+    /// not yet recorded it (its answer was lost and it retries). The scan leaves the journaled
+    /// item to its deleter instead of recording it `already_gone`, so the run records the
+    /// outcome and its audit entry, with the signer.
+    @Test("a scan during a deletion in flight leaves the item to its deleter", arguments: TestBackend.available)
+    func aScanLeavesAnInFlightDeletionToItsDeleter(backend: TestBackend) async throws {
+        let fixture = try await CleanupFixture(orphanCount: 2, backend: backend)
+        defer { Task { await fixture.stop() } }
+        let target = try #require(fixture.orphans.first)
+        let session = fixture.session
+        let scanned = OutageSwitch()
+        let scanner = fixture.service()
+        let service = fixture.service(
+            transport: HookTransport(
+                inner: HTTPClientTransport(), hook: { _ throws(TurnkeyError) in },
+                after: { request throws(TurnkeyError) in
+                    guard request.path == TurnkeyWire.deleteSubOrganizationPath,
+                        String(decoding: request.body, as: UTF8.self).contains(target), !scanned.on
+                    else { return }
+                    scanned.on = true
+                    do {
+                        let scan = try await scanner.scan(session: session, graceSeconds: 0)
+                        #expect(scan.vanished == 0, "\(scan)")
+                    } catch {
+                        throw TurnkeyError(.badRequest, message: "fixture failed: \(error)")
+                    }
+                    throw TurnkeyError(.transport, message: "the answer was lost")
+                }), budget: 1000)
+        let report = try await service.run(
+            session: session, options: CleanupRunOptions(execute: true, concurrency: 1, graceSeconds: 0))
+        #expect(scanned.on)
+        let item = try #require(report.items.first { $0.subOrgId == target })
+        #expect(item.outcome == "deleted" || item.outcome == "alreadyGone", "\(item)")
+        let audit = try await fixture.store.latestAuditEntries(tenant: session.tenantName, limit: 1000)
+        #expect(!audit.contains { $0.target == target && $0.details["via"] == "scan" })
+        #expect(audit.contains { $0.target == target && $0.details["signer"] == "cleanup_key" })
+    }
+
+    /// Stopped (SIGTERM) while a re-queued pass waits out Turnkey's Retry-After: the wait ends,
+    /// the pass is not started, nothing more is sent, and the report says it was interrupted.
+    @Test("a stop during a pass's Retry-After wait starts nothing more", arguments: TestBackend.available)
+    func aStopDuringAPassWaitStartsNothingMore(backend: TestBackend) async throws {
+        let fixture = try await CleanupFixture(orphanCount: 2, backend: backend)
+        defer { Task { await fixture.stop() } }
+        let target = try #require(fixture.orphans.first)
+        let stop = OutageSwitch()
+        let service = fixture.service(
+            transport: HookTransport(inner: HTTPClientTransport()) { request throws(TurnkeyError) in
+                guard request.path == TurnkeyWire.deleteSubOrganizationPath,
+                    String(decoding: request.body, as: UTF8.self).contains(target)
+                else { return }
+                // The stop arrives with the 429: its Retry-After outlasts the client's own wait.
+                stop.on = true
+                throw TurnkeyError(
+                    .rateLimited, status: 429, turnkeyErrorCode: "RATE_LIMIT_EXCEEDED", message: "slow down",
+                    retryAfterMillis: 90_000)
+            }, budget: 1000)
+        let report = try await service.run(
+            session: fixture.session, options: CleanupRunOptions(execute: true, concurrency: 1, graceSeconds: 0),
+            shouldStop: { stop.on })
+        #expect(report.stoppedReason?.hasPrefix("interrupted") == true, "\(report)")
+        #expect(!report.items.contains { $0.subOrgId == target }, "\(report.items)")
+        #expect(await fixture.sandbox.deleteBodies[target] == nil)
+        #expect(
+            try await fixture.store.cleanupItem(tenant: fixture.session.tenantName, subOrgId: target)?.state == .pending
+        )
+    }
+
     /// A cleanup worker finishes an item while a run is sending it: the run's write of that item
     /// is stale, so it reports it `skipped` (the worker's outcome stands) and goes on with the
     /// others, instead of failing the whole run with `stale_journal_item`.
