@@ -98,7 +98,7 @@ public struct TurnkeyClient: Sendable {
             guard budget.withdraw() else {
                 throw TurnkeyError(
                     .retryBudgetExhausted, status: failure.status, turnkeyErrorCode: failure.turnkeyErrorCode,
-                    message: "retry budget spent; last failure \(failure.description)", attempts: attempt)
+                    message: "retry budget spent; last failure \(failure.summary)", attempts: attempt)
             }
             let delay = policy.delayMillis(
                 retry: attempt - 1, retryAfterMillis: failure.retryAfterMillis, random: random)

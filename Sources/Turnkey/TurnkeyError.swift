@@ -69,11 +69,16 @@ public struct TurnkeyError: Error, Sendable, Equatable, CustomStringConvertible 
 
     /// One operator-facing line, e.g. `503 UNAVAILABLE: sandbox outage (after 3 attempts)`.
     public var description: String {
+        summary + (attempts > 1 ? " (after \(attempts) attempts)" : "")
+    }
+
+    /// ``description`` without the attempts (a message that names them once, itself).
+    public var summary: String {
         var parts: [String] = []
         if let status { parts.append("\(status)") }
         if let turnkeyErrorCode { parts.append(turnkeyErrorCode) }
         let head = parts.isEmpty ? kind.rawValue : parts.joined(separator: " ")
-        return "\(head): \(message)" + (attempts > 1 ? " (after \(attempts) attempts)" : "")
+        return "\(head): \(message)"
     }
 
     /// The same failure as the console's error type (exit 2), with `context` in front.

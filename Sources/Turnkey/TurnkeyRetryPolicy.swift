@@ -45,7 +45,9 @@ public struct TurnkeyRetryPolicy: Sendable, Equatable {
     public static func parseRetryAfter(_ value: String?, nowMillis: Int64) -> Int64? {
         guard let text = value?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
         if let seconds = Int64(text) {
-            return seconds >= 0 ? seconds.multipliedReportingOverflow(by: 1000).partialValue : nil
+            // A huge value is a very long wait, never a wrapped-around short one.
+            let millis = seconds.multipliedReportingOverflow(by: 1000)
+            return seconds >= 0 ? (millis.overflow ? Int64.max : millis.partialValue) : nil
         }
         for format in ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"] {
             let formatter = DateFormatter()

@@ -42,6 +42,8 @@ struct RetryPolicyTests {
     @Test("Retry-After in seconds and as an HTTP date")
     func retryAfter() {
         #expect(TurnkeyRetryPolicy.parseRetryAfter("3", nowMillis: 0) == 3000)
+        // Past Int64 in milliseconds: the longest wait, not a wrapped-around short one.
+        #expect(TurnkeyRetryPolicy.parseRetryAfter("9223372036854775807", nowMillis: 0) == Int64.max)
         let now: Int64 = 1_445_412_470_000  // 2015-10-21 07:27:50 GMT
         #expect(TurnkeyRetryPolicy.parseRetryAfter("Wed, 21 Oct 2015 07:28:00 GMT", nowMillis: now) == 10_000)
         #expect(TurnkeyRetryPolicy.parseRetryAfter("soon", nowMillis: now) == nil)
