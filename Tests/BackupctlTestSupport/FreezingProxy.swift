@@ -26,25 +26,8 @@ public final class FreezingProxy: @unchecked Sendable {
     public var connectionsHeld: Int { holding.load(ordering: .acquiring) }
 
     public init(target: Int) throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard listener >= 0 else { throw POSIXError(.EMFILE) }
-        var address = Self.loopback(port: 0)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard bound == 0, listen(listener, 64) == 0 else {
-            close(listener)
-            throw POSIXError(.EADDRINUSE)
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
-        }
-        self.listener = listener
+        (listener, port) = try LoopbackSocket.listen(backlog: 64)
         self.target = target
-        port = Int(UInt16(bigEndian: address.sin_port))
         Thread { [self] in run() }.start()
     }
 
@@ -53,30 +36,6 @@ public final class FreezingProxy: @unchecked Sendable {
 
     /// Ends the loop, which then closes every descriptor itself.
     public func stop() { stopped.store(true, ordering: .releasing) }
-
-    private static func loopback(port: Int) -> sockaddr_in {
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        return address
-    }
-
-    private func connectToTarget() -> Int32? {
-        let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard upstream >= 0 else { return nil }
-        var address = Self.loopback(port: target)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else {
-            close(upstream)
-            return nil
-        }
-        return upstream
-    }
 
     private func run() {
         // Each descriptor with the one it forwards to; the client ends; those holding bytes.
@@ -100,7 +59,7 @@ public final class FreezingProxy: @unchecked Sendable {
             if fds[0].revents & Int16(POLLIN) != 0 {
                 let client = accept(listener, nil, nil)
                 if client >= 0 {
-                    if let upstream = connectToTarget() {
+                    if let upstream = LoopbackSocket.connect(port: target) {
                         peers[client] = upstream
                         peers[upstream] = client
                         clients.insert(client)

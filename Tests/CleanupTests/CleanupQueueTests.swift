@@ -161,12 +161,13 @@ import Turnkey
         #expect(done.count == 2 && done.allSatisfy { $0.outcome == "deleted" }, "\(done)")
     }
 
-    /// Revoked mid-drain: the access version moves after the first item, the queuer's session
-    /// is read again and refused, and the rest of the queuer's items leave the queue undeleted.
-    @Test("a queuer revoked while a worker drains stops at the next item", arguments: TestBackend.available)
-    func aRevokedQueuerStopsAtTheNextItem(backend: TestBackend) async throws {
-        let fixture = try await CleanupFixture(orphanCount: 4, backend: backend)
-        defer { Task { await fixture.stop() } }
+    /// Drains `orphanCount` queued items with a worker whose queuer is revoked once the access
+    /// version has been read `unchangedReads` times: the first session read succeeds, every
+    /// later one is refused. Returns the drain's outcomes and what is left pending.
+    func drainRevoked(orphanCount: Int, unchangedReads: Int, backend: TestBackend) async throws -> (
+        fixture: CleanupFixture, done: [RunReport.Item], left: [CleanupItemRecord]
+    ) {
+        let fixture = try await CleanupFixture(orphanCount: orphanCount, backend: backend)
         let tenant = fixture.session.tenantName
         let service = fixture.service(budget: 1000)
         _ = try await queueEverything(fixture, service)
@@ -179,15 +180,23 @@ import Turnkey
             return session
         }
         let versions = Counter()
-        // Unchanged for the first item's two reads (taken, then confirmed after its rate slot),
-        // moved (a revocation) from the next on.
-        drainer.accessVersion = { versions.next() <= 2 ? 1 : 2 }
+        drainer.accessVersion = { versions.next() <= unchangedReads ? 1 : 2 }
         let done = try await drainer.drain(tenant: tenant)
+        let left = try await fixture.store.cleanupItems(tenant: tenant, states: [.pending])
+        #expect(try await worker(fixture, service, "w2").drain(tenant: tenant).isEmpty, "off the queue")
+        return (fixture, done, left)
+    }
+
+    /// Revoked mid-drain: the access version moves after the first item (its two reads: taken,
+    /// then confirmed after its rate slot), the queuer's session is read again and refused, and
+    /// the rest of the queuer's items leave the queue undeleted.
+    @Test("a queuer revoked while a worker drains stops at the next item", arguments: TestBackend.available)
+    func aRevokedQueuerStopsAtTheNextItem(backend: TestBackend) async throws {
+        let (fixture, done, left) = try await drainRevoked(orphanCount: 4, unchangedReads: 2, backend: backend)
+        defer { Task { await fixture.stop() } }
         #expect(done.count == 1 && done.first?.outcome == "deleted", "\(done)")
         #expect(await fixture.sandbox.deleteBodies.count == 1)
-        let left = try await fixture.store.cleanupItems(tenant: tenant, states: [.pending])
         #expect(left.count == 3)
-        #expect(try await worker(fixture, service, "w2").drain(tenant: tenant).isEmpty, "off the queue")
     }
 
     /// Revoked while an item waits for its rate slot: the right, read when the item was taken,
@@ -195,30 +204,13 @@ import Turnkey
     /// is sent; the item keeps its journaled body and leaves the queue with the queuer's others.
     @Test("a queuer revoked while an item waits for its rate slot has nothing sent", arguments: TestBackend.available)
     func aRevokedQueuerHasNothingSentAfterTheSlot(backend: TestBackend) async throws {
-        let fixture = try await CleanupFixture(orphanCount: 3, backend: backend)
+        let (fixture, done, left) = try await drainRevoked(orphanCount: 3, unchangedReads: 1, backend: backend)
         defer { Task { await fixture.stop() } }
-        let tenant = fixture.session.tenantName
-        let service = fixture.service(budget: 1000)
-        _ = try await queueEverything(fixture, service)
-        let session = fixture.session
-        let reads = Counter()
-        var drainer = CleanupQueueWorker(service: service, name: "w") { queuedBy throws(ConsoleError) in
-            guard reads.next() == 1 else {
-                throw ConsoleError(.permissionDenied, code: "permission_denied", "\(queuedBy) was revoked")
-            }
-            return session
-        }
-        let versions = Counter()
-        // The first read takes the item; the second, after its rate slot, finds a revocation.
-        drainer.accessVersion = { Int64(min(versions.next(), 2)) }
-        let done = try await drainer.drain(tenant: tenant)
         #expect(done.isEmpty, "\(done)")
         #expect(await fixture.sandbox.deleteBodies.isEmpty)
-        let left = try await fixture.store.cleanupItems(tenant: tenant, states: [.pending])
         #expect(left.count == 3)
         let first = try #require(left.first { $0.body != nil })
         #expect(first.lastError?.hasPrefix("not sent: root was revoked") == true, "\(first)")
-        #expect(try await worker(fixture, service, "w2").drain(tenant: tenant).isEmpty, "off the queue")
     }
 
     /// A worker re-checks an item's proof right before deleting it. Queued on a live tenant's
