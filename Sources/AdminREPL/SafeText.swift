@@ -17,10 +17,9 @@ enum SafeText {
     /// message) cannot carry it, and is escaped. ``Terminal`` removes the marks as it writes.
     static let mark: String = {
         var generator = SystemRandomNumberGenerator()
-        var scalars = String.UnicodeScalarView()
-        scalars.append(Unicode.Scalar(0xF0000)!)
-        for _ in 0..<3 { scalars.append(Unicode.Scalar(UInt32.random(in: 0xF0001...0xFFFFD, using: &generator))!) }
-        return String(scalars)
+        // Every value of the range is a scalar (none is a surrogate), so none is dropped.
+        let values = [0xF0000] + (0..<3).map { _ in UInt32.random(in: 0xF0001...0xFFFFD, using: &generator) }
+        return String(String.UnicodeScalarView(values.compactMap(Unicode.Scalar.init)))
     }()
     static let markScalars = Array(mark.unicodeScalars)
 

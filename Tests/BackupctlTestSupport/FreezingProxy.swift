@@ -80,7 +80,7 @@ public final class FreezingProxy: @unchecked Sendable {
                 if count > 0 {
                     var sent = 0
                     while sent < count {
-                        let wrote = buffer.withUnsafeBytes { write(other, $0.baseAddress! + sent, count - sent) }
+                        let wrote = buffer[sent..<count].withUnsafeBytes { write(other, $0.baseAddress, $0.count) }
                         guard wrote > 0 else { break }
                         sent += wrote
                     }
