@@ -135,6 +135,15 @@ import Testing
         #expect(error?.message.contains(ghost) == true)
     }
 
+    /// An operator token pasted as a credential id is not repeated by the miss.
+    @Test func aTokenShapedQueryIsNotRepeated() async throws {
+        let w = try await World()
+        let token = "bctl_" + String(repeating: "Q", count: 43)
+        let error = await consoleError { _ = try await w.lookup(.passkey(credentialId: token)) }
+        #expect(error?.code == "not_found")
+        #expect(error?.message.contains(String(repeating: "Q", count: 20)) == false, "\(error?.message ?? "")")
+    }
+
     @Test(arguments: TestBackend.available) func misses(backend: TestBackend) async throws {
         let w = try await World(backend)
         #expect(
