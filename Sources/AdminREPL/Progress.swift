@@ -29,6 +29,8 @@ final class Progress: @unchecked Sendable {
     private var detail: String?
     private var shown = false
     private var finished = false
+    /// The REPL stopped waiting for the command: the line is no longer drawn.
+    private let abandonment: Terminal.Abandonment?
     private var frame = 0
 
     /// - Parameters:
@@ -43,6 +45,7 @@ final class Progress: @unchecked Sendable {
         self.output = output
         self.total = total
         self.terminal = terminal
+        abandonment = Terminal.abandonment
         timer = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
         timer.schedule(
             deadline: .now() + Self.delay, repeating: terminal ? Self.terminalTick : Self.plainEvery)
@@ -106,7 +109,7 @@ final class Progress: @unchecked Sendable {
 
     private func draw(final: Bool, failed: Bool = false) {
         lock.withLock {
-            guard !finished else { return }
+            guard !finished, abandonment?.isSet != true else { return }
             if final {
                 finished = true
                 guard shown else { return }

@@ -44,23 +44,25 @@ struct REPL {
         let start = SignalFlag.presses
         let (events, ended) = AsyncStream<Bool>.makeStream()
         let executor = executor
-        let command = Task { @MainActor in
-            _ = await executor.run(line: text)
+        let abandoned = Terminal.Abandonment()
+        _ = Task { @MainActor in
+            await Terminal.$abandonment.withValue(abandoned) { _ = await executor.run(line: text) }
             ended.yield(true)
         }
         let watcher = Task.detached {
             var firstSeen: ContinuousClock.Instant?
-            var hinted = false
+            // The presses counted when the hint was shown: only a Ctrl-C after it abandons.
+            var hintedAt: sig_atomic_t?
             // Bounded by the command: cancelled once it ends.
             while !Task.isCancelled {
                 let presses = SignalFlag.presses &- start
-                if presses >= 2 {
+                if let hintedAt, presses > hintedAt {
                     ended.yield(false)
                     return
                 }
-                if presses == 1, firstSeen == nil { firstSeen = .now }
-                if let firstSeen, !hinted, ContinuousClock.now - firstSeen > .seconds(1) {
-                    hinted = true
+                if presses >= 1, firstSeen == nil { firstSeen = .now }
+                if let firstSeen, hintedAt == nil, ContinuousClock.now - firstSeen > .seconds(1) {
+                    hintedAt = presses
                     Terminal.writeErr(
                         "(still waiting for the command; Ctrl-C again stops waiting, its outcome then unknown)")
                 }
@@ -71,11 +73,13 @@ struct REPL {
         let finished = await iterator.next() ?? true
         watcher.cancel()
         guard !finished else { return }
-        command.cancel()
+        // Not cancelled (a job was already told to stop by the first Ctrl-C): it is left to end
+        // on its own, and whatever it would still print, its progress included, is dropped.
+        abandoned.set()
         SignalFlag.drain()
         Terminal.writeErr(
             SafeText.message(
-                "error[interrupted]: stopped waiting for `\(text.prefix(60))`; it may still finish on the server, so its outcome is unknown (check with a read before repeating a change)."
+                "error[interrupted]: stopped waiting for `\(text.prefix(60))`; it may still finish, so its outcome is unknown (check with a read before repeating a change)."
             ))
     }
 

@@ -23,9 +23,6 @@ enum SafeText {
     }()
     static let markScalars = Array(mark.unicodeScalars)
 
-    /// Whether `scalar` may be part of ``mark`` (it takes no column).
-    static func isMarkScalar(_ scalar: Unicode.Scalar) -> Bool { (0xF0000...0xFFFFD).contains(scalar.value) }
-
     /// `text` without the marks (what reaches the terminal).
     static func unmarked(_ text: String) -> String {
         // The mark's scalars all start with the byte F3 in UTF-8: one pass over the bytes.

@@ -1,5 +1,6 @@
 import BackupModel
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -39,7 +40,18 @@ enum Terminal {
     /// An output line waiting for its reads' audit entries, and the stream it is for.
     typealias HeldLine = (fd: Int32, bytes: [UInt8])
 
+    /// A REPL command the operator stopped waiting for: whatever it prints later is dropped.
+    final class Abandonment: Sendable {
+        private let flag = Atomic<Bool>(false)
+        func set() { flag.store(true, ordering: .releasing) }
+        var isSet: Bool { flag.load(ordering: .acquiring) }
+    }
+
+    /// The abandonment of the command this task runs, if the REPL runs it.
+    @TaskLocal static var abandonment: Abandonment?
+
     private static func emit(_ text: String, fd: Int32) {
+        if abandonment?.isSet == true { return }
         var bytes = Array(SafeText.unmarked(text).utf8)
         bytes.append(0x0A)
         if holding {
@@ -90,14 +102,21 @@ enum Terminal {
         }
     }
 
+    /// A hidden prompt ended on CR: an LF first on the next line read is that CR's (CRLF).
+    nonisolated(unsafe) static var skipLF = false
+
     /// Reads one line from a file descriptor without buffering past the newline, so a later
     /// reader (a hidden prompt, the next command) sees the rest.
     static func readLine(fd: Int32 = STDIN_FILENO) -> String? {
         var bytes: [UInt8] = []
         var byte: UInt8 = 0
+        var skipping = skipLF
+        skipLF = false
         while true {
             let n = read(fd, &byte, 1)
             if n <= 0 { return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self) }
+            defer { skipping = false }
+            if skipping, byte == 0x0A { continue }
             if byte == 0x0a { return String(decoding: bytes, as: UTF8.self) }
             bytes.append(byte)
         }
@@ -142,6 +161,8 @@ enum Terminal {
         tcgetattr(fd, &old)
         var hidden = old
         hidden.c_lflag &= ~tcflag_t(ECHO | ECHONL | ICANON | ISIG | IEXTEN)
+        // CR and LF arrive as they are, so a pasted CRLF ends the secret once (below).
+        hidden.c_iflag &= ~tcflag_t(ICRNL | INLCR | IGNCR)
         withUnsafeMutableBytes(of: &hidden.c_cc) { cc in
             cc[Int(VMIN)] = 1
             cc[Int(VTIME)] = 0
@@ -165,11 +186,20 @@ enum Terminal {
             guard n == 1 else { break }
             switch line.take(byte) {
             case .more: continue
-            case .done: break reading
+            case .done:
+                // A CR ending the secret may have its LF right behind (a pasted CRLF): that LF
+                // is this secret's, not an empty answer to the next prompt (``readLine(fd:)``).
+                skipLF = byte == 0x0D
+                break reading
             case .cancelled:
                 _ = line.finish()
                 throw ConsoleError(
                     .usage, code: "cancelled", "Cancelled at the hidden prompt (Ctrl-C); nothing was read.")
+            case .tooLong:
+                _ = line.finish()
+                throw ConsoleError(
+                    .invalidInput, code: "secret_too_long",
+                    "The hidden input is over \(SecretLine.maxBytes / 1024) KiB; nothing was read.")
             }
         }
         return line.finish()
@@ -192,7 +222,9 @@ enum Terminal {
 /// The keys of a hidden prompt (``Terminal/readSecret(prompt:)``), one byte at a time, with the
 /// terminal's own line editing and signals off.
 struct SecretLine {
-    enum Step { case more, done, cancelled }
+    enum Step { case more, done, cancelled, tooLong }
+    /// As `--root-key-file` and the secret files.
+    static let maxBytes = 64 << 10
     private(set) var bytes: [UInt8] = []
     /// Braces open outside a string, once the secret began with `{`.
     private var depth = 0
@@ -204,18 +236,23 @@ struct SecretLine {
         case 0x03: return .cancelled  // Ctrl-C
         case 0x04: return .done  // Ctrl-D
         case 0x1A, 0x1C: return .more  // Ctrl-Z, Ctrl-\: nothing to suspend or quit here
-        case 0x7F, 0x08:  // Backspace
+        case 0x7F, 0x08:  // Backspace: one character, all its UTF-8 bytes
             if !bytes.isEmpty { unread() }
             return .more
         case 0x15:  // Ctrl-U: start over
             wipe()
             return .more
         case 0x0A, 0x0D:
-            // Enter ends the secret, unless a JSON object is still open: its lines go on.
-            guard depth > 0 else { return .done }
-            bytes.append(0x0A)
-            return .more
+            // Enter ends the secret, unless nothing is typed yet (an empty line before a paste
+            // would end it and leave the key for the visible prompt after it) or a JSON object
+            // is still open: its lines go on.
+            guard depth == 0, bytes.contains(where: { !Self.isSpace($0) }) else {
+                if !bytes.isEmpty { bytes.append(0x0A) }
+                return .more
+            }
+            return .done
         default:
+            guard bytes.count < Self.maxBytes else { return .tooLong }
             bytes.append(byte)
             read(byte)
             return .more
@@ -266,7 +303,8 @@ struct SecretLine {
     /// (secrets are short).
     private mutating func unread() {
         var kept = bytes
-        kept.removeLast()
+        // UTF-8 continuation bytes (10xxxxxx) go with their lead byte.
+        while let last = kept.popLast(), last & 0xC0 == 0x80 {}
         wipe()
         for byte in kept {
             bytes.append(byte)

@@ -63,35 +63,44 @@ struct TextTable {
     }
 }
 
-/// The text of a cell without ANSI colour sequences.
+/// The text of a cell without ANSI colour sequences and their marks.
 private func plain(_ s: String) -> String {
     guard s.contains("\u{1B}") else { return s }
     var out = ""
     var inEscape = false
-    for ch in s.unicodeScalars {
+    for ch in SafeText.unmarked(s).unicodeScalars {
         if inEscape {
             if ch == "m" { inEscape = false }
         } else if ch == "\u{1B}" {
             inEscape = true
-        } else if !SafeText.isMarkScalar(ch) {
+        } else {
             out.unicodeScalars.append(ch)
         }
     }
     return out
 }
 
-/// Character count ignoring ANSI colour sequences and their marks (``SafeText/mark``).
+/// Character count ignoring ANSI colour sequences and their marks (``SafeText/mark``); other
+/// private-use characters in data count.
 func visibleWidth(_ s: String) -> Int {
     var count = 0
     var inEscape = false
-    for ch in s.unicodeScalars {
+    let scalars = Array(s.unicodeScalars)
+    let mark = SafeText.markScalars
+    var i = 0
+    while i < scalars.count {
+        let ch = scalars[i]
         if inEscape {
             if ch == "m" { inEscape = false }
         } else if ch == "\u{1B}" {
             inEscape = true
-        } else if !SafeText.isMarkScalar(ch) {
+        } else if ch == mark[0], i + mark.count <= scalars.count, Array(scalars[i..<i + mark.count]) == mark {
+            i += mark.count
+            continue
+        } else {
             count += 1
         }
+        i += 1
     }
     return count
 }

@@ -52,8 +52,8 @@ public enum SecretShape {
     public static func isSecret(variable name: String, value: String) -> Bool {
         let upper = name.uppercased()
         let names = [
-            "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "PRIVATE", "API_KEY", "ROOT_KEY", "CREDENTIAL",
-            "COOKIE", "SESSION", "SIGNATURE",
+            "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "PRIVATE", "API_KEY", "APIKEY", "ROOT_KEY",
+            "CREDENTIAL", "COOKIE", "SESSION", "SIGNATURE", "SSHPASS", "WEBHOOK",
         ]
         // Whole words of the name: `OPENAI_KEY`, `AWS_ACCESS_KEY_ID`, `GH_AUTH` (not `KEYBOARD`).
         let words: Set<Substring> = ["KEY", "KEYS", "AUTH", "PAT", "PEM", "PSK", "JWT", "BEARER", "PASS", "PW", "PWD"]

@@ -40,7 +40,7 @@ public final class RemoteConsole: ConsoleAPI {
         else {
             throw .configuration(
                 "invalid_server",
-                "--server must be http://HOST:PORT or https://HOST:PORT (the token goes in --token-file, never in the URL), got \(SecretShape.redact(String(server.prefix(200))).prefix(80))."
+                "--server must be http://HOST:PORT or https://HOST:PORT (the token goes in --token-file, never in the URL), got \(SecretShape.redact(String(server.prefix { $0 != "?" && $0 != "#" }.prefix(200))).prefix(80))\(server.contains(where: { $0 == "?" || $0 == "#" }) ? "…" : "")."
             )
         }
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }

@@ -28,7 +28,9 @@ enum HTTPAnswer {
                 (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
                     || [0x2E, 0x5F, 0x3A, 0x2D].contains(byte)
             }),
-            !SecretShape.appears(in: given, halfKeys: false)
+            !SecretShape.appears(in: given, halfKeys: false),
+            // Nor a run of 64 hex digits or more (a key, or two, written out as one id).
+            !given.split(whereSeparator: { !$0.isHexDigit }).contains(where: { $0.count >= 64 })
         {
             return given
         }

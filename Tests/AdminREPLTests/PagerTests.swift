@@ -72,6 +72,7 @@ import Testing
             "OPENAI_KEY": "sk-not-a-real-one", "AWS_ACCESS_KEY_ID": "AKIAEXAMPLE", "GH_AUTH": "gho-example",
             "MY_PASSPHRASE": "correct horse", "SERVER_PEM": "-----BEGIN EC PRIVATE KEY-----\nMHcC\n",
             "OLD_ROOT": #"{"version":"V0","key":"any words at all"}"#, "KEYBOARD_LAYOUT": "us",
+            "OPENAIAPIKEY": "sk-x", "SSHPASS": "hunter2",
         ]) { $1 }
         let pty = try PTY(arguments: ["help"], environment: environment)
         try #require(await pty.waitForExit())
@@ -79,7 +80,10 @@ import Testing
         let recorded = try String(contentsOfFile: seen, encoding: .utf8)
         #expect(recorded.contains("TERM=xterm") && recorded.contains("KEYBOARD_LAYOUT=us"))
         #expect(!recorded.contains(token) && !recorded.contains("BACKUPCTL_"))
-        for name in ["OPENAI_KEY", "AWS_ACCESS_KEY_ID", "GH_AUTH", "MY_PASSPHRASE", "SERVER_PEM", "OLD_ROOT"] {
+        for name in [
+            "OPENAI_KEY", "AWS_ACCESS_KEY_ID", "GH_AUTH", "MY_PASSPHRASE", "SERVER_PEM", "OLD_ROOT", "OPENAIAPIKEY",
+            "SSHPASS",
+        ] {
             #expect(!recorded.contains(name + "="), "\(name) reached the pager")
         }
         // What the pager starts holds stdin, stdout and stderr only (and `ls` its directory, 3).

@@ -87,6 +87,30 @@ import Testing
         #expect(await follow.waitForExit())
     }
 
+    /// A follower whose filter matches nothing yet starts after the tenant's newest entry and
+    /// pages forward: more than a page written before its first poll arrives whole.
+    @Test func auditFollowWithAnEmptyFirstPageMissesNothing() async throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        _ = try await cli.bootstrap()
+        let export = GoldenTests.repoRoot.appendingPathComponent("runbooks/fixtures/export").path
+        #expect(try await cli.run(["import", export]).status == 0)
+        let follow = try PTY(
+            arguments: ["--format", "json", "audit", "list", "--follow", "--action", "backup.show"],
+            environment: cli.environment)
+        // A script of 1,200 shows: more than a poll's page, written at once.
+        let script = cli.directory.appendingPathComponent("shows.bctl")
+        try String(repeating: "show 030b\n", count: 1200).write(to: script, atomically: true, encoding: .utf8)
+        #expect(try await cli.run(["-f", script.path]).status == 0)
+        // Bounded: the follower prints the 1,200 lines within two minutes.
+        for _ in 0..<1200 where follow.transcript.components(separatedBy: #""action":"backup.show""#).count <= 1200 {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(follow.transcript.components(separatedBy: #""action":"backup.show""#).count - 1 == 1200)
+        follow.send("\u{03}")
+        #expect(await follow.waitForExit())
+    }
+
     @Test func historyIsPrivateAndKeepsNoSecrets() async throws {
         var cli = CLI()
         defer { cli.cleanUp() }

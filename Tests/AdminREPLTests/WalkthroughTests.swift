@@ -148,4 +148,19 @@ import Testing
         try #require(await pty.waitForExit())
         #expect(try await cli.run(["show", Self.backupId]).status == 0, "Ctrl-C at the confirmation wiped nothing")
     }
+
+    /// An Enter before anything is typed does not end the hidden prompt (the pasted key after it
+    /// would land on the next, visible prompt), and a pasted CRLF ends it once.
+    @Test func anEmptyEnterDoesNotEndTheHiddenPrompt() async throws {
+        let cli = CLI()
+        defer { cli.cleanUp() }
+        let pty = try PTY(arguments: ["--format", "json", "recovery", "derive"], environment: cli.environment)
+        #expect(await pty.expect("hidden"), "\(pty.transcript)")
+        pty.send("\r")
+        pty.send(Self.rootKey + "\r\n")
+        #expect(await pty.expect("backup_account_"), "\(pty.transcript)")
+        try #require(await pty.waitForExit())
+        #expect(pty.status == 0, "\(pty.transcript)")
+        #expect(!pty.transcript.contains("0102030405060708090a0b0c0d0e0f"), "the Root Key must never be echoed")
+    }
 }

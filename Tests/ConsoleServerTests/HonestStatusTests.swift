@@ -155,6 +155,10 @@ import Testing
                 ])
             #expect(pasted.status == 200 && pasted.headers["X-Request-Id"].first?.count == 24)
             #expect(try await fixture.audit().allSatisfy { $0.details["requestId"] != tokenShaped })
+            let doubled = try await Self.send(
+                fixture, "/healthz", method: .GET, headers: [("X-Request-Id", String(repeating: "ab", count: 64))],
+                body: nil)
+            #expect(doubled.headers["X-Request-Id"].first?.count == 24, "128 hex digits: two keys written out")
             let trace = String(repeating: "4bf92f3577b34da6", count: 2)
             let traced = try await Self.send(
                 fixture, "/healthz", method: .GET, headers: [("X-Request-Id", trace)], body: nil)

@@ -29,12 +29,19 @@ struct AuditCommand: ParsableCommand {
 
         func execute(_ ctx: CommandContext) async throws -> CommandOutput {
             let sinceMillis = try since.map { text throws(ConsoleError) in try Self.sinceMillis(text, now: ctx.clock) }
+            // A follower starts after the tenant's newest entry, read first: with filters that
+            // match nothing yet, the polls still page forward from there (and never from the
+            // start of a long log, nor "the latest" that skips what came in between).
+            let head =
+                follow
+                ? try await ctx.perform(AuditListOperation(operatorName: nil, action: nil, sinceMillis: nil, limit: 1))
+                    .entries.last?.seq : nil
             let entries = try await ctx.perform(
                 AuditListOperation(operatorName: `operator`, action: action, sinceMillis: sinceMillis, limit: limit)
             ).entries
             if follow {
                 try await Self.follow(
-                    ctx, first: entries,
+                    ctx, first: entries, after: head,
                     next: { after throws(ConsoleError) in
                         try await ctx.perform(
                             AuditListOperation(
@@ -88,7 +95,7 @@ struct AuditCommand: ParsableCommand {
         /// (in the REPL) or the process is stopped.
         @MainActor
         static func follow(
-            _ ctx: CommandContext, first: [AuditEntry],
+            _ ctx: CommandContext, first: [AuditEntry], after head: Int64?,
             next: (Int64) async throws(ConsoleError) -> [AuditEntry]
         ) async throws {
             let json = ctx.settings.format == .json
@@ -99,9 +106,11 @@ struct AuditCommand: ParsableCommand {
                         : [
                             String(entry.seq), Readable.time(entry.at / 1000), entry.operatorName, entry.action,
                             entry.target ?? "-", details(entry),
-                        ].joined(separator: "  "))
+                        ].map(SafeText.cell).joined(separator: "  "))
             }
-            var last: Int64 = first.last?.seq ?? 0
+            // At least 1: 0 asks for the latest entries, not the next ones (a tenant with none
+            // yet has none at seq 1 either).
+            var last: Int64 = max(first.last?.seq ?? 0, head ?? 0, 1)
             first.forEach(emit)
             while !SignalFlag.isRaised {
                 let page = try await next(last)

@@ -155,7 +155,7 @@ struct ServeCommand: ConsoleCommand {
                 guard error.code == "audit_signed_store" else { throw error }
                 throw ConsoleError.configuration(
                     "audit_signed_store",
-                    "The audit of \(PostgresStoreConfiguration.displayed(ctx.settings.dbPath)) is signed (it holds signed checkpoints): start serve with --audit-key and the key that signs it (or BACKUPCTL_AUDIT_KEY); without it every audited request would be refused."
+                    "The audit of \(PostgresStoreConfiguration.displayed(ctx.settings.dbPath)) is signed (it holds signed checkpoints): start serve with --audit-key and the key that signs it; without it every audited request would be refused."
                 )
             }
         }
