@@ -102,8 +102,10 @@ extension CleanupService {
                     // A pass Turnkey asked to wait for (Retry-After) starts no sooner, and not at
                     // all once the run was asked to stop (the wait ends then).
                     let wait = notBefore - timing.clock.millis()
-                    if wait > 0 { await Self.wait(wait, timing: timing, unless: shouldStop) }
-                    if shouldStop() {
+                    // A refusal (the operator revoked) ends the wait too: the run stops.
+                    let stopping = { @Sendable in shouldStop() || flags.refused != nil }
+                    if wait > 0 { await Self.wait(wait, timing: timing, unless: stopping) }
+                    if stopping() {
                         return .success(
                             (RunReport.Item(subOrgId: id, outcome: Self.notStarted, attempts: 0, error: nil), pass))
                     }
@@ -170,7 +172,7 @@ extension CleanupService {
         if let refused = flags.refused {
             throw ConsoleError(
                 refused.kind, code: refused.code,
-                "\(refused.message) Stopped the run after \(report.deleted) deleted, \(report.alreadyGone) already gone; \(candidates.count - report.items.count + report.pending) left pending, nothing more sent."
+                "\(refused.message) Stopped the run after \(report.deleted) deleted, \(report.alreadyGone) already gone, \(report.failed) failed; \(candidates.count - report.items.count + report.pending) left pending, nothing more sent."
             )
         }
         if let outage = flags.outageMessage {

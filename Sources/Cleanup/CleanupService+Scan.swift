@@ -109,9 +109,15 @@ extension CleanupService {
             item.state = .alreadyGone
             item.lastError = "not listed by list_suborgs"
             item.updatedAt = now
-            try await store.updateCleanupItem(
-                tenant: tenant, item, audit: session.audit("cleanup.already_gone", target: id, details: ["via": "scan"])
-            )
+            do throws(ConsoleError) {
+                try await store.updateCleanupItem(
+                    tenant: tenant, item,
+                    audit: session.audit("cleanup.already_gone", target: id, details: ["via": "scan"]))
+            } catch  where error.code == "stale_journal_item" {
+                // A run or a worker wrote it since the listing began (a long listing): its
+                // outcome stands, and the scan goes on.
+                continue
+            }
             report.vanished += 1
         }
         report.orphans.sort { $0.subOrgId < $1.subOrgId }

@@ -43,12 +43,11 @@ struct CleanupWorker: Sendable {
         }
         // Re-read right before the call: a backup imported since the scan wins.
         if let backup = try await store.subOrgReference(tenant: tenant, subOrgId: subOrgId) {
-            item.lastBackupId = backup
-            return try await record(&item, .skipped, error: "referenced by \(backup)", audit: nil)
+            return try await recordReferenced(&item, by: backup)
         }
         // And its proof, on the item as it is now: a reset or retirement since the scan restarted
         // its clock, a snapshot may have aged, a retired backup may still be at the service.
-        if let proof, let waitingFor = await proof.verdict(item).waitingFor {
+        if let proof, let waitingFor = await proof.verdict(item, at: now).waitingFor {
             var left = try await record(
                 &item, .pending, error: "not deleted: not eligible now, waiting for \(waitingFor)", audit: nil)
             left.outcome = Self.notEligible
@@ -104,8 +103,7 @@ struct CleanupWorker: Sendable {
                 case .cancelled:
                     switch refusal.withdrawal.withLock({ $0 }) {
                     case .referenced(let backup)?:
-                        item.lastBackupId = backup
-                        return try await record(&item, .skipped, error: "referenced by \(backup)", audit: nil)
+                        return try await recordReferenced(&item, by: backup)
                     case .notEligible(let waitingFor)?:
                         var left = try await record(
                             &item, .pending, error: "not deleted: not eligible now, waiting for \(waitingFor)",
@@ -162,22 +160,65 @@ struct CleanupWorker: Sendable {
         }
     }
 
-    /// What would stop an attempt now: a stop, a reference, a lapsed proof, a lost right.
+    /// What would stop an attempt now: a stop, a lapsed proof (judged at the clock's time), a
+    /// lost right, a reference. The reference is read last, nearest the send: the other checks
+    /// may ask the Backup Service or the store's access over the network.
     func recheck(_ subOrgId: String) async -> Withdrawal? {
         if shouldStop?() == true { return .stopped }
         do throws(ConsoleError) {
-            if let backup = try await store.subOrgReference(tenant: tenant, subOrgId: subOrgId) {
-                return .referenced(backup)
-            }
             if let proof, let item = try await store.cleanupItem(tenant: tenant, subOrgId: subOrgId),
-                let waitingFor = await proof.verdict(item).waitingFor
+                let waitingFor = await proof.verdict(item, at: service.nowSeconds).waitingFor
             {
                 return .notEligible(waitingFor)
             }
             try await beforeSend?()
+            if let backup = try await store.subOrgReference(tenant: tenant, subOrgId: subOrgId) {
+                return .referenced(backup)
+            }
             return nil
         } catch {
             return error.kind == .permissionDenied || error.kind == .notFound ? .refused(error) : .storeFailed(error)
+        }
+    }
+
+    /// A sub-org a backup references now. Without a journaled deletion nothing was sent: it is
+    /// `skipped`. With one, an earlier attempt (or a killed run's) may have gone through before
+    /// the backup was imported, so Turnkey is asked: a sub-org it no longer has is recorded as
+    /// what happened (`alreadyGone`, audited with the backup, logged as an error: that backup's
+    /// Turnkey key is gone), never as "not deleted"; one it cannot say about stays `pending`
+    /// for the next run to ask again.
+    func recordReferenced(_ item: inout CleanupItemRecord, by backup: String) async throws(ConsoleError)
+        -> RunReport.Item
+    {
+        item.lastBackupId = backup
+        guard item.body != nil else {
+            return try await record(&item, .skipped, error: "referenced by \(backup)", audit: nil)
+        }
+        let exists: Result<Void, TurnkeyError>
+        do throws(TurnkeyError) {
+            _ = try await client.whoami(organizationId: item.subOrgId, signer: .apiKey(service.connection.apiKey))
+            exists = .success(())
+        } catch {
+            exists = .failure(error)
+        }
+        switch exists {
+        case .success:
+            return try await record(&item, .skipped, error: "referenced by \(backup)", audit: nil)
+        case .failure(let error) where error.kind == .organizationNotFound:
+            service.logger.error(
+                "sub-org \(item.subOrgId) of \(tenant) was deleted by an earlier attempt of its journaled deletion, and backup \(backup) references it now (imported while the deletion was in flight): that backup's Turnkey key is gone"
+            )
+            return try await record(
+                &item, .alreadyGone,
+                error: "deleted by an earlier attempt; \(backup) came to reference it meanwhile and has lost this key",
+                audit: session.audit(
+                    "cleanup.already_gone", target: item.subOrgId, details: ["referencedBy": backup, "via": "recheck"]))
+        case .failure(let error):
+            return try await record(
+                &item, .pending,
+                error:
+                    "referenced by \(backup) after its deletion was journaled; Turnkey could not say whether an earlier attempt deleted it (\(error.summary)); the next run asks again",
+                audit: nil)
         }
     }
 

@@ -35,7 +35,11 @@ struct SnapshotProof: Sendable {
         statusCache = service.backupService.map { StatusCache(client: $0) }
     }
 
-    func verdict(_ item: CleanupItemRecord) async -> Verdict {
+    /// - Parameter at: the time to judge at (unix seconds); the proof's own by default. A check
+    ///   right before a send passes the clock's time: a snapshot that aged past the tenant's
+    ///   maximum during a long run proves nothing any more.
+    func verdict(_ item: CleanupItemRecord, at: Int64? = nil) async -> Verdict {
+        let now = at ?? now
         // Saturating: a first-seen time from a damaged journal must not trap.
         let (eligibleAt, overflow) = item.firstSeenAt.addingReportingOverflow(grace)
         guard !overflow, now >= eligibleAt else { return Verdict(waitingFor: "grace") }

@@ -155,6 +155,70 @@ struct CleanupRunTests {
         #expect(report.deleted == 1)
     }
 
+    /// The first attempt's deletion goes through but its answer is lost, and a backup that
+    /// references the sub-org is imported before the retry. The retry is not sent (referenced),
+    /// and the item is not recorded "not deleted": Turnkey says it is gone, so it is recorded
+    /// `alreadyGone`, audited with the backup that lost its key.
+    @Test(
+        "a deletion that went through before a referencing import is recorded, not skipped",
+        arguments: TestBackend.available)
+    func aDeletionThatWentThroughBeforeAnImportIsRecorded(backend: TestBackend) async throws {
+        let fixture = try await CleanupFixture(orphanCount: 2, backend: backend)
+        defer { Task { await fixture.stop() } }
+        let target = try #require(fixture.orphans.first)
+        let store = fixture.store
+        let tenant = fixture.session.tenantName
+        let lost = OutageSwitch()
+        let service = fixture.service(
+            transport: HookTransport(
+                inner: HTTPClientTransport(), hook: { _ throws(TurnkeyError) in },
+                after: { request throws(TurnkeyError) in
+                    guard request.path == TurnkeyWire.deleteSubOrganizationPath,
+                        String(decoding: request.body, as: UTF8.self).contains(target), !lost.on
+                    else { return }
+                    lost.on = true
+                    do {
+                        try await CleanupRunTests.reference(target, store: store, tenant: tenant)
+                    } catch {
+                        throw TurnkeyError(.badRequest, message: "fixture failed: \(error)")
+                    }
+                    throw TurnkeyError(.transport, message: "the answer was lost")
+                }), budget: 1000)
+        let report = try await service.run(
+            session: fixture.session, options: CleanupRunOptions(execute: true, concurrency: 1, graceSeconds: 0))
+        let item = try #require(report.items.first { $0.subOrgId == target })
+        #expect(item.outcome == "alreadyGone", "\(item)")
+        #expect(await fixture.sandbox.deleteBodies[target]?.count == 1, "the retry was not sent")
+        let audit = try await store.latestAuditEntries(tenant: tenant, limit: 1000)
+        #expect(
+            audit.contains {
+                $0.target == target && $0.action == "cleanup.already_gone" && $0.details["referencedBy"] != nil
+            })
+    }
+
+    /// A live tenant's snapshot ages past the tenant's maximum during a long run: the proof is
+    /// judged again at the clock's time right before each send, so the items after that moment
+    /// are not deleted on the word of a snapshot that is now too old.
+    @Test("a snapshot that goes stale during a run stops proving the items after it", arguments: TestBackend.available)
+    func aSnapshotThatGoesStaleMidRun(backend: TestBackend) async throws {
+        let fixture = try await CleanupFixture(orphanCount: 3, live: true, backend: backend)
+        defer { Task { await fixture.stop() } }
+        let tenant = fixture.session.tenantName
+        _ = try await fixture.service().scan(session: fixture.session, graceSeconds: 0)
+        let at = fixture.time.now / 1000
+        try await fixture.store.recordSnapshot(
+            tenant: tenant, SnapshotRecord(snapshotAt: at, complete: true, importedAt: at, backups: 12), audit: nil)
+        let time = fixture.time
+        let service = fixture.service(
+            transport: Self.onFirstDeletion(of: nil) { time.advance(byMillis: 25 * 3600 * 1000) })
+        let report = try await service.run(
+            session: fixture.session, options: CleanupRunOptions(execute: true, concurrency: 1, graceSeconds: 0))
+        #expect(report.deleted == 1, "\(report.items)")
+        #expect(
+            report.items.filter { $0.error?.hasSuffix("waiting for snapshot") == true }.count == 2, "\(report.items)")
+        #expect(await fixture.sandbox.deleteBodies.count == 1)
+    }
+
     /// A scan runs while a deletion is in flight: Turnkey has deleted the sub-org, the run has
     /// not yet recorded it (its answer was lost and it retries). The scan leaves the journaled
     /// item to its deleter instead of recording it `already_gone`, so the run records the
