@@ -142,10 +142,12 @@ public struct CleanupQueueWorker: Sendable {
     ) async throws(ConsoleError) -> RunReport.Item? {
         let tenant = session.tenantName
         let policy = session.tenant.policy
-        let client = service.client(session) { nowMicros in
-            try await store.reserveTurnkeyCall(
-                tenant: tenant, perSecond: Double(max(1, policy.turnkeyRPS)), burst: 1, nowMicros: nowMicros)
-        }
+        let client = service.client(
+            session,
+            sharedRate: { nowMicros in
+                try await store.reserveTurnkeyCall(
+                    tenant: tenant, perSecond: Double(max(1, policy.turnkeyRPS)), burst: 1, nowMicros: nowMicros)
+            }, stop: shouldStop)
         // The grace period was checked when the item was queued, and any change to its reason or
         // first-seen time since took it off the queue; what is re-checked here is the rest of its
         // proof: the snapshot still fresh enough, a retired backup gone from the service.

@@ -46,7 +46,7 @@ extension CleanupService {
         confirm: (@Sendable () async throws(ConsoleError) -> Void)?
     ) async throws(ConsoleError) -> RunReport {
         let budget = TurnkeyRetryBudget(capacity: retryBudgetCapacity)
-        let client = client(session, budget: budget)
+        let client = client(session, budget: budget, stop: shouldStop)
         let proof = try await snapshotProof(session: session, graceSeconds: options.graceSeconds)
         let scan = try await scanCore(session: session, client: client, proof: proof)
         let candidates = scan.orphans.filter(\.eligible).map(\.subOrgId)

@@ -43,18 +43,29 @@ public struct CleanupService: Sendable {
 
     /// A client for one command: the tenant's retry policy and RPS, one fresh retry budget, and
     /// the tenant's rate shared with other workers when `sharedRate` is given.
+    /// - Parameter stop: once it says so, the client's waits (for a rate slot, a back-off, a
+    ///   `Retry-After`) end at once and its call stops as cancelled; nothing more is sent.
     func client(
-        _ session: Session, budget: TurnkeyRetryBudget? = nil, sharedRate: TurnkeyRateLimiter.SharedReservation? = nil
+        _ session: Session, budget: TurnkeyRetryBudget? = nil, sharedRate: TurnkeyRateLimiter.SharedReservation? = nil,
+        stop: (@Sendable () -> Bool)? = nil
     ) -> TurnkeyClient {
         let policy = session.tenant.policy
         var log = logger
         log[metadataKey: "tenant"] = "\(session.tenantName)"
         log[metadataKey: "operator"] = "\(session.operatorName)"
+        var waits = timing
+        if let stop {
+            let base = timing
+            waits = TurnkeyTiming(clock: base.clock) { millis in
+                await Self.wait(Int64(millis), timing: base, unless: stop)
+                if stop() { throw CancellationError() }
+            }
+        }
         return TurnkeyClient(
             baseURL: connection.baseURL, transport: connection.transport,
             policy: TurnkeyRetryPolicy(capMillis: Int64(policy.retryCapMillis), attempts: policy.retryAttempts),
             rps: Double(max(1, policy.turnkeyRPS)), budget: budget ?? TurnkeyRetryBudget(capacity: retryBudgetCapacity),
-            timing: timing, random: random, logger: log, sharedRate: sharedRate)
+            timing: waits, random: random, logger: log, sharedRate: sharedRate)
     }
 
     /// A client for reads of the tenant's sub-orgs (`check --turnkey`): the tenant's RPS and

@@ -219,6 +219,18 @@ struct CleanupRunTests {
         #expect(await fixture.sandbox.deleteBodies.count == 1)
     }
 
+    /// A stop ends the run's waits at once (a rate slot, a back-off, a Retry-After of an hour):
+    /// the process does not linger after SIGTERM with nothing left to send.
+    @Test func aStopEndsAWaitAtOnce() async throws {
+        let hour = TurnkeyTiming(clock: .system) { _ in try await Task.sleep(for: .seconds(3600)) }
+        await CleanupService.wait(3_600_000, timing: hour, unless: { true })
+        // A stopped run's client ends every wait with a cancellation (its call stops, unsent).
+        let fixture = try await CleanupFixture(orphanCount: 1)
+        defer { Task { await fixture.stop() } }
+        let client = fixture.service().client(fixture.session, stop: { true })
+        await #expect(throws: CancellationError.self) { try await client.timing.sleep(3_600_000) }
+    }
+
     /// A scan runs while a deletion is in flight: Turnkey has deleted the sub-org, the run has
     /// not yet recorded it (its answer was lost and it retries). The scan leaves the journaled
     /// item to its deleter instead of recording it `already_gone`, so the run records the
