@@ -31,6 +31,9 @@ public protocol OperationContext: Sendable {
     func checkCancelled(done: Int?) throws(ConsoleError)
     /// Whether the caller has gone (readable from any thread, unlike `Task.isCancelled`).
     var isCancelled: Bool { get }
+    /// Whether the serving process is stopping: a job made of many destructive calls (cleanup)
+    /// starts no new one, so it answers within the drain instead of being cut off mid-call.
+    var isStopping: Bool { get }
 
     /// The reset service for the session's tenant (its Backup Service: the sandbox's, or the URL's).
     func resetService(_ session: Session) async throws(ConsoleError) -> ResetService
@@ -49,4 +52,5 @@ public protocol OperationContext: Sendable {
 
 extension OperationContext {
     public func checkCancelled() throws(ConsoleError) { try checkCancelled(done: nil) }
+    public var isStopping: Bool { false }
 }

@@ -198,6 +198,9 @@ public struct ConsoleServer: Sendable {
             services.append(ProbeListener(address: address, handler: handler, logger: logger, bound: probes))
         }
         services.append(app)
+        // Last, so told first when the stop begins: jobs stop starting new work while the API
+        // drains.
+        services.append(StoppingNotice(console: console))
         var groupConfiguration = ServiceGroupConfiguration(
             services: services, gracefulShutdownSignals: signals, cancellationSignals: [], logger: logger)
         groupConfiguration.maximumGracefulShutdownDuration = .seconds(configuration.drainSeconds)
@@ -244,6 +247,16 @@ struct ServerRequestContext: RequestContext {
 
 /// Signs audit checkpoints on a timer while the server runs (``LocalConsole/checkpointLoop(every:sleep:)``;
 /// it waits idle when the console has no audit key), and a last one at shutdown.
+/// Tells the console a graceful stop began (``LocalConsole/beginStopping()``).
+struct StoppingNotice: Service {
+    let console: LocalConsole
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        console.beginStopping()
+    }
+}
+
 struct CheckpointService: Service {
     let console: LocalConsole
     let everySeconds: Int

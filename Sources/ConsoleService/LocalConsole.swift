@@ -30,6 +30,14 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
     public var retiredAuditKeys: [AuditPublicKey] { lock.withLock { retired } }
 
     private let lock = NSLock()
+    private let stopping = Mutex(false)
+
+    /// The serving process was asked to stop (``beginStopping()``).
+    public var isStopping: Bool { stopping.withLock { $0 } }
+
+    /// Called when a graceful stop begins: a cleanup run starts no new deletion (its calls in
+    /// flight finish and it answers what it did), so it is not cut off mid-call by the drain.
+    public func beginStopping() { stopping.withLock { $0 = true } }
     // Guarded by `lock`.
     private var opened: (any FullConsoleStore)?
     /// The one opening of a PostgreSQL store that concurrent first calls all wait for.
@@ -489,6 +497,7 @@ public struct LocalOperationContext: OperationContext {
     }
 
     public var isCancelled: Bool { cancelled.isRaised }
+    public var isStopping: Bool { console.isStopping }
 
     public func forgetSessions() { console.forgetSessions() }
     public var serverPolicy: ServerPolicy? { console.serverPolicy }

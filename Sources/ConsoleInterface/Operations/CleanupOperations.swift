@@ -120,7 +120,7 @@ public struct CleanupRunOperation: ConsoleOperation {
                 return .success(
                     try await service.run(
                         session: session, options: options, progress: onProgress,
-                        shouldStop: { context.isCancelled },
+                        shouldStop: { context.isCancelled || context.isStopping },
                         // A revocation during a long run holds at the next deletion: the session
                         // is read again whenever the access version moved.
                         confirm: { () async throws(ConsoleError) in
