@@ -66,15 +66,20 @@ import Testing
         #expect(await pty.waitForExit())
     }
 
-    @Test func auditFollowPrintsNewEntriesAsTheyAreWritten() async throws {
-        var cli = CLI()
-        defer { cli.cleanUp() }
+    /// The fixture export imported, and `audit list --follow --action backup.show` started.
+    func followShows(_ cli: inout CLI) async throws -> PTY {
         _ = try await cli.bootstrap()
         let export = GoldenTests.repoRoot.appendingPathComponent("runbooks/fixtures/export").path
         #expect(try await cli.run(["import", export]).status == 0)
-        let follow = try PTY(
+        return try PTY(
             arguments: ["--format", "json", "audit", "list", "--follow", "--action", "backup.show"],
             environment: cli.environment)
+    }
+
+    @Test func auditFollowPrintsNewEntriesAsTheyAreWritten() async throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        let follow = try await followShows(&cli)
         #expect(try await cli.run(["show", "030b"]).status == 0)
         #expect(await follow.expect(#""action":"backup.show""#), "\(follow.transcript)")
         #expect(try await cli.run(["lookup", "oidc", "google", "104500000000000000001"]).status == 0)
@@ -92,12 +97,7 @@ import Testing
     @Test func auditFollowWithAnEmptyFirstPageMissesNothing() async throws {
         var cli = CLI()
         defer { cli.cleanUp() }
-        _ = try await cli.bootstrap()
-        let export = GoldenTests.repoRoot.appendingPathComponent("runbooks/fixtures/export").path
-        #expect(try await cli.run(["import", export]).status == 0)
-        let follow = try PTY(
-            arguments: ["--format", "json", "audit", "list", "--follow", "--action", "backup.show"],
-            environment: cli.environment)
+        let follow = try await followShows(&cli)
         // A script of 1,200 shows: more than a poll's page, written at once.
         let script = cli.directory.appendingPathComponent("shows.bctl")
         try String(repeating: "show 030b\n", count: 1200).write(to: script, atomically: true, encoding: .utf8)
