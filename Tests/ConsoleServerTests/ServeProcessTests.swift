@@ -214,4 +214,44 @@ import Testing
         }
         #expect(await server.child.wait(seconds: 60) == .exited(0), "\(server.stderr)")
     }
+
+    /// A served `cleanup run --execute` when the server is asked to stop: it starts no new
+    /// deletion, its calls in flight finish, and it answers what it did within the drain
+    /// instead of being cut off mid-call. The checkpoint: a first deletion is in the journal.
+    @Test func aServedCleanupRunStopsWithTheServer() async throws {
+        let workspace = try await Workspace()
+        defer { workspace.cleanUp() }
+        var admin = workspace.environment
+        admin["BACKUPCTL_TOKEN"] = ServerFixture.text(workspace.setup.rootToken)
+        let seeded = try await Self.run(
+            ["--db", workspace.db, "--tenant", "sandbox", "seed", "--backups", "10", "--orphans", "200"],
+            environment: admin)
+        try #require(seeded.2 == 0, "\(seeded.1)")
+        let server = try await ServerProcess.serve(db: workspace.db, environment: workspace.environment)
+        defer { server.killNow() }
+        var client = admin
+        client["BACKUPCTL_SERVER"] = server.url
+        let run = try BackupctlBinary.start(
+            [
+                "--format", "json", "--yes", "--tenant", "sandbox", "cleanup", "run", "--execute", "--grace", "0",
+                "--max", "200",
+            ],
+            environment: client)
+        defer { Task { await run.kill() } }
+        // The checkpoint: the run's own progress line (stderr, not a terminal) says it has
+        // deleted some; the 200 take 20 s at the tenant's 10 a second, so the stop comes long
+        // before the last.
+        #expect(await run.waitFor(seconds: 60) { $0.stderrText.contains(" deleted,") }, "\(run.stderr)")
+        server.child.signal(SIGTERM)
+        let answered = try await run.result(seconds: 60)
+        #expect(await server.child.wait(seconds: 60) == .exited(0), "\(server.stderr)")
+        // The run answered (its report, not a cut connection), with what it did before the stop.
+        #expect(answered.status == 0, "\(answered.stderr)")
+        let report = try JSONSerialization.jsonObject(with: Data(answered.stdout.utf8)) as? [String: Any]
+        let done = report?["deleted"] as? Int ?? 0
+        // Items in flight when the stop came were not sent: left pending, with their bodies.
+        let outcomes = ((report?["items"] as? [[String: Any]]) ?? []).compactMap { $0["outcome"] as? String }
+        #expect(done >= 1 && done < 200, "\(answered.stdout.prefix(300))")
+        #expect(outcomes.count < 200 && outcomes.allSatisfy { $0 == "deleted" || $0 == "pending" }, "\(outcomes)")
+    }
 }
