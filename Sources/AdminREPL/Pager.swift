@@ -152,6 +152,20 @@ enum Pager {
 
         var status: Int32 = 0
         while true {
+            // Its end is seen before it is reaped: while the shell is a zombie its process group
+            // id is still its own, so the group can be ended below without reaching a stranger.
+            var info = siginfo_t()
+            if waitid(P_PID, id_t(pid), &info, WEXITED | WSTOPPED | WNOWAIT) < 0 {
+                if errno == EINTR { continue }
+                break
+            }
+            if info.si_code != CLD_STOPPED {
+                // The shell is gone; what it started must go too. A shell killed by Ctrl-\ left
+                // the pager running in its own group, holding the pipe (so the write below never
+                // ended) and then reading the console's next keys.
+                kill(-pid, SIGTERM)
+                kill(-pid, SIGCONT)
+            }
             let waited = waitpid(pid, &status, WUNTRACED)
             if waited < 0 {
                 if errno == EINTR { continue }
@@ -173,11 +187,6 @@ enum Pager {
             }
             break
         }
-        // The shell is gone; what it started must go too. A shell killed by Ctrl-\\ left the pager
-        // running in its own group, holding the pipe (so the write below never ended) and then
-        // reading the console's next keys. An empty group makes this a no-op.
-        kill(-pid, SIGTERM)
-        kill(-pid, SIGCONT)
         // Once the pager is gone its writes fail at once (EPIPE): wait for them, while SIGPIPE
         // is still ignored.
         written.wait()

@@ -94,6 +94,32 @@ import Testing
         #expect(!pty.transcript.contains(Self.lastLine), "the output went to the pager, not the terminal")
     }
 
+    /// A pager's shell that dies (Ctrl-\\ kills `sh`, not `less`) leaves what it started behind,
+    /// in its own group: the console ends that group, so nothing is left reading its keys.
+    @Test func whatADeadPagerShellLeftBehindIsEnded() async throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        _ = try await cli.bootstrap()
+        let left = cli.directory.appendingPathComponent("left-pid").path
+        let environment = cli.environment.merging([
+            "TERM": "xterm", "BACKUPCTL_PAGER": "sleep 300 & echo $! > '\(left)'; kill -KILL $$",
+        ]) { $1 }
+        let pty = try PTY(arguments: ["help"], environment: environment)
+        try #require(await pty.waitForExit())
+        let pid = try #require(
+            Int32(try String(contentsOfFile: left, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        // Bounded: the group was sent SIGTERM before the console returned; give it a moment to go.
+        var alive = true
+        for _ in 0..<100 {
+            let state = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8))?
+                .split(separator: ")").last?.split(separator: " ").first
+            alive = state != nil && state != "Z"
+            if !alive { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(!alive, "the pager's shell left \(pid) running")
+    }
+
     @Test func aPagerThatCannotStartMeansTheOutputIsPrintedWithANote() async throws {
         var cli = CLI()
         defer { cli.cleanUp() }
