@@ -130,7 +130,16 @@ public struct CleanupRunOperation: ConsoleOperation {
                 return .failure(error)
             }
         }
-        return Output(tenant: session.tenantName.rawValue, report: try await job.value.get())
+        let report = try await job.value.get()
+        // Stopped early by the server's own stop, not by its caller: never an answer that reads as
+        // done (exit 0). What it did is journaled; the error says how far it got (exit 2, retry).
+        if let stopped = report.stoppedReason, context.isStopping, !context.isCancelled {
+            throw ConsoleError(
+                .remote, code: "server_stopping",
+                "The server is stopping, so the run stopped (\(stopped)): \(report.deleted) deleted, \(report.alreadyGone) already gone, \(report.failed) failed, the rest left pending and journaled. Run `cleanup run --execute` again once the server is back."
+            )
+        }
+        return Output(tenant: session.tenantName.rawValue, report: report)
     }
 }
 
