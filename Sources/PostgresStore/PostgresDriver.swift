@@ -17,16 +17,16 @@ public struct PostgresDriver: SQLDriver {
     public func transaction<T: Sendable>(
         _ what: @autoclosure () -> String, _ body: (PostgresSession) async throws -> T
     ) async throws(ConsoleError) -> T {
-        try await database.withTransaction(what()) { connection in
-            try await body(PostgresSession(connection: connection, logger: database.logger))
+        try await database.withBoundedTransaction(what()) { connection in
+            try await body(PostgresSession(connection: connection, database: database))
         }
     }
 
     public func read<T: Sendable>(_ what: @autoclosure () -> String, _ body: (PostgresSession) async throws -> T)
         async throws(ConsoleError) -> T
     {
-        try await database.withConnection(what()) { connection in
-            try await body(PostgresSession(connection: connection, logger: database.logger))
+        try await database.withBoundedConnection(what()) { connection in
+            try await body(PostgresSession(connection: connection, database: database))
         }
     }
 
@@ -35,18 +35,20 @@ public struct PostgresDriver: SQLDriver {
     public func snapshot<T: Sendable>(
         _ what: @autoclosure () -> String, _ body: (PostgresSession) async throws -> T
     ) async throws(ConsoleError) -> T {
-        try await database.withTransaction(what()) { connection in
-            try await connection.query(
-                "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: database.logger)
-            return try await body(PostgresSession(connection: connection, logger: database.logger))
+        try await database.withBoundedTransaction(what()) { connection in
+            let session = PostgresSession(connection: connection, database: database)
+            try await session.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            return try await body(session)
         }
     }
 }
 
-/// The statements of one PostgreSQL transaction or read, on one leased connection.
+/// The statements of one PostgreSQL transaction or read, on one leased connection; each waits
+/// for its answer at most the store's `query_timeout` (``PostgresStoreDatabase/bounded(_:committing:_:)``).
 public struct PostgresSession: SQLSession {
     public let connection: PostgresConnection
-    let logger: Logger
+    let database: PostgresStoreDatabase
+    var logger: Logger { database.logger }
 
     /// `statement` with `$n` placeholders and its values bound.
     static func postgresQuery(_ statement: SQLStatement) throws -> PostgresQuery {
@@ -66,18 +68,22 @@ public struct PostgresSession: SQLSession {
     }
 
     public func query(_ statement: SQLStatement) async throws -> [SQLRow] {
-        var rows: [SQLRow] = []
-        var columns: [String]?
-        for try await row in try await connection.query(try Self.postgresQuery(statement), logger: logger) {
-            let names = columns ?? row.map(\.columnName)
-            columns = names
-            rows.append(SQLRow(columns: names, values: try row.map(Self.sqlValue)))
+        let query = try Self.postgresQuery(statement)
+        return try await database.bounded(connection) {
+            var rows: [SQLRow] = []
+            var columns: [String]?
+            for try await row in try await connection.query(query, logger: logger) {
+                let names = columns ?? row.map(\.columnName)
+                columns = names
+                rows.append(SQLRow(columns: names, values: try row.map(Self.sqlValue)))
+            }
+            return rows
         }
-        return rows
     }
 
     public func execute(_ statement: SQLStatement) async throws {
-        try await connection.query(try Self.postgresQuery(statement), logger: logger)
+        let query = try Self.postgresQuery(statement)
+        try await database.bounded(connection) { _ = try await connection.query(query, logger: logger) }
     }
 
     /// The changed rows counted by the server: the statement becomes a data-modifying `WITH`

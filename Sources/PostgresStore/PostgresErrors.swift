@@ -15,12 +15,37 @@ enum PostgresErrors {
     /// The hot-path connection closed under a statement (the server restarted or went away).
     struct HotConnectionClosed: Error {}
 
+    /// No pooled connection could be had within the store's `query_timeout`
+    /// (``PostgresStoreDatabase/leased(_:)``).
+    struct LeaseTimedOut: Error {
+        var seconds: Int
+    }
+
+    /// A statement got no answer within the store's `query_timeout`, and its connection was
+    /// closed under it (``PostgresStoreDatabase/bounded(_:committing:_:)``).
+    struct QueryTimedOut: Error {
+        var seconds: Int
+        /// It was the transaction's `COMMIT`: the change may or may not have been made.
+        var committing: Bool
+    }
+
     static func map(_ error: any Error, while what: String, at endpoint: String) -> ConsoleError {
         switch error {
         case let error as ConsoleError:
             return error
         case is HotConnectionClosed:
             return unavailable(endpoint, "the connection closed")
+        case let timeout as LeaseTimedOut:
+            return ConsoleError(
+                .remote, code: "store_timeout",
+                "No connection to PostgreSQL at \(endpoint) within \(timeout.seconds) s while \(what) (the database does not answer, or every pooled connection is busy). (query_timeout in the database URL sets the wait.)"
+            )
+        case let timeout as QueryTimedOut:
+            return ConsoleError(
+                .remote, code: "store_timeout",
+                "PostgreSQL at \(endpoint) did not answer within \(timeout.seconds) s while \(what), so its connection was closed"
+                    + (timeout.committing ? "; the change may or may not have been committed." : ".")
+                    + " (query_timeout in the database URL sets the wait.)")
         case let error as PostgresTransactionError:
             guard let inner = error.closureError ?? error.beginError ?? error.commitError else {
                 return .internalError("The PostgreSQL store failed while \(what): the transaction failed.")

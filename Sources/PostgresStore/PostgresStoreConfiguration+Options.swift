@@ -8,6 +8,7 @@ extension PostgresStoreConfiguration {
         var sslRootCert: String?
         var applicationName: String?
         var poolSize: Int?
+        var queryTimeoutSeconds: Int?
         var passFile: String?
     }
 
@@ -39,12 +40,17 @@ extension PostgresStoreConfiguration {
                     throw bad("has a pool_size that is not a number from 1 to \(maxPoolSize)")
                 }
                 options.poolSize = size
+            case "query_timeout":
+                guard let seconds = Int(value), (0...maxQueryTimeoutSeconds).contains(seconds) else {
+                    throw bad("has a query_timeout that is not a number of seconds from 0 to \(maxQueryTimeoutSeconds)")
+                }
+                options.queryTimeoutSeconds = seconds
             case "password":
                 throw bad("gives a password parameter; put it in the URL's user part, PGPASSWORD or a passfile")
             default:
                 throw bad(
                     "has an unknown parameter \(item.name) (known: sslmode, sslrootcert, passfile, "
-                        + "application_name, pool_size)")
+                        + "application_name, pool_size, query_timeout)")
             }
         }
         return options

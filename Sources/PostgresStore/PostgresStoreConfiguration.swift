@@ -30,6 +30,12 @@ public struct PostgresStoreConfiguration: Sendable, CustomStringConvertible, Cus
     public let applicationName: String
     /// The most connections the client pool opens.
     public let poolSize: Int
+    /// How long one statement of the shared store rules (and a lookup on the hot connection)
+    /// may wait for its answer before its connection is closed and the caller gets
+    /// `store_timeout` (`query_timeout` in the URL, seconds, default 30; 0 waits for good). A
+    /// database that stops answering (a hung host, a failover that left the connection open)
+    /// then fails the requests behind it instead of holding them for good.
+    public let queryTimeoutSeconds: Int
     /// The password, from wherever it came; never part of a description.
     let password: String?
 
@@ -37,6 +43,9 @@ public struct PostgresStoreConfiguration: Sendable, CustomStringConvertible, Cus
     static let maxURLLength = 4096
     /// The largest `pool_size` accepted.
     static let maxPoolSize = 200
+    /// The largest `query_timeout` accepted (a day), and the default.
+    static let maxQueryTimeoutSeconds = 86_400
+    static let defaultQueryTimeoutSeconds = 30
 
     /// A database URL that cannot be used as given: a configuration mistake to fix, not retry
     /// (exit 78, as a bad `--db` path is).
@@ -102,6 +111,7 @@ public struct PostgresStoreConfiguration: Sendable, CustomStringConvertible, Cus
         self.sslRootCert = options.sslRootCert
         self.applicationName = options.applicationName ?? "backupctl"
         self.poolSize = options.poolSize ?? 10
+        self.queryTimeoutSeconds = options.queryTimeoutSeconds ?? Self.defaultQueryTimeoutSeconds
         if let inURL = parts.password {
             password = inURL
         } else if let fromEnvironment = environment["PGPASSWORD"] {
@@ -132,6 +142,7 @@ public struct PostgresStoreConfiguration: Sendable, CustomStringConvertible, Cus
             children: [
                 "host": host, "port": port, "username": username, "database": database, "sslMode": sslMode,
                 "sslRootCert": sslRootCert as Any, "applicationName": applicationName, "poolSize": poolSize,
+                "queryTimeoutSeconds": queryTimeoutSeconds,
             ])
     }
 

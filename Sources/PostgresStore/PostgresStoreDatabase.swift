@@ -81,10 +81,15 @@ public final class PostgresStoreDatabase: Service, Sendable {
             do {
                 let connection = try await task.value
                 guard !connection.isClosed else { throw PostgresErrors.HotConnectionClosed() }
-                return try await body(connection)
+                return try await bounded(connection) { try await body(connection) }
             } catch {
                 let closed = (try? await task.value)?.isClosed ?? true
-                guard closed else { throw mapError(error, while: what()) }
+                // A statement that timed out closed the connection: the next lookup opens a
+                // new one, but this one is not retried (the database did not answer).
+                guard closed, !(error is PostgresErrors.QueryTimedOut) else {
+                    if closed { hot.withLock { current in if current == task { current = nil } } }
+                    throw mapError(error, while: what())
+                }
                 hot.withLock { current in if current == task { current = nil } }
                 if attempt == 2 { throw mapError(error, while: what()) }
             }
@@ -120,6 +125,70 @@ public final class PostgresStoreDatabase: Service, Sendable {
         }
     }
 
+    /// Runs one statement's `body` on `connection` under the store's `query_timeout`: when no
+    /// answer came in time the connection is closed, which fails the statement (postgres-nio
+    /// cannot cancel one in flight), and the caller gets ``PostgresErrors/QueryTimedOut``.
+    /// The pool drops the closed connection; a transaction on it is rolled back by the server.
+    @discardableResult
+    func bounded<T>(
+        _ connection: PostgresConnection, committing: Bool = false, _ body: () async throws -> T
+    ) async throws -> T {
+        let seconds = configuration.queryTimeoutSeconds
+        guard seconds > 0 else { return try await body() }
+        let fired = Fired()
+        let timer = connection.eventLoop.scheduleTask(in: .seconds(Int64(seconds))) {
+            fired.value.store(true, ordering: .releasing)
+            let _: EventLoopFuture<Void> = connection.close()
+        }
+        defer { timer.cancel() }
+        do {
+            return try await body()
+        } catch {
+            guard fired.value.load(ordering: .acquiring) else { throw error }
+            throw PostgresErrors.QueryTimedOut(seconds: seconds, committing: committing)
+        }
+    }
+
+    /// A transaction of the shared store rules on a leased connection: `BEGIN`, `body`, then
+    /// `COMMIT`, or `ROLLBACK` when `body` throws; the wait for the lease, `BEGIN` and `COMMIT`
+    /// are bounded by the store's `query_timeout` as the body's statements are (``PostgresSession``).
+    public func withBoundedTransaction<T: Sendable>(
+        _ what: @autoclosure () -> String, _ body: (PostgresConnection) async throws -> T
+    ) async throws(ConsoleError) -> T {
+        do {
+            return try await leased { connection in
+                try await bounded(connection) { try await connection.query("BEGIN;", logger: logger) }
+                let value: T
+                do {
+                    value = try await body(connection)
+                } catch {
+                    if !connection.isClosed {
+                        _ = try? await bounded(connection) { try await connection.query("ROLLBACK;", logger: logger) }
+                    }
+                    throw error
+                }
+                try await bounded(connection, committing: true) {
+                    try await connection.query("COMMIT;", logger: logger)
+                }
+                return value
+            }
+        } catch {
+            throw mapError(error, while: what())
+        }
+    }
+
+    /// Runs `body` on a leased connection outside a transaction, waiting for the lease at most the
+    /// store's `query_timeout` (``leased(_:)``).
+    public func withBoundedConnection<T: Sendable>(
+        _ what: @autoclosure () -> String, _ body: (PostgresConnection) async throws -> T
+    ) async throws(ConsoleError) -> T {
+        do {
+            return try await leased(body)
+        } catch {
+            throw mapError(error, while: what())
+        }
+    }
+
     /// Runs `body` in a transaction on a leased connection: committed when it returns, rolled
     /// back when it throws.
     public func withTransaction<T: Sendable>(
@@ -136,4 +205,9 @@ public final class PostgresStoreDatabase: Service, Sendable {
     public func mapError(_ error: any Error, while what: String) -> ConsoleError {
         PostgresErrors.map(error, while: what, at: configuration.endpoint)
     }
+}
+
+/// Whether a statement's timer closed its connection.
+private final class Fired: Sendable {
+    let value = Atomic<Bool>(false)
 }

@@ -34,6 +34,10 @@ public final class FreezingProxy: @unchecked Sendable {
     /// Forwards nothing more, in either direction, on any connection old or new.
     public func freeze() { frozen.store(true, ordering: .releasing) }
 
+    /// Forwards again on every connection still open (what was held while frozen goes through
+    /// late, as a network that recovers delivers it); a client that gave up has closed its own.
+    public func thaw() { frozen.store(false, ordering: .releasing) }
+
     /// Ends the loop, which then closes every descriptor itself.
     public func stop() { stopped.store(true, ordering: .releasing) }
 

@@ -258,6 +258,45 @@ struct MultiServerTests {
         }
     }
 
+    /// A database that stops answering (every byte held, connections open): with
+    /// `query_timeout=2` in the URL, a served lookup fails with `store_timeout` (exit 2) instead
+    /// of waiting for good, and once the database answers again so does the server, with its
+    /// chain intact.
+    @Test func aDatabaseThatStopsAnsweringFailsTheRequestsBehindItAfterItsQueryTimeout() async throws {
+        try await PostgresTestDatabase.make { database in
+            let workspace = try Workspace(database: database)
+            defer { workspace.cleanUp() }
+            let initialized = try await Self.run(
+                ["--format", "json", "init", "--admin", "root"], workspace.environment)
+            #expect(initialized.status == 0, "\(initialized.stderr)")
+            let root = try #require(initialized.json?["token"] as? String)
+            var direct = try #require(URLComponents(string: database.url))
+            let proxy = try FreezingProxy(target: try #require(direct.port))
+            defer { proxy.stop() }
+            direct.port = proxy.port
+            direct.queryItems = (direct.queryItems ?? []) + [URLQueryItem(name: "query_timeout", value: "2")]
+            let proxied = try #require(direct.string)
+            let server = try await ServerProcess.serve(db: proxied, environment: workspace.environment)
+            defer { server.killNow() }
+            let client = workspace.client(server, token: root)
+            let lookup = [
+                "--tenant", "sandbox", "lookup", "account", "backup_account_02" + String(repeating: "ab", count: 32),
+            ]
+            // The first lookup opens the hot connection lookups keep (no such backup: exit 1).
+            let before = try await Self.run(lookup, client)
+            #expect(before.stderr.contains("not_found"), "\(before.stderr)")
+            proxy.freeze()
+            let stalled = try await Self.run(lookup, client)
+            #expect(stalled.status == 2 && stalled.stderr.contains("error[store_timeout]"), "\(stalled.stderr)")
+            #expect(stalled.stderr.contains("query_timeout"), "\(stalled.stderr)")
+            proxy.thaw()
+            let after = try await Self.run(lookup, client)
+            #expect(after.stderr.contains("not_found"), "\(after.stderr) \(server.stderr)")
+            let verified = try await Self.run(["--format", "json", "audit", "verify"], client)
+            #expect(verified.json?["ok"] as? Bool == true, "\(verified.stdout) \(verified.stderr)")
+        }
+    }
+
     /// A database that stops answering (every byte held, connections open) while a request
     /// waits on it: SIGTERM drains for `--drain-seconds`, then `BACKUPCTL_STOP_GRACE_SECONDS`
     /// more, and the server ends with `stop_timeout` and 143 instead of waiting for good.
@@ -295,7 +334,7 @@ struct MultiServerTests {
             #expect(proxy.connectionsHeld >= 2, "\(server.stderr)")
             server.child.signal(SIGTERM)
             let ended = await server.child.wait(seconds: 60)
-            #expect(ended == .exited(143), "\(server.stderr)")
+            #expect(ended == .exited(143), "\(server.stderr) lookup: \(waiting.stderr)")
             #expect(server.stderr.contains("error[stop_timeout]"), "\(server.stderr)")
         }
     }

@@ -17,6 +17,7 @@ import Testing
         let sslMode: PostgresStoreConfiguration.SSLMode
         var poolSize = 10
         var applicationName = "backupctl"
+        var queryTimeoutSeconds = 30
         var description: String { url }
     }
 
@@ -43,6 +44,12 @@ import Testing
         Good(
             url: "postgres://app@127.0.0.1", host: "127.0.0.1", port: 5432, user: "app", database: "app",
             sslMode: .disable),
+        Good(
+            url: "postgres://app@127.0.0.1/console?query_timeout=5", host: "127.0.0.1", port: 5432, user: "app",
+            database: "console", sslMode: .disable, queryTimeoutSeconds: 5),
+        Good(
+            url: "postgres://app@127.0.0.1/console?query_timeout=0", host: "127.0.0.1", port: 5432, user: "app",
+            database: "console", sslMode: .disable, queryTimeoutSeconds: 0),
     ]
 
     @Test(arguments: good) func parses(_ good: Good) throws {
@@ -54,6 +61,7 @@ import Testing
         #expect(config.sslMode == good.sslMode)
         #expect(config.poolSize == good.poolSize)
         #expect(config.applicationName == good.applicationName)
+        #expect(config.queryTimeoutSeconds == good.queryTimeoutSeconds)
         let client = config.clientConfiguration
         #expect(client.host == good.host && client.port == good.port && client.database == good.database)
         #expect(client.options.maximumConnections == good.poolSize)
@@ -76,6 +84,9 @@ import Testing
         ("postgres://app:s3cret@127.0.0.1/console?sslrootcert=/ca.pem", "without sslmode=verify-full"),
         ("postgres://app:s3cret@127.0.0.1/console?pool_size=0", "pool_size"),
         ("postgres://app:s3cret@127.0.0.1/console?pool_size=many", "pool_size"),
+        ("postgres://app:s3cret@127.0.0.1/console?query_timeout=-1", "query_timeout"),
+        ("postgres://app:s3cret@127.0.0.1/console?query_timeout=86401", "query_timeout"),
+        ("postgres://app:s3cret@127.0.0.1/console?query_timeout=2.5", "query_timeout"),
         ("postgres://app:s3cret@127.0.0.1/console?sslmode=disable&sslmode=require", "twice"),
         ("postgres://app:s3cret@127.0.0.1/console?colour=blue", "unknown parameter colour"),
         ("postgres://app@127.0.0.1/console?password=s3cret", "password parameter"),
