@@ -45,6 +45,11 @@ public struct DataAdminService: Sendable {
                 try SnapshotManifest.parseTime(text, now: now, what: "--snapshot-at")
             } ?? manifest?.snapshotAt
         let isComplete = complete || (snapshotAt == nil && manifest?.complete == true)
+        if complete, let manifest, !manifest.complete {
+            throw .usage(
+                "--complete contradicts the export's \(SnapshotManifest.fileName), which says its copy is partial; nothing was changed."
+            )
+        }
         if complete && snapshotTime == nil {
             throw .usage("--complete needs the snapshot's time: pass --snapshot-at T or ship export.json.")
         }
@@ -56,6 +61,17 @@ public struct DataAdminService: Sendable {
             )
         }
         let live = store as? any LiveTenantStore
+        if isComplete, let live, let taken = snapshotTime,
+            let newest = try await live.newestCompleteSnapshot(tenant: session.tenantName),
+            let newestTaken = newest.snapshotAt, taken < newestTaken
+        {
+            throw ConsoleError(
+                .conflict, code: "snapshot_older",
+                "This complete snapshot was taken at \(Timestamp.format(taken)), before \(session.tenantName)'s newest complete snapshot (\(Timestamp.format(newestTaken))): it cannot say what exists now, so nothing was changed. Import a newer export; to load this one's data without retiring anything, import it as a partial snapshot (without --complete and export.json)."
+            )
+        }
+        // What a racing import would change: read before anything is set aside or written.
+        let seqSeen = try await live?.newestSnapshotSeq(tenant: session.tenantName) ?? 0
         let setAside = try await setAsideBackups(
             live: live, held: isComplete ? held : nil, session: session, retireAtMost: retireAtMost)
         let clock = self.clock
@@ -79,26 +95,42 @@ public struct DataAdminService: Sendable {
                 }
             }
             if !dryRun {
-                if !report.retired.isEmpty {
-                    _ = try await live.retireBackups(
-                        tenant: session.tenantName, ids: report.retired, now: now,
-                        audit: session.audit(
-                            "import.retire",
-                            details: [
-                                "retired": "\(report.retired.count)", "snapshotAt": report.snapshotAt ?? "unknown",
-                            ]))
+                let snapshotAt = report.snapshotAt ?? "unknown"
+                let seen = report.backupsSeen
+                let details = { @Sendable (retired: [String]) -> [String: String] in
+                    [
+                        "snapshotAt": snapshotAt, "complete": String(trusted), "backups": "\(seen)",
+                        "retired": "\(retired.count)",
+                    ]
                 }
-                try await live.recordSnapshot(
-                    tenant: session.tenantName,
-                    SnapshotRecord(
-                        snapshotAt: snapshotTime, complete: trusted, importedAt: now, backups: report.backupsSeen,
-                        retired: report.retired.count),
-                    audit: session.audit(
-                        "import.snapshot",
-                        details: [
-                            "snapshotAt": report.snapshotAt ?? "unknown", "complete": String(trusted),
-                            "backups": "\(report.backupsSeen)", "retired": "\(report.retired.count)",
-                        ]))
+                let record = SnapshotRecord(
+                    snapshotAt: snapshotTime, complete: trusted, importedAt: now, backups: report.backupsSeen,
+                    retired: report.retired.count)
+                if trusted {
+                    let retireAudit = Self.retireDetails(
+                        retireAtMost: retireAtMost, session: session, snapshotAt: snapshotAt)
+                    let snapshotAudit = session.audit("import.snapshot", details: [:])
+                    let retireDraft = session.audit("import.retire", details: [:])
+                    report.retired = try await live.recordCompleteSnapshot(
+                        tenant: session.tenantName, record, retiring: report.retired, newestSeqSeen: seqSeen,
+                        audits: { retired in
+                            var drafts: [AuditDraft] = []
+                            if !retired.isEmpty {
+                                var draft = retireDraft
+                                draft.details = retireAudit(retired)
+                                drafts.append(draft)
+                            }
+                            var snapshot = snapshotAudit
+                            snapshot.details = details(retired)
+                            drafts.append(snapshot)
+                            return drafts
+                        }
+                    ).retired
+                } else {
+                    try await live.recordSnapshot(
+                        tenant: session.tenantName, record,
+                        audit: session.audit("import.snapshot", details: details([])))
+                }
             }
         }
         if session.tenant.isSandbox, !dryRun, report.imported > 0 {
@@ -118,6 +150,21 @@ public struct DataAdminService: Sendable {
             }
         }
         return report
+    }
+
+    /// The details of an `import.retire` entry: how many, which (the first 100 ids), the snapshot,
+    /// and the `--retire-at-most` that allowed more than the tenant's allowance, if one did.
+    static func retireDetails(retireAtMost: Int?, session: Session, snapshotAt: String)
+        -> @Sendable ([String]) -> [String: String]
+    {
+        { retired in
+            var details = [
+                "retired": "\(retired.count)", "snapshotAt": snapshotAt,
+                "backupIds": retired.prefix(100).joined(separator: ",") + (retired.count > 100 ? ",…" : ""),
+            ]
+            if let retireAtMost { details["retireAtMost"] = "\(retireAtMost)" }
+            return details
+        }
     }
 
     /// The tenant's backups a complete snapshot (`held`: its backup ids; `nil` for a partial

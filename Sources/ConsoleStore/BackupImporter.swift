@@ -41,6 +41,20 @@ public struct BackupImporter: Sendable {
         let names = try export.backupDirectories()
         var run = ImportRun(importer: self, tenant: tenant, dryRun: dryRun, operatorName: operatorName)
         run.index = export.readIndex(problems: &run.report.problems)
+        if let index = run.index, index.rows.isEmpty, !names.isEmpty,
+            !run.report.problems.contains(where: { $0.path == ExportDirectory.indexFile })
+        {
+            // A service with backups has index rows: an empty file is a failed scan, not a
+            // service whose index lost everything. Imported as is, it would remove every lookup
+            // row; the index is built from the metadata instead, and the snapshot is partial.
+            run.report.problems.append(
+                .init(
+                    path: ExportDirectory.indexFile, code: "empty_index",
+                    reason:
+                        "The index file holds no rows while the export holds \(names.count) backups (a failed scan?); the lookup rows were built from the metadata instead, and the snapshot is partial."
+                ))
+            run.index = nil
+        }
         run.exportIds = Set(names)
         run.setAside = setAside.subtracting(run.exportIds)
         for (done, name) in names.enumerated() {

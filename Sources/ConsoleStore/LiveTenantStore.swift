@@ -31,6 +31,20 @@ public protocol LiveTenantStore: CleanupJournalStore, AuditCheckpointStore {
     /// The newest complete snapshot with a known time: the only kind whose silence about a
     /// sub-org proves anything.
     func newestCompleteSnapshot(tenant: TenantName) async throws(ConsoleError) -> SnapshotRecord?
+    /// The highest snapshot sequence number of the tenant (0 before the first): what an import
+    /// reads when it begins, so ``recordCompleteSnapshot(tenant:_:retiring:newestSeqSeen:audits:)``
+    /// can tell whether another import recorded one meanwhile.
+    func newestSnapshotSeq(tenant: TenantName) async throws(ConsoleError) -> Int64
+    /// Records a complete snapshot and retires, in the same transaction, the backups of
+    /// `retiring` it no longer holds — except any written after the snapshot's `snapshotAt` (a
+    /// copy that began before a backup was written may lack it). `audits` gets the ids really
+    /// retired and returns the entries to append (after the writes, in order).
+    /// - Throws: `snapshot_raced` (nothing retired or recorded) when another import recorded a
+    ///   snapshot of the tenant after `newestSeqSeen`: its view and this one's cannot both hold.
+    func recordCompleteSnapshot(
+        tenant: TenantName, _ snapshot: SnapshotRecord, retiring ids: [String], newestSeqSeen: Int64,
+        audits: @escaping @Sendable (_ retired: [String]) -> [AuditDraft]
+    ) async throws(ConsoleError) -> (snapshot: SnapshotRecord, retired: [String])
     /// Every backup id of the tenant, in id order.
     func backupIds(tenant: TenantName) async throws(ConsoleError) -> [String]
     /// Deletes backups a complete snapshot no longer holds (metadata, blob, lookup rows, sub-org

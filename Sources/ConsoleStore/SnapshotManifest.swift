@@ -30,6 +30,11 @@ public struct SnapshotManifest: Sendable, Equatable {
         guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
             throw invalid("it is not a JSON object")
         }
+        // A name given twice: JSONSerialization keeps one of them, jq and others the last; the
+        // file must mean the same to every reader.
+        if let repeated = repeatedName(in: data) {
+            throw invalid("it gives \(SecretShape.quoted(repeated, limit: 32)) twice")
+        }
         let unknown = Set(object.keys).subtracting(["snapshotAt", "complete"])
         guard unknown.isEmpty else {
             throw invalid("unknown field \(unknown.sorted().first.map { SecretShape.quoted($0, limit: 32) } ?? "")")
@@ -61,6 +66,40 @@ public struct SnapshotManifest: Sendable, Equatable {
     /// The backup directories an export holds: what a complete snapshot says exists.
     public static func backupIds(in directory: URL) throws(ConsoleError) -> Set<String> {
         Set(try ExportDirectory(root: directory).backupDirectories())
+    }
+
+    /// The first name that the top-level object of `data` (valid JSON) gives twice, decoded.
+    static func repeatedName(in data: Data) -> String? {
+        let bytes = [UInt8](data)
+        var depth = 0
+        var seen = Set<String>()
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            switch byte {
+            case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+            case UInt8(ascii: "}"), UInt8(ascii: "]"): depth -= 1
+            case UInt8(ascii: "\""):
+                // A string: find its end (a quote not escaped), then whether a colon follows.
+                var end = index + 1
+                while end < bytes.count, bytes[end] != UInt8(ascii: "\"") {
+                    end += bytes[end] == UInt8(ascii: "\\") ? 2 : 1
+                }
+                var next = end + 1
+                while next < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[next]) { next += 1 }
+                if depth == 1, next < bytes.count, bytes[next] == UInt8(ascii: ":"),
+                    let name = try? JSONSerialization.jsonObject(
+                        with: Data(bytes[index...min(end, bytes.count - 1)]), options: .fragmentsAllowed) as? String,
+                    !seen.insert(name).inserted
+                {
+                    return name
+                }
+                index = end
+            default: break
+            }
+            index += 1
+        }
+        return nil
     }
 
     static func invalid(_ why: String) -> ConsoleError {

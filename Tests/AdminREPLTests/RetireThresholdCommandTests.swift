@@ -59,7 +59,8 @@ import Testing
         let smaller = cli.directory.appendingPathComponent("smaller")
         try FileManager.default.copyItem(at: fixture, to: smaller)
         try FileManager.default.removeItem(at: smaller.appendingPathComponent(Self.gone))
-        try Data(#"{"snapshotAt": "2026-11-02T00:00:00Z", "complete": true}"#.utf8).write(
+        let copied = ISO8601DateFormatter().string(from: Date())
+        try Data(#"{"snapshotAt": "\#(copied)", "complete": true}"#.utf8).write(
             to: smaller.appendingPathComponent("export.json"))
         let refused = try await cli.run(["import", smaller.path])
         #expect(refused.status == 1 && refused.stderr.contains("retire_threshold_exceeded"), "\(refused.stderr)")

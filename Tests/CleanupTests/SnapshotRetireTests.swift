@@ -151,6 +151,122 @@ import Turnkey
         await f.stop()
     }
 
+    @Test(
+        "a complete snapshot older than the newest one is refused; one taken before a backup was written does not retire it"
+    )
+    func oldSnapshotsRetireNothingNewer() async throws {
+        let f = try await CleanupFixture(backups: 12, orphanCount: 0, live: true)
+        let tenant = f.session.tenantName
+        let ids = try await f.store.backupIds(tenant: tenant)
+        var all: [BackupMetadata] = []
+        for id in ids { all.append(try await Self.metadata(f, id)) }
+        let admin = DataAdminService(store: f.store, clock: .manual(f.time))
+        let start = f.time.now / 1000
+        _ = try await admin.importExport(
+            directory: try Self.export(all, in: f, name: "whole", at: start).path, dryRun: false, session: f.session)
+        // An export copied an hour before that one, without backup 0: refused, nothing changed.
+        let older = try Self.export(Array(all.dropFirst()), in: f, name: "older", at: start - 3600)
+        let auditBefore = try await f.store.latestAuditEntries(tenant: tenant, limit: 5)
+        let refused = await #expect(throws: ConsoleError.self) {
+            _ = try await admin.importExport(directory: older.path, dryRun: false, session: f.session)
+        }
+        #expect(refused?.code == "snapshot_older", "\(refused?.message ?? "")")
+        #expect(try await f.store.backupIds(tenant: tenant) == ids)
+        #expect(try await f.store.latestAuditEntries(tenant: tenant, limit: 5) == auditBefore)
+        // A copy that began at start + 60 s and lacks backup 0, imported after backup 0 was
+        // written again (a partial import at start + 120 s): backup 0 stays; backup 1, which
+        // the copy also lacks and nothing wrote since, is retired.
+        f.time.advance(byMillis: 120_000)
+        let partial = try Self.export([all[0]], in: f, name: "partial", at: start + 120)
+        try FileManager.default.removeItem(at: partial.appendingPathComponent(SnapshotManifest.fileName))
+        var changed = all[0]
+        changed.factors.removeLast()
+        try changed.encoded(.stored).write(
+            to: partial.appendingPathComponent(all[0].id).appendingPathComponent("metadata"))
+        let written = try await admin.importExport(directory: partial.path, dryRun: false, session: f.session)
+        #expect(written.imported == 1, "\(written)")
+        f.time.advance(byMillis: 60_000)
+        let copy = try Self.export(Array(all.dropFirst(2)), in: f, name: "copy", at: start + 60)
+        let report = try await admin.importExport(
+            directory: copy.path, dryRun: false, session: f.session, retireAtMost: 2)
+        #expect(report.complete && report.retired == [ids[1]], "\(report.retired)")
+        #expect(try await f.store.backupIds(tenant: tenant) == [ids[0]] + Array(ids.dropFirst(2)))
+        let retire = try #require(
+            try await f.store.latestAuditEntries(tenant: tenant, limit: 5).first { $0.action == "import.retire" })
+        #expect(retire.details["backupIds"] == ids[1] && retire.details["retired"] == "1", "\(retire.details)")
+        #expect(retire.details["retireAtMost"] == "2", "\(retire.details)")
+        await f.stop()
+    }
+
+    @Test("a complete snapshot recorded while another import ran retires nothing", arguments: TestBackend.available)
+    func aRacingImportRetiresNothing(backend: TestBackend) async throws {
+        let f = try await CleanupFixture(backups: 6, orphanCount: 0, live: true, backend: backend)
+        let tenant = f.session.tenantName
+        let ids = try await f.store.backupIds(tenant: tenant)
+        let now = f.time.now / 1000
+        let seen = try await f.store.newestSnapshotSeq(tenant: tenant)
+        // The other import records its snapshot first.
+        try await f.store.recordSnapshot(
+            tenant: tenant, SnapshotRecord(snapshotAt: now, complete: true, importedAt: now, backups: 5, retired: 0),
+            audit: nil)
+        let raced = await #expect(throws: ConsoleError.self) {
+            _ = try await f.store.recordCompleteSnapshot(
+                tenant: tenant,
+                SnapshotRecord(snapshotAt: now, complete: true, importedAt: now, backups: 5, retired: 0),
+                retiring: [ids[0]], newestSeqSeen: seen, audits: { _ in [] })
+        }
+        #expect(raced?.code == "snapshot_raced")
+        #expect(try await f.store.backupIds(tenant: tenant) == ids)
+        #expect(try await f.store.newestSnapshotSeq(tenant: tenant) == seen + 1)
+        // Read again, it goes through.
+        let done = try await f.store.recordCompleteSnapshot(
+            tenant: tenant, SnapshotRecord(snapshotAt: now, complete: true, importedAt: now, backups: 5, retired: 0),
+            retiring: [ids[0]], newestSeqSeen: seen + 1, audits: { _ in [f.session.audit("test")] })
+        #expect(done.retired == [ids[0]] && done.snapshot.retired == 1 && done.snapshot.seq == seen + 2)
+        await f.stop()
+    }
+
+    @Test("an empty index, a name given twice in export.json and --complete against a partial export are refused")
+    func exportsThatMeanTwoThings() async throws {
+        let f = try await CleanupFixture(backups: 6, orphanCount: 0, live: true)
+        let tenant = f.session.tenantName
+        let ids = try await f.store.backupIds(tenant: tenant)
+        var all: [BackupMetadata] = []
+        for id in ids.dropFirst() { all.append(try await Self.metadata(f, id)) }
+        let admin = DataAdminService(store: f.store, clock: .manual(f.time))
+        let now = f.time.now / 1000
+        let pk = try #require(all[0].factors.compactMap { $0.lookupKey(scope: .main) }.first)
+        // An empty factor_lookup.jsonl (a failed scan): the rows come from the metadata, the
+        // snapshot is partial, nothing is retired.
+        let empty = try Self.export(all, in: f, name: "empty-index", at: now)
+        try Data().write(to: empty.appendingPathComponent("factor_lookup.jsonl"))
+        let report = try await admin.importExport(directory: empty.path, dryRun: false, session: f.session)
+        #expect(report.problems.map(\.code) == ["empty_index"], "\(report.problems)")
+        #expect(!report.complete && report.retired.isEmpty)
+        #expect(try await f.store.lookup(tenant: tenant, pk: pk.rawValue)?.backupId == all[0].id)
+        #expect(try await f.store.backupIds(tenant: tenant) == ids)
+        // export.json giving "complete" twice.
+        let twice = try Self.export(all, in: f, name: "twice", at: now)
+        try Data(#"{"snapshotAt":"\#(Timestamp.format(now))","complete":true,"complete":false}"#.utf8).write(
+            to: twice.appendingPathComponent(SnapshotManifest.fileName))
+        let repeated = await #expect(throws: ConsoleError.self) {
+            _ = try await admin.importExport(directory: twice.path, dryRun: false, session: f.session)
+        }
+        #expect(repeated?.code == "invalid_export_manifest" && repeated?.message.contains("twice") == true)
+        // --complete while export.json says partial.
+        let partial = try Self.export(all, in: f, name: "says-partial", at: now)
+        try Data(#"{"snapshotAt":"\#(Timestamp.format(now))","complete":false}"#.utf8).write(
+            to: partial.appendingPathComponent(SnapshotManifest.fileName))
+        let contradicted = await #expect(throws: ConsoleError.self) {
+            _ = try await admin.importExport(
+                directory: partial.path, dryRun: false, session: f.session, snapshotAt: Timestamp.format(now),
+                complete: true)
+        }
+        #expect(contradicted?.kind == .usage && contradicted?.message.contains("contradicts") == true)
+        #expect(try await f.store.backupIds(tenant: tenant) == ids)
+        await f.stop()
+    }
+
     /// The Backup Service sandbox over a second store that holds `ids` (copies of this tenant's).
     static func backupService(_ f: CleanupFixture, holding ids: [String]) async throws
         -> (BackupServiceSandboxServer, BackupServiceClient)

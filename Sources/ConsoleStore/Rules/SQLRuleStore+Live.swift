@@ -54,6 +54,67 @@ extension SQLRuleStore {
         }
     }
 
+    public func newestSnapshotSeq(tenant: TenantName) async throws(ConsoleError) -> Int64 {
+        try await driver.read("reading the snapshots of \(tenant)") { session in
+            try await session.value(
+                "SELECT COALESCE(max(seq), 0) FROM snapshots WHERE tenant = \(tenant.rawValue)", as: Int64.self) ?? 0
+        }
+    }
+
+    public func recordCompleteSnapshot(
+        tenant: TenantName, _ snapshot: SnapshotRecord, retiring ids: [String], newestSeqSeen: Int64,
+        audits: @escaping @Sendable (_ retired: [String]) -> [AuditDraft]
+    ) async throws(ConsoleError) -> (snapshot: SnapshotRecord, retired: [String]) {
+        try await driver.transaction("recording a complete snapshot of \(tenant)") { session in
+            // The tenant's row orders concurrent imports: the second reads the first's snapshot.
+            try await session.execute(
+                "SELECT 1 FROM tenants WHERE name = \(tenant.rawValue)\(raw: dialect.lockClause)")
+            let newest =
+                try await session.value(
+                    "SELECT COALESCE(max(seq), 0) FROM snapshots WHERE tenant = \(tenant.rawValue)", as: Int64.self)
+                ?? 0
+            guard newest == newestSeqSeen else {
+                throw ConsoleError(
+                    .conflict, code: "snapshot_raced",
+                    "Another import recorded a snapshot of \(tenant) while this one ran, so this one retired nothing and was not recorded as a snapshot (its backups were written). Import again once the other has finished."
+                )
+            }
+            var retired: [String] = []
+            for id in ids {
+                // Written after the copy began: the copy may lack it, so its absence proves nothing.
+                if let written = try await session.value(
+                    "SELECT updated_at FROM backups WHERE tenant = \(tenant.rawValue) AND backup_id = \(id)",
+                    as: Int64.self),
+                    let taken = snapshot.snapshotAt, written > taken
+                {
+                    continue
+                }
+                guard let wipe = try await deleteBackupRows(tenant: tenant.rawValue, backupId: id, session) else {
+                    continue
+                }
+                for subOrg in wipe.turnkeySubOrgIds {
+                    try await enqueue(
+                        CleanupItemRecord(
+                            subOrgId: subOrg, reason: "retired", firstSeenAt: snapshot.importedAt,
+                            updatedAt: snapshot.importedAt, lastBackupId: id),
+                        tenant: tenant.rawValue, session)
+                }
+                retired.append(id)
+            }
+            var recorded = snapshot
+            recorded.seq = newest + 1
+            recorded.retired = retired.count
+            try await session.execute(
+                """
+                INSERT INTO snapshots (tenant, \(raw: RowMapping.snapshotColumns))
+                VALUES (\(tenant.rawValue), \(recorded.seq), \(recorded.snapshotAt), \(recorded.complete),
+                    \(recorded.importedAt), \(recorded.backups), \(recorded.retired))
+                """)
+            for audit in audits(retired) { _ = try await appendChained(audit, session) }
+            return (recorded, retired)
+        }
+    }
+
     public func retireBackups(tenant: TenantName, ids: [String], now: Int64, audit: AuditDraft)
         async throws(ConsoleError) -> [ResetWipe]
     {
