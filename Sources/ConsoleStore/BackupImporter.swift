@@ -66,6 +66,7 @@ public struct BackupImporter: Sendable {
             }
             try progress?(done + 1)
         }
+        try await run.considerDeferred()
         try await run.flush()
         try await run.importOrphanRows()
         if !dryRun {

@@ -20,6 +20,9 @@ struct ImportRun {
     private var accepted: Set<String> = []
     private var batch: [BackupWrite] = []
     private var batchBytes = 0
+    /// Backups whose factor another backup of the export still owns in the store, and which
+    /// that backup (later in id order) may have let go of: judged once every other is.
+    private var deferred: [ExportDirectory.Entry] = []
 
     init(importer: BackupImporter, tenant: TenantName, dryRun: Bool, operatorName: String) {
         self.importer = importer
@@ -32,12 +35,17 @@ struct ImportRun {
     private var store: any ConsoleStore { importer.store }
 
     /// Decides what one readable backup needs: drift findings, conflict, unchanged, or a write.
-    mutating func consider(_ entry: ExportDirectory.Entry) async throws(ConsoleError) {
+    /// A factor that another backup of the export still owns in the store defers the decision
+    /// (``considerDeferred()``): the export may move it, and its id order must not decide.
+    mutating func consider(_ entry: ExportDirectory.Entry, deferrable: Bool = true) async throws(ConsoleError) {
         let metadata = entry.metadata
         let id = metadata.id
         let metadataKeys = Self.unique(metadata.lookupKeys.map(\.rawValue))
         let rows: [String]
-        if let index {
+        // Drift is found once, on the first look (a deferred backup is looked at twice).
+        if let index, !deferrable {
+            rows = index.rowsByBackup[id] ?? []
+        } else if let index {
             rows = index.rowsByBackup[id] ?? []
             let implied = Set(metadataKeys)
             for pk in metadataKeys {
@@ -64,6 +72,10 @@ struct ImportRun {
                 takesOver.append(LookupRow(pk: pk, backupId: other))
                 continue
             }
+            if deferrable, claims[pk] == nil, exportIds.contains(other), !accepted.contains(other) {
+                deferred.append(entry)
+                return
+            }
             report.conflicts.append(ImportConflict(pk: pk, backupIds: [other, id]))
             report.failed += 1
             return
@@ -86,6 +98,14 @@ struct ImportRun {
         batch.append(BackupWrite(record: record, blob: entry.blob, lookupRows: lookupRows, takesOver: takesOver))
         batchBytes += entry.blob?.count ?? 0
         if batch.count >= importer.batchSize || batchBytes >= importer.batchBytes { try await flush() }
+    }
+
+    /// Decides the deferred backups, now that every other backup of the export has been judged:
+    /// a factor their owner let go of is free, one it still holds is a conflict.
+    mutating func considerDeferred() async throws(ConsoleError) {
+        let waiting = deferred
+        deferred = []
+        for entry in waiting { try await consider(entry, deferrable: false) }
     }
 
     /// The backup owning `pk` once this run's accepted backups have replaced their stored rows.

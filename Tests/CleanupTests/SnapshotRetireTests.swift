@@ -131,6 +131,29 @@ import Turnkey
         await f.stop()
     }
 
+    @Test(
+        "a passkey that moved between two backups of the export is handed over whichever id sorts first",
+        arguments: [false, true])
+    func movedInsideTheExport(newOwnerFirst: Bool) async throws {
+        let f = try await CleanupFixture(backups: 12, orphanCount: 0, live: true)
+        let tenant = f.session.tenantName
+        let ids = try await f.store.backupIds(tenant: tenant)
+        var all: [BackupMetadata] = []
+        for id in ids { all.append(try await Self.metadata(f, id)) }
+        let (from, to) = newOwnerFirst ? (1, 0) : (0, 1)
+        let index = try #require(all[from].factors.firstIndex { $0.lookupKey(scope: .main) != nil })
+        let moved = all[from].factors.remove(at: index)
+        all[to].factors.append(moved)
+        let pk = try #require(moved.lookupKey(scope: .main)).rawValue
+        let dir = try Self.export(all, in: f, name: "moved-inside", at: f.time.now / 1000)
+        let report = try await DataAdminService(store: f.store, clock: .manual(f.time)).importExport(
+            directory: dir.path, dryRun: false, session: f.session)
+        #expect(report.conflicts.isEmpty && report.failed == 0, "\(report.conflicts)")
+        #expect(report.complete, "\(report.problems)")
+        #expect(try await f.store.lookup(tenant: tenant, pk: pk)?.backupId == all[to].id)
+        await f.stop()
+    }
+
     @Test("a conflict inside the snapshot still makes it partial and retires nothing", arguments: TestBackend.available)
     func conflictInsideTheSnapshot(backend: TestBackend) async throws {
         let f = try await CleanupFixture(backups: 12, orphanCount: 0, live: true, backend: backend)
