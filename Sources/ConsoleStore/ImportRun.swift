@@ -84,9 +84,21 @@ struct ImportRun {
         accepted.insert(id)
         let lookupRows = rows.map { LookupRow(pk: $0, backupId: id) }
         let existing = try await store.backup(tenant: tenant, id: id)
+        var entry = entry
+        // No sealed blob in the export (a metadata-only copy) for a backup whose stored blob
+        // belongs to the same manifest: the stored one stays, rather than the console saying
+        // the user cannot restore.
+        let keepsBlob =
+            entry.blob == nil && existing?.blobSHA256 != nil
+            && existing?.metadata.manifestHash == metadata.manifestHash
+        if keepsBlob { entry.blobSHA256 = existing?.blobSHA256 }
         if let existing, try await isUnchanged(entry, existing: existing, rows: lookupRows) {
             report.unchanged += 1
             return
+        }
+        if keepsBlob {
+            entry.blob = try await store.sealedBlob(tenant: tenant, backupId: id)
+            if entry.blob == nil { entry.blobSHA256 = nil }
         }
         let now = importer.clock()
         let record = BackupRecord(

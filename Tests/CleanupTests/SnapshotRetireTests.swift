@@ -151,6 +151,15 @@ import Turnkey
         #expect(report.conflicts.isEmpty && report.failed == 0, "\(report.conflicts)")
         #expect(report.complete, "\(report.problems)")
         #expect(try await f.store.lookup(tenant: tenant, pk: pk)?.backupId == all[to].id)
+        // The export has no sealed blobs: the stored ones stay (those of the same manifest),
+        // so only the changed backups were written (the two, and any whose stored rows drifted), and
+        // still have theirs.
+        #expect(report.unchanged >= 9, "imported \(report.imported), unchanged \(report.unchanged)")
+        for id in ids {
+            let stored = try #require(try await f.store.backup(tenant: tenant, id: id))
+            let blob = try #require(try await f.store.sealedBlob(tenant: tenant, backupId: id))
+            #expect(stored.blobSHA256 == SHA256.hex(blob) && stored.blobSize == blob.count)
+        }
         await f.stop()
     }
 
