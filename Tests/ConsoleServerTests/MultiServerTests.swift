@@ -298,8 +298,9 @@ struct MultiServerTests {
     }
 
     /// A database that stops answering (every byte held, connections open) while a request
-    /// waits on it: SIGTERM drains for `--drain-seconds`, then `BACKUPCTL_STOP_GRACE_SECONDS`
-    /// more, and the server ends with `stop_timeout` and 143 instead of waiting for good.
+    /// waits on it, with `query_timeout=0` (no statement deadline): SIGTERM drains for
+    /// `--drain-seconds`, then `BACKUPCTL_STOP_GRACE_SECONDS` more, and the server ends with
+    /// `stop_timeout` and 143 instead of waiting for good.
     @Test func aServerWhoseDatabaseStopsAnsweringStillStopsAfterItsDrainAndGrace() async throws {
         try await PostgresTestDatabase.make { database in
             let workspace = try Workspace(database: database)
@@ -312,6 +313,8 @@ struct MultiServerTests {
             let proxy = try FreezingProxy(target: try #require(direct.port))
             defer { proxy.stop() }
             direct.port = proxy.port
+            // No query_timeout: the held statements wait for good, and only the stop ends them.
+            direct.queryItems = (direct.queryItems ?? []) + [URLQueryItem(name: "query_timeout", value: "0")]
             let proxied = try #require(direct.string)
             var serverEnvironment = workspace.environment
             serverEnvironment["BACKUPCTL_STOP_GRACE_SECONDS"] = "2"
