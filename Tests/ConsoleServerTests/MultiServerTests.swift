@@ -266,19 +266,11 @@ struct MultiServerTests {
         try await PostgresTestDatabase.make { database in
             let workspace = try Workspace(database: database)
             defer { workspace.cleanUp() }
-            let initialized = try await Self.run(
-                ["--format", "json", "init", "--admin", "root"], workspace.environment)
-            #expect(initialized.status == 0, "\(initialized.stderr)")
-            let root = try #require(initialized.json?["token"] as? String)
-            var direct = try #require(URLComponents(string: database.url))
-            let proxy = try FreezingProxy(target: try #require(direct.port))
-            defer { proxy.stop() }
-            direct.port = proxy.port
-            direct.queryItems = (direct.queryItems ?? []) + [URLQueryItem(name: "query_timeout", value: "2")]
-            let proxied = try #require(direct.string)
-            let server = try await ServerProcess.serve(db: proxied, environment: workspace.environment)
-            defer { server.killNow() }
-            let client = workspace.client(server, token: root)
+            let (proxy, server, client) = try await Self.serveThroughProxy(workspace, queryTimeout: 2)
+            defer {
+                server.killNow()
+                proxy.stop()
+            }
             let lookup = [
                 "--tenant", "sandbox", "lookup", "account", "backup_account_02" + String(repeating: "ab", count: 32),
             ]
@@ -305,23 +297,14 @@ struct MultiServerTests {
         try await PostgresTestDatabase.make { database in
             let workspace = try Workspace(database: database)
             defer { workspace.cleanUp() }
-            let initialized = try await Self.run(
-                ["--format", "json", "init", "--admin", "root"], workspace.environment)
-            #expect(initialized.status == 0, "\(initialized.stderr)")
-            let root = try #require(initialized.json?["token"] as? String)
-            var direct = try #require(URLComponents(string: database.url))
-            let proxy = try FreezingProxy(target: try #require(direct.port))
-            defer { proxy.stop() }
-            direct.port = proxy.port
             // No query_timeout: the held statements wait for good, and only the stop ends them.
-            direct.queryItems = (direct.queryItems ?? []) + [URLQueryItem(name: "query_timeout", value: "0")]
-            let proxied = try #require(direct.string)
-            var serverEnvironment = workspace.environment
-            serverEnvironment["BACKUPCTL_STOP_GRACE_SECONDS"] = "2"
-            let server = try await ServerProcess.serve(
-                db: proxied, arguments: ["--drain-seconds", "1"], environment: serverEnvironment)
-            defer { server.killNow() }
-            let client = workspace.client(server, token: root)
+            let (proxy, server, client) = try await Self.serveThroughProxy(
+                workspace, queryTimeout: 0, arguments: ["--drain-seconds", "1"],
+                environment: ["BACKUPCTL_STOP_GRACE_SECONDS": "2"])
+            defer {
+                server.killNow()
+                proxy.stop()
+            }
             let answered = try await Self.run(["whoami"], client)
             #expect(answered.status == 0, "\(answered.stderr)")
             // A lookup first: it opens the hot connection lookups keep.
@@ -339,6 +322,31 @@ struct MultiServerTests {
             let ended = await server.child.wait(seconds: 60)
             #expect(ended == .exited(143), "\(server.stderr) lookup: \(waiting.stderr)")
             #expect(server.stderr.contains("error[stop_timeout]"), "\(server.stderr)")
+        }
+    }
+}
+
+extension MultiServerTests {
+    /// `init` of an admin on the workspace's database, then `serve` on it through a
+    /// ``FreezingProxy`` with `query_timeout` set in its URL; the admin's client environment.
+    static func serveThroughProxy(
+        _ workspace: Workspace, queryTimeout: Int, arguments: [String] = [], environment: [String: String] = [:]
+    ) async throws -> (FreezingProxy, ServerProcess, [String: String]) {
+        let initialized = try await run(["--format", "json", "init", "--admin", "root"], workspace.environment)
+        #expect(initialized.status == 0, "\(initialized.stderr)")
+        let root = try #require(initialized.json?["token"] as? String)
+        var direct = try #require(URLComponents(string: workspace.environment["BACKUPCTL_DB"] ?? ""))
+        let proxy = try FreezingProxy(target: try #require(direct.port))
+        direct.port = proxy.port
+        direct.queryItems = (direct.queryItems ?? []) + [URLQueryItem(name: "query_timeout", value: "\(queryTimeout)")]
+        do {
+            let server = try await ServerProcess.serve(
+                db: try #require(direct.string), arguments: arguments,
+                environment: workspace.environment.merging(environment) { $1 })
+            return (proxy, server, workspace.client(server, token: root))
+        } catch {
+            proxy.stop()
+            throw error
         }
     }
 }
