@@ -73,7 +73,8 @@ public struct DataAdminService: Sendable {
         // What a racing import would change: read before anything is set aside or written.
         let seqSeen = try await live?.newestSnapshotSeq(tenant: session.tenantName) ?? 0
         let setAside = try await setAsideBackups(
-            live: live, held: isComplete ? held : nil, session: session, retireAtMost: retireAtMost)
+            live: live, held: isComplete ? held : nil, taken: snapshotTime, session: session,
+            retireAtMost: retireAtMost)
         let clock = self.clock
         var report = try await store.importExport(
             directory: root, tenant: session.tenantName, dryRun: dryRun,
@@ -171,14 +172,18 @@ public struct DataAdminService: Sendable {
     /// one) no longer holds, checked against the retire allowance before anything changes.
     /// - Throws: `retire_threshold_exceeded` naming the count and the flag that would allow it.
     private func setAsideBackups(
-        live: (any LiveTenantStore)?, held: Set<String>?, session: Session, retireAtMost: Int?
+        live: (any LiveTenantStore)?, held: Set<String>?, taken: Int64?, session: Session, retireAtMost: Int?
     ) async throws(ConsoleError) -> Set<String> {
         if let retireAtMost, retireAtMost < 0 {
             throw .invalid("invalid_retire_at_most", "--retire-at-most must be 0 or more, got \(retireAtMost).")
         }
         guard let live, let held else { return [] }
         let stored = try await live.backupIds(tenant: session.tenantName)
-        let absent = Set(stored.filter { !held.contains($0) })
+        // Written since the copy began: the snapshot may lack them and retires none of them, so
+        // neither the allowance nor a dry run counts them.
+        var recent: Set<String> = []
+        if let taken { recent = try await live.backupIdsWritten(tenant: session.tenantName, since: taken) }
+        let absent = Set(stored.filter { !held.contains($0) && !recent.contains($0) })
         let allowance = session.tenant.policy.retireAllowance(of: stored.count)
         let limit = retireAtMost ?? allowance
         guard absent.count > limit else { return absent }

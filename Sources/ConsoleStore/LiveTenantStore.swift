@@ -36,8 +36,8 @@ public protocol LiveTenantStore: CleanupJournalStore, AuditCheckpointStore {
     /// can tell whether another import recorded one meanwhile.
     func newestSnapshotSeq(tenant: TenantName) async throws(ConsoleError) -> Int64
     /// Records a complete snapshot and retires, in the same transaction, the backups of
-    /// `retiring` it no longer holds — except any written after the snapshot's `snapshotAt` (a
-    /// copy that began before a backup was written may lack it). `audits` gets the ids really
+    /// `retiring` it no longer holds — except any written in or after the second of the
+    /// snapshot's `snapshotAt` (a copy that began before a backup was written may lack it). `audits` gets the ids really
     /// retired and returns the entries to append (after the writes, in order).
     /// - Throws: `snapshot_raced` (nothing retired or recorded) when another import recorded a
     ///   snapshot of the tenant after `newestSeqSeen`: its view and this one's cannot both hold.
@@ -47,6 +47,9 @@ public protocol LiveTenantStore: CleanupJournalStore, AuditCheckpointStore {
     ) async throws(ConsoleError) -> (snapshot: SnapshotRecord, retired: [String])
     /// Every backup id of the tenant, in id order.
     func backupIds(tenant: TenantName) async throws(ConsoleError) -> [String]
+    /// The tenant's backups written at `time` (Unix seconds) or later: what a complete snapshot
+    /// taken at `time` may lack without proving anything.
+    func backupIdsWritten(tenant: TenantName, since time: Int64) async throws(ConsoleError) -> Set<String>
     /// Deletes backups a complete snapshot no longer holds (metadata, blob, lookup rows, sub-org
     /// refs) and queues their sub-orgs with reason `retired`, naming the backup; one transaction.
     func retireBackups(tenant: TenantName, ids: [String], now: Int64, audit: AuditDraft) async throws(ConsoleError)

@@ -182,8 +182,9 @@ import Testing
         let dir = try export(cli, "smaller")
         let gone = "backup_account_039797dc9fec4e3d3f2f27173ba0faac160ee2f803954e8552c308da22ab40ab5c"
         try FileManager.default.removeItem(at: dir.appendingPathComponent(gone))
-        // Copied after the first import wrote every backup (an older copy proves nothing about them).
-        let copied = ISO8601DateFormatter().string(from: Date())
+        // Copied after the first import wrote every backup (a copy of the same second or older
+        // proves nothing about them): two seconds on, within the clock skew allowed.
+        let copied = ISO8601DateFormatter().string(from: Date().addingTimeInterval(2))
         try Data(#"{"snapshotAt": "\#(copied)", "complete": true}"#.utf8).write(
             to: dir.appendingPathComponent("export.json"))
         let dry = try await cli.run(["--format", "json", "import", dir.path, "--dry-run"])

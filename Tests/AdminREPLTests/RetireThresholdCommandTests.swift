@@ -59,7 +59,7 @@ import Testing
         let smaller = cli.directory.appendingPathComponent("smaller")
         try FileManager.default.copyItem(at: fixture, to: smaller)
         try FileManager.default.removeItem(at: smaller.appendingPathComponent(Self.gone))
-        let copied = ISO8601DateFormatter().string(from: Date())
+        let copied = ISO8601DateFormatter().string(from: Date().addingTimeInterval(2))
         try Data(#"{"snapshotAt": "\#(copied)", "complete": true}"#.utf8).write(
             to: smaller.appendingPathComponent("export.json"))
         let refused = try await cli.run(["import", smaller.path])

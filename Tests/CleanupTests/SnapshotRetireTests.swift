@@ -42,6 +42,8 @@ import Turnkey
         let tenant = f.session.tenantName
         let ids = try await f.store.backupIds(tenant: tenant)
         #expect(ids.count == 1000)
+        // The copy begins a second after the seed wrote (a write of its own second may be missing).
+        f.time.advance(byMillis: 1000)
         let now = f.time.now / 1000
         let dir = try Self.export([try await Self.metadata(f, ids[0])], in: f, name: "one", at: now)
         let admin = DataAdminService(store: f.store, clock: .manual(f.time))
@@ -112,6 +114,8 @@ import Turnkey
         // Backup 1 now holds the factor backup 0 had (an account deleted and made again).
         all[0].factors.append(moved)
         let admin = DataAdminService(store: f.store, clock: .manual(f.time))
+        // The copy begins a second after the seed wrote (a write of its own second may be missing).
+        f.time.advance(byMillis: 1000)
         let now = f.time.now / 1000
         let dir = try Self.export(all, in: f, name: "moved", at: now)
         let report = try await admin.importExport(directory: dir.path, dryRun: false, session: f.session)
@@ -205,9 +209,10 @@ import Turnkey
         #expect(refused?.code == "snapshot_older", "\(refused?.message ?? "")")
         #expect(try await f.store.backupIds(tenant: tenant) == ids)
         #expect(try await f.store.latestAuditEntries(tenant: tenant, limit: 5) == auditBefore)
-        // A copy that began at start + 60 s and lacks backup 0, imported after backup 0 was
-        // written again (a partial import at start + 120 s): backup 0 stays; backup 1, which
-        // the copy also lacks and nothing wrote since, is retired.
+        // A copy that began in the second backup 0 was written again (a partial import at
+        // start + 120 s) and lacks it: backup 0 stays; backup 1, which the copy also lacks and
+        // nothing wrote since, is retired. The dry run and the allowance (1 of 12) count only
+        // backup 1.
         f.time.advance(byMillis: 120_000)
         let partial = try Self.export([all[0]], in: f, name: "partial", at: start + 120)
         try FileManager.default.removeItem(at: partial.appendingPathComponent(SnapshotManifest.fileName))
@@ -218,7 +223,9 @@ import Turnkey
         let written = try await admin.importExport(directory: partial.path, dryRun: false, session: f.session)
         #expect(written.imported == 1, "\(written)")
         f.time.advance(byMillis: 60_000)
-        let copy = try Self.export(Array(all.dropFirst(2)), in: f, name: "copy", at: start + 60)
+        let copy = try Self.export(Array(all.dropFirst(2)), in: f, name: "copy", at: start + 120)
+        let dry = try await admin.importExport(directory: copy.path, dryRun: true, session: f.session)
+        #expect(dry.complete && dry.retired == [ids[1]], "\(dry.retired)")
         let report = try await admin.importExport(
             directory: copy.path, dryRun: false, session: f.session, retireAtMost: 2)
         #expect(report.complete && report.retired == [ids[1]], "\(report.retired)")
@@ -235,6 +242,8 @@ import Turnkey
         let f = try await CleanupFixture(backups: 6, orphanCount: 0, live: true, backend: backend)
         let tenant = f.session.tenantName
         let ids = try await f.store.backupIds(tenant: tenant)
+        // The copy begins a second after the seed wrote (a write of its own second may be missing).
+        f.time.advance(byMillis: 1000)
         let now = f.time.now / 1000
         let seen = try await f.store.newestSnapshotSeq(tenant: tenant)
         // The other import records its snapshot first.
@@ -250,11 +259,17 @@ import Turnkey
         #expect(raced?.code == "snapshot_raced")
         #expect(try await f.store.backupIds(tenant: tenant) == ids)
         #expect(try await f.store.newestSnapshotSeq(tenant: tenant) == seen + 1)
-        // Read again, it goes through.
+        // Read again, it goes through; a snapshot of the very second the backup was written
+        // (times are whole seconds) does not retire it, one a second later does.
+        let sameSecond = try await f.store.recordCompleteSnapshot(
+            tenant: tenant,
+            SnapshotRecord(snapshotAt: now - 1, complete: true, importedAt: now, backups: 5, retired: 0),
+            retiring: [ids[0]], newestSeqSeen: seen + 1, audits: { _ in [] })
+        #expect(sameSecond.retired.isEmpty && sameSecond.snapshot.retired == 0)
         let done = try await f.store.recordCompleteSnapshot(
             tenant: tenant, SnapshotRecord(snapshotAt: now, complete: true, importedAt: now, backups: 5, retired: 0),
-            retiring: [ids[0]], newestSeqSeen: seen + 1, audits: { _ in [f.session.audit("test")] })
-        #expect(done.retired == [ids[0]] && done.snapshot.retired == 1 && done.snapshot.seq == seen + 2)
+            retiring: [ids[0]], newestSeqSeen: seen + 2, audits: { _ in [f.session.audit("test")] })
+        #expect(done.retired == [ids[0]] && done.snapshot.retired == 1 && done.snapshot.seq == seen + 3)
         await f.stop()
     }
 

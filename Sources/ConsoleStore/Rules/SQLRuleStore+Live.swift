@@ -61,6 +61,15 @@ extension SQLRuleStore {
         }
     }
 
+    public func backupIdsWritten(tenant: TenantName, since time: Int64) async throws(ConsoleError) -> Set<String> {
+        try await driver.read("listing the recent backups of \(tenant)") { session in
+            Set(
+                try await session.values(
+                    "SELECT backup_id FROM backups WHERE tenant = \(tenant.rawValue) AND updated_at >= \(time)",
+                    as: String.self))
+        }
+    }
+
     public func recordCompleteSnapshot(
         tenant: TenantName, _ snapshot: SnapshotRecord, retiring ids: [String], newestSeqSeen: Int64,
         audits: @escaping @Sendable (_ retired: [String]) -> [AuditDraft]
@@ -81,11 +90,12 @@ extension SQLRuleStore {
             }
             var retired: [String] = []
             for id in ids {
-                // Written after the copy began: the copy may lack it, so its absence proves nothing.
+                // Written after the copy began (or in its second: times are whole seconds): the
+                // copy may lack it, so its absence proves nothing.
                 if let written = try await session.value(
                     "SELECT updated_at FROM backups WHERE tenant = \(tenant.rawValue) AND backup_id = \(id)",
                     as: Int64.self),
-                    let taken = snapshot.snapshotAt, written > taken
+                    let taken = snapshot.snapshotAt, written >= taken
                 {
                     continue
                 }
