@@ -108,8 +108,7 @@ public struct DataAdminService: Sendable {
                     snapshotAt: snapshotTime, complete: trusted, importedAt: now, backups: report.backupsSeen,
                     retired: report.retired.count)
                 if trusted {
-                    let retireAudit = Self.retireDetails(
-                        retireAtMost: retireAtMost, session: session, snapshotAt: snapshotAt)
+                    let retireAudit = Self.retireDetails(retireAtMost: retireAtMost, snapshotAt: snapshotAt)
                     let snapshotAudit = session.audit("import.snapshot", details: [:])
                     let retireDraft = session.audit("import.retire", details: [:])
                     report.retired = try await live.recordCompleteSnapshot(
@@ -155,7 +154,7 @@ public struct DataAdminService: Sendable {
 
     /// The details of an `import.retire` entry: how many, which (the first 100 ids), the snapshot,
     /// and the `--retire-at-most` that allowed more than the tenant's allowance, if one did.
-    static func retireDetails(retireAtMost: Int?, session: Session, snapshotAt: String)
+    static func retireDetails(retireAtMost: Int?, snapshotAt: String)
         -> @Sendable ([String]) -> [String: String]
     {
         { retired in

@@ -162,7 +162,9 @@ public final class PostgresStoreDatabase: Service, Sendable {
                 do {
                     value = try await body(connection)
                 } catch {
-                    if !connection.isClosed {
+                    // A connection our deadline closed is not written to again: postgres-nio may
+                    // never answer a statement sent while it closes (the server rolls back).
+                    if !(error is PostgresErrors.QueryTimedOut), !connection.isClosed {
                         _ = try? await bounded(connection) { try await connection.query("ROLLBACK;", logger: logger) }
                     }
                     throw error

@@ -12,7 +12,7 @@ import Testing
 /// cannot give, end in `store_timeout` instead of waiting for good; the store works on after.
 @Suite(
     .enabled(if: PostgresTestDatabase.enabled, Comment(rawValue: PostgresTestDatabase.skipped)),
-    .timeLimit(.minutes(1)))
+    .timeLimit(.minutes(3)))
 struct PostgresQueryTimeoutTests {
     @Test func aStatementWithoutAnAnswerIsCutAndItsConnectionClosed() async throws {
         try await PostgresTestDatabase.make { testDatabase in
@@ -20,7 +20,7 @@ struct PostgresQueryTimeoutTests {
                 let driver = PostgresDriver(database: database)
                 let error = try await #require(throws: ConsoleError.self) {
                     try await driver.read("sleeping") { session in
-                        try await session.query("SELECT pg_sleep(60)")
+                        try await session.query("SELECT pg_sleep(30)")
                     }
                 }
                 #expect(error.code == "store_timeout" && error.kind == .remote, "\(error.message)")
@@ -31,7 +31,7 @@ struct PostgresQueryTimeoutTests {
                 // A transaction cut the same way is rolled back: nothing of it stays.
                 _ = try? await driver.transaction("writing slowly") { session in
                     try await session.execute("CREATE TABLE cut (x int)")
-                    try await session.execute("SELECT pg_sleep(60)")
+                    try await session.execute("SELECT pg_sleep(30)")
                 }
                 let tables = try await driver.read("listing") { session in
                     try await session.query("SELECT 1 FROM pg_tables WHERE tablename = 'cut'")
