@@ -178,7 +178,7 @@ struct ExportDirectory {
     /// Refused, each with its reason: a name that is not a backup id or not a secp256k1 point
     /// (such a backup could never be reset), metadata that is not a regular file, does not parse,
     /// breaks the service's limits or names another id, and a `backup` entry that is there but
-    /// is not a regular file (a symlink, FIFO or directory) or is over 15 MiB.
+    /// is not a regular file (a symlink, FIFO or directory), is empty or is over 15 MiB.
     func readBackup(_ name: String, problems: inout [ImportProblem]) -> Entry? {
         let dir = root.appendingPathComponent(name)
         func problem(_ file: String?, _ code: String, _ reason: String) -> Entry? {
@@ -226,6 +226,13 @@ struct ExportDirectory {
         {
         case .missing: return Entry(metadata: metadata, blob: nil, blobSHA256: nil)
         case .failed(let code, let reason): return problem("backup", code, "The sealed blob \(reason)")
+        case .ok(let blob) where blob.isEmpty:
+            // The service refuses an empty backup (`empty_backup_file`), so it never stores one:
+            // an empty file is a copy cut short, and must not replace the blob the console holds.
+            return problem(
+                "backup", "empty_blob",
+                "The sealed blob is empty; the Backup Service never stores an empty one, so the export's copy of it is cut short."
+            )
         case .ok(let blob): return Entry(metadata: metadata, blob: blob, blobSHA256: Hex.encode(SHA256.hash(blob)))
         }
     }

@@ -151,6 +151,28 @@ struct ImportTests {
         }
     }
 
+    @Test("an empty sealed blob is the export's copy cut short: refused, and the stored blob stays")
+    func emptyBlobKeepsTheStoredOne() async throws {
+        try await withStore { store, dir in
+            let f = Fixtures()
+            let first = try ExportBuilder(in: dir)
+            let m = f.metadata(id: f.backupId(), passkeys: [f.credential()])
+            try first.add(m, blob: Data([7, 8, 9]))
+            _ = try await importer(store).run(
+                directory: first.root, tenant: alpha, dryRun: false, operatorName: "tester")
+            #expect(try await store.sealedBlob(tenant: alpha, backupId: m.id) == Data([7, 8, 9]))
+
+            let second = try ExportBuilder(in: dir)
+            try second.add(m, blob: Data())
+            let report = try await importer(store).run(
+                directory: second.root, tenant: alpha, dryRun: false, operatorName: "tester")
+            #expect(report.failed == 1 && report.imported == 0, "\(report)")
+            #expect(report.problems.map(\.code) == ["empty_blob"] && report.problems.first?.path == "\(m.id)/backup")
+            #expect(try await store.sealedBlob(tenant: alpha, backupId: m.id) == Data([7, 8, 9]))
+            #expect(try await store.backup(tenant: alpha, id: m.id)?.blobSize == 3)
+        }
+    }
+
     @Test func reimportIsIdempotentAndDryRunWritesNothing() async throws {
         try await withStore { store, dir in
             let f = Fixtures()
