@@ -65,16 +65,19 @@ public struct DataAdminService: Sendable {
             let newest = try await live.newestCompleteSnapshot(tenant: session.tenantName),
             let newestTaken = newest.snapshotAt, taken < newestTaken
         {
-            throw ConsoleError(
-                .conflict, code: "snapshot_older",
-                "This complete snapshot was taken at \(Timestamp.format(taken)), before \(session.tenantName)'s newest complete snapshot (\(Timestamp.format(newestTaken))): it cannot say what exists now, so nothing was changed. Import a newer export; to load this one's data without retiring anything, import it as a partial snapshot (without --complete and export.json)."
-            )
+            throw await refused(
+                ConsoleError(
+                    .conflict, code: "snapshot_older",
+                    "This complete snapshot was taken at \(Timestamp.format(taken)), before \(session.tenantName)'s newest complete snapshot (\(Timestamp.format(newestTaken))): it cannot say what exists now, so nothing was changed. Import a newer export; to load this one's data without retiring anything, import it as a partial snapshot (without --complete and export.json)."
+                ),
+                ["snapshotAt": Timestamp.format(taken), "newestSnapshotAt": Timestamp.format(newestTaken)],
+                dryRun: dryRun, session: session)
         }
         // What a racing import would change: read before anything is set aside or written.
         let seqSeen = try await live?.newestSnapshotSeq(tenant: session.tenantName) ?? 0
         let setAside = try await setAsideBackups(
             live: live, held: isComplete ? held : nil, taken: snapshotTime, session: session,
-            retireAtMost: retireAtMost)
+            retireAtMost: retireAtMost, dryRun: dryRun)
         let clock = self.clock
         var report = try await store.importExport(
             directory: root, tenant: session.tenantName, dryRun: dryRun,
@@ -167,11 +170,28 @@ public struct DataAdminService: Sendable {
         }
     }
 
+    /// `error`, a complete snapshot's refusal, once it is audited as `import.refused` (its code
+    /// and `details`; a dry run, which only asks, writes nothing): a retirement that was stopped
+    /// is what a reviewer of the log most needs to see. The refusal stands even when the entry
+    /// cannot be written, since it changed nothing.
+    private func refused(_ error: ConsoleError, _ details: [String: String], dryRun: Bool, session: Session) async
+        -> ConsoleError
+    {
+        guard !dryRun else { return error }
+        var all = details
+        all["code"] = error.code
+        all["outcome"] = "failure"
+        _ = try? await store.appendAudit(session.audit("import.refused", details: all))
+        return error
+    }
+
     /// The tenant's backups a complete snapshot (`held`: its backup ids; `nil` for a partial
     /// one) no longer holds, checked against the retire allowance before anything changes.
-    /// - Throws: `retire_threshold_exceeded` naming the count and the flag that would allow it.
+    /// - Throws: `retire_threshold_exceeded` naming the count and the flag that would allow it
+    ///   (audited unless `dryRun`, with the first 100 of the backups it would have retired).
     private func setAsideBackups(
-        live: (any LiveTenantStore)?, held: Set<String>?, taken: Int64?, session: Session, retireAtMost: Int?
+        live: (any LiveTenantStore)?, held: Set<String>?, taken: Int64?, session: Session, retireAtMost: Int?,
+        dryRun: Bool
     ) async throws(ConsoleError) -> Set<String> {
         if let retireAtMost, retireAtMost < 0 {
             throw .invalid("invalid_retire_at_most", "--retire-at-most must be 0 or more, got \(retireAtMost).")
@@ -191,10 +211,16 @@ public struct DataAdminService: Sendable {
             retireAtMost != nil
             ? "more than --retire-at-most \(limit)"
             : "more than the tenant's allowance of \(allowance) (\(policy.retireMaxPercent)% of its backups, at most \(policy.retireMaxCount))"
-        throw ConsoleError(
-            .conflict, code: "retire_threshold_exceeded",
-            "This complete snapshot would retire \(absent.count) of the \(stored.count) backups of tenant \(session.tenantName), \(why); nothing was changed. Check that the export is whole; if it is, import again with --retire-at-most \(absent.count)."
-        )
+        var details = Self.retireDetails(
+            retireAtMost: retireAtMost, snapshotAt: taken.map(Timestamp.format) ?? "unknown")(absent.sorted())
+        details["wouldRetire"] = details.removeValue(forKey: "retired")
+        details["backups"] = "\(stored.count)"
+        details["allowance"] = "\(allowance)"
+        throw await refused(
+            ConsoleError(
+                .conflict, code: "retire_threshold_exceeded",
+                "This complete snapshot would retire \(absent.count) of the \(stored.count) backups of tenant \(session.tenantName), \(why); nothing was changed. Check that the export is whole; if it is, import again with --retire-at-most \(absent.count)."
+            ), details, dryRun: dryRun, session: session)
     }
 
     /// Writes realistic synthetic backups (real keys) into a sandbox tenant.

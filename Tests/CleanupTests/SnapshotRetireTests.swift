@@ -54,15 +54,26 @@ import Turnkey
         #expect(refused?.code == "retire_threshold_exceeded")
         #expect(refused?.message.contains("retire 999 of the 1000 backups") == true)
         #expect(refused?.message.contains("--retire-at-most 999") == true)
-        // Nothing changed: backups, snapshots, audit.
+        // Nothing changed (backups, snapshots), and the attempt is audited with what it would
+        // have retired.
         #expect(try await f.store.backupIds(tenant: tenant) == ids)
         #expect(try await f.store.newestSnapshot(tenant: tenant) == nil)
-        #expect(try await f.store.latestAuditEntries(tenant: tenant, limit: 5) == auditBefore)
-        // A dry run says the same; a confirmation below the count does not cover it.
+        let afterRefusal = try await f.store.latestAuditEntries(tenant: tenant, limit: 6)
+        #expect(Array(afterRefusal.dropLast()) == auditBefore)
+        let entry = try #require(afterRefusal.last)
+        #expect(entry.action == "import.refused" && entry.operatorName == f.session.operatorName.rawValue)
+        #expect(entry.details["code"] == "retire_threshold_exceeded" && entry.details["outcome"] == "failure")
+        #expect(entry.details["wouldRetire"] == "999" && entry.details["backups"] == "1000", "\(entry.details)")
+        #expect(entry.details["allowance"] == "10" && entry.details["retireAtMost"] == nil, "\(entry.details)")
+        let named = entry.details["backupIds"]?.split(separator: ",").map(String.init) ?? []
+        #expect(
+            named.count == 101 && named.last == "…" && named.dropLast().allSatisfy { $0 != ids[0] && ids.contains($0) })
+        // A dry run says the same and writes nothing; a confirmation below the count does not cover it.
         let dry = await #expect(throws: ConsoleError.self) {
             _ = try await admin.importExport(directory: dir.path, dryRun: true, session: f.session)
         }
         #expect(dry?.code == "retire_threshold_exceeded")
+        #expect(try await f.store.latestAuditEntries(tenant: tenant, limit: 6) == afterRefusal)
         let short = await #expect(throws: ConsoleError.self) {
             _ = try await admin.importExport(directory: dir.path, dryRun: false, session: f.session, retireAtMost: 998)
         }
@@ -208,7 +219,12 @@ import Turnkey
         }
         #expect(refused?.code == "snapshot_older", "\(refused?.message ?? "")")
         #expect(try await f.store.backupIds(tenant: tenant) == ids)
-        #expect(try await f.store.latestAuditEntries(tenant: tenant, limit: 5) == auditBefore)
+        let afterRefusal = try await f.store.latestAuditEntries(tenant: tenant, limit: 6)
+        #expect(Array(afterRefusal.dropLast()) == auditBefore)
+        let entry = try #require(afterRefusal.last)
+        #expect(entry.action == "import.refused" && entry.details["code"] == "snapshot_older")
+        #expect(entry.details["snapshotAt"] == Timestamp.format(start - 3600), "\(entry.details)")
+        #expect(entry.details["newestSnapshotAt"] == Timestamp.format(start), "\(entry.details)")
         // A copy that began in the second backup 0 was written again (a partial import at
         // start + 120 s) and lacks it: backup 0 stays; backup 1, which the copy also lacks and
         // nothing wrote since, is retired. The dry run and the allowance (1 of 12) count only
