@@ -20,18 +20,30 @@ public enum OperatorToken {
     /// Reads a token as given in a file or the environment: surrounding whitespace trimmed.
     /// - Throws: `invalid_token` when it does not have the token shape.
     public static func parse(_ bytes: some Collection<UInt8>) throws(ConsoleError) -> SecretBytes {
-        var trimmed = Array(bytes)
-        defer { for i in trimmed.indices { trimmed[i] = 0 } }
-        while let last = trimmed.last, last == 0x0a || last == 0x0d || last == 0x20 || last == 0x09 {
-            trimmed.removeLast()
+        // Every served request parses its header's token: read in place when the bytes are
+        // contiguous (a header's UTF-8), else from a copy that is wiped after.
+        if let parsed = bytes.withContiguousStorageIfAvailable({ parse(contiguous: $0) }) { return try parsed.get() }
+        var copy = Array(bytes)
+        defer { for i in copy.indices { copy[i] = 0 } }
+        return try copy.withUnsafeBufferPointer { parse(contiguous: $0) }.get()
+    }
+
+    private static func parse(contiguous bytes: UnsafeBufferPointer<UInt8>) -> Result<SecretBytes, ConsoleError> {
+        var end = bytes.count
+        while end > 0,
+            bytes[end - 1] == 0x0a || bytes[end - 1] == 0x0d || bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09
+        {
+            end -= 1
         }
-        let start = trimmed.firstIndex { !($0 == 0x20 || $0 == 0x09) } ?? trimmed.endIndex
-        let token = trimmed[start...]
-        guard token.starts(with: Array(prefix.utf8)), token.count == prefix.count + 43 else {
-            throw ConsoleError(
-                .permissionDenied, code: "invalid_token",
-                "The operator token is malformed: expected \(prefix) followed by 43 base64url characters.")
+        var start = 0
+        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+        let token = UnsafeBufferPointer(rebasing: bytes[start..<end])
+        guard token.count == prefix.utf8.count + 43, token.starts(with: prefix.utf8) else {
+            return .failure(
+                ConsoleError(
+                    .permissionDenied, code: "invalid_token",
+                    "The operator token is malformed: expected \(prefix) followed by 43 base64url characters."))
         }
-        return SecretBytes(token)
+        return .success(SecretBytes(token))
     }
 }

@@ -37,6 +37,14 @@ public struct SecretBytes: Sendable, CustomStringConvertible, CustomDebugStringC
     /// Copies `bytes` into wiped-on-release storage. The caller should wipe its own copy.
     public init(_ bytes: some Collection<UInt8>) {
         storage = Storage(count: bytes.count)
+        let storage = storage
+        let copied = bytes.withContiguousStorageIfAvailable { source -> Bool in
+            if let from = source.baseAddress, let to = storage.pointer.baseAddress {
+                to.copyMemory(from: from, byteCount: min(source.count, storage.count))
+            }
+            return true
+        }
+        if copied == true { return }
         var index = 0
         for byte in bytes {
             storage.pointer[index] = byte

@@ -83,6 +83,8 @@ enum HTTPAnswer {
 
     /// 415 unless the body is declared JSON (`application/json`, parameters allowed).
     static func unsupportedMediaType(_ contentType: String?) -> Response? {
+        // Every operation asks: the usual header is read byte by byte, without new strings.
+        if let contentType, isJSON(contentType.utf8) { return nil }
         let type = contentType?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
         guard type != "application/json" else { return nil }
         return error(
@@ -90,6 +92,25 @@ enum HTTPAnswer {
                 .usage, code: "unsupported_media_type",
                 "An operation's body must be application/json, got \(type.map { String($0.prefix(64)) } ?? "none")."),
             status: 415)
+    }
+
+    /// Whether a `Content-Type` is `application/json` in any case, before any parameters, with
+    /// spaces or tabs around it (what the general check accepts, for ASCII headers).
+    static func isJSON(_ value: String.UTF8View) -> Bool {
+        var type = value[...]
+        if let semicolon = type.firstIndex(of: UInt8(ascii: ";")) { type = type[..<semicolon] }
+        while let first = type.first, first == 0x20 || first == 0x09 { type = type.dropFirst() }
+        while let last = type.last, last == 0x20 || last == 0x09 { type = type.dropLast() }
+        return asciiCaseInsensitive(type, equals: "application/json")
+    }
+
+    /// Whether `bytes` spell `lowercase` (ASCII, in lower case) with ASCII letters in any case.
+    static func asciiCaseInsensitive(_ bytes: some Collection<UInt8>, equals lowercase: StaticString) -> Bool {
+        guard bytes.count == lowercase.utf8CodeUnitCount else { return false }
+        let expected = UnsafeBufferPointer(start: lowercase.utf8Start, count: lowercase.utf8CodeUnitCount)
+        return zip(bytes, expected).allSatisfy { byte, want in
+            (0x41...0x5A).contains(byte) ? byte + 0x20 == want : byte == want
+        }
     }
 
     static let tooLarge = error(

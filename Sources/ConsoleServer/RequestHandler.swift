@@ -155,11 +155,12 @@ final class RequestHandler: Sendable {
                     "No operator token: send `Authorization: Bearer TOKEN` (BACKUPCTL_TOKEN or --token-file).")
             }
             // The scheme is case-insensitive (RFC 9110 §11.1): `bearer TOKEN` is the same.
-            guard header.utf8.count > 7, header.prefix(7).lowercased() == "bearer " else {
+            guard header.utf8.count > 7, HTTPAnswer.asciiCaseInsensitive(header.utf8.prefix(7), equals: "bearer ")
+            else {
                 throw ConsoleError(
                     .permissionDenied, code: "invalid_token", "The Authorization header must be `Bearer TOKEN`.")
             }
-            token = try OperatorToken.parse(Array(header.utf8.dropFirst(7)))
+            token = try OperatorToken.parse(header.utf8.dropFirst(7))
         } catch {
             metrics.failedAuthentication(reason: error.code)
             return .refused(HTTPAnswer.error(error))

@@ -57,6 +57,15 @@ import Testing
         let text = token.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
         let parsed = try OperatorToken.parse(Array((text + "\n").utf8))
         #expect(parsed == token)
+        // In place (a header's UTF-8) and from a copy (bytes that are not contiguous) alike.
+        let padded = " \t" + text + " \r\n"
+        #expect(try OperatorToken.parse(padded.utf8) == token)
+        #expect(try OperatorToken.parse(padded.utf8.lazy.map { $0 }) == token)
+        #expect(try OperatorToken.parse(padded.utf8.dropFirst(2)) == token)
+        for bad in ["\n" + text, text + "x", " " + String(text.dropLast())] {
+            #expect(throws: ConsoleError.self) { try OperatorToken.parse(bad.utf8) }
+            #expect(throws: ConsoleError.self) { try OperatorToken.parse(bad.utf8.lazy.map { $0 }) }
+        }
     }
 
     @Test(arguments: TestBackend.available) func grantsAreScopedToTheirTenant(backend: TestBackend) async throws {
