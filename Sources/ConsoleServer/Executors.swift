@@ -1,3 +1,4 @@
+import ConsoleStore
 import Dispatch
 import NIOCore
 
@@ -6,18 +7,7 @@ extension ConsoleServer {
     /// audit verification): Dispatch's global queue, off NIO's event loops, so one `stats` over
     /// a million backups does not stall the connections that share its loop. Quick operations
     /// (``ConsoleOperation/isQuick``) run where their request is.
-    static let blockingExecutor = DispatchTaskExecutor()
-}
-
-/// A task executor over Dispatch's global concurrent queue.
-final class DispatchTaskExecutor: TaskExecutor {
-    private let queue = DispatchQueue.global(qos: .userInitiated)
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        let executor = asUnownedTaskExecutor()
-        queue.async { job.runSynchronously(on: executor) }
-    }
+    static let blockingExecutor = DispatchTaskExecutor(queue: .global(qos: .userInitiated))
 }
 
 /// A task executor over one NIO event loop: the probe listener's tasks (Hummingbird runs each

@@ -20,7 +20,9 @@ public final class SQLiteConsoleStore: SQLRuleStore {
     public let driver: SQLiteDriver
     public let clock: @Sendable () -> Int64
     public let checkpoints: StoreCheckpoints
-    public let auditGroup = AuditGroupCommit()
+    /// A caller that finds no commit running commits its own entry: SQLite's commit never looks
+    /// at the task's cancellation, so no caller's cancellation fails the others' entries.
+    public let auditGroup = AuditGroupCommit(leadsInline: true)
 
     /// The path of the database file.
     public let path: String

@@ -129,6 +129,43 @@ import Testing
         }
     }
 
+    /// The transactions of entries that queued behind one run on the group's own queue, not
+    /// where their callers run (in `serve`, the global executor is the API's event loops, which
+    /// a commit waiting for the disk would stall with every connection on them). On SQLite a
+    /// caller that finds no commit running commits its own group in its own task.
+    @Test(arguments: TestBackend.available) func queuedEntriesCommitOnTheGroupsOwnQueue(backend: TestBackend)
+        async throws
+    {
+        let seen = Mutex<[UnownedTaskExecutor?]>([])
+        let checkpoints = StoreCheckpoints { point in
+            guard point == .auditGroup else { return }
+            let executor = withUnsafeCurrentTask { $0?.unownedTaskExecutor }
+            seen.withLock { $0.append(executor) }
+        }
+        try await backend.withStore(checkpoints: checkpoints) { store in
+            let group = try #require((store as? any SQLRuleStore)?.auditGroup)
+            let held = Signal()
+            let release = Signal()
+            let holder = Task { try await Self.holdChain(store, held: held, release: release) }
+            await held.wait()
+            let first = Task { try await store.appendAudit(Self.draft(0)) }
+            #expect(await eventually(seconds: 30) { group.committing == 1 })
+            let rest = (1...5).map { n in Task { try await store.appendAudit(Self.draft(n)) } }
+            #expect(await eventually(seconds: 30) { group.queued == 5 })
+            release.fire()
+            try await holder.value
+            _ = try await first.value
+            for task in rest { _ = try await task.value }
+            let deferral = AuditDeferral()
+            try await AuditDeferral.$current.withValue(deferral) { try await store.appendReadAudit(Self.draft(6)) }
+            try await deferral.settle()
+            let own = group.executor.asUnownedTaskExecutor()
+            let lone: UnownedTaskExecutor? = backend == .sqlite ? nil : own
+            #expect(seen.withLock { $0 } == [lone, own, own])
+            try await Self.expectOneChain(store, count: 7)
+        }
+    }
+
     @Test func oneRefusedDraftDoesNotFailItsGroup() async throws {
         try await TestBackend.sqlite.withStore { store in
             _ = try await storeSQL(

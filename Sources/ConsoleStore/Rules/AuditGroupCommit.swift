@@ -1,4 +1,5 @@
 import BackupModel
+import Dispatch
 import Synchronization
 
 /// Group commit of audit appends: the drafts of concurrent callers are chained and committed in
@@ -14,6 +15,14 @@ import Synchronization
 /// The invariant is unchanged: a receipt settles only after its entry committed (or its
 /// transaction failed), so no caller shows a read before its entry is durable, and the entries
 /// of one group are chained in the order they were queued.
+///
+/// The drain runs on a queue of its own (``executor``), never where its callers run: a commit
+/// can wait for the disk (a WAL write behind the kernel's writeback), and on a server's event
+/// loop that wait stalled every connection of the loop, reads that need no commit included,
+/// with a core left idle. One exception, with ``leadsInline``: a caller of
+/// ``append(_:commit:)`` that finds no transaction running commits its own group in its own
+/// task (a lone entry then pays no hop to another thread and back), and hands whatever queued
+/// meanwhile to the drain: nobody commits more than one group for others.
 public final class AuditGroupCommit: Sendable {
     /// The most entries one transaction holds.
     public static let maxGroup = 256
@@ -30,8 +39,16 @@ public final class AuditGroupCommit: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Where the drain runs: a serial queue of this group's own.
+    let executor = DispatchTaskExecutor(queue: DispatchQueue(label: "backupctl.audit-group-commit"))
 
-    public init() {}
+    /// Whether ``append(_:commit:)``'s caller commits the first group itself. Only for a store
+    /// whose commit cannot fail for its caller's sake: a cancelled task must not fail the
+    /// entries of the others that share its transaction (SQLite's commit never looks at
+    /// cancellation; a PostgreSQL connection lease does).
+    let leadsInline: Bool
+
+    public init(leadsInline: Bool = false) { self.leadsInline = leadsInline }
 
     /// Drafts waiting for the next transaction (not those of the one running).
     public var queued: Int { state.withLock { $0.queue.count } }
@@ -44,6 +61,32 @@ public final class AuditGroupCommit: Sendable {
         _ draft: AuditDraft, commit: @escaping @Sendable ([AuditDraft]) async throws(ConsoleError) -> [AuditEntry]
     ) -> AuditReceipt {
         submit([draft], commit: commit)[0]
+    }
+
+    /// Queues `draft` and returns its entry once committed. With ``leadsInline``, when no
+    /// transaction is running, the caller commits its group itself and hands what queued
+    /// meanwhile to the drain.
+    /// - Throws: the transaction's error: the entry is not in the log.
+    public func append(
+        _ draft: AuditDraft, commit: @escaping @Sendable ([AuditDraft]) async throws(ConsoleError) -> [AuditEntry]
+    ) async throws(ConsoleError) -> AuditEntry {
+        guard leadsInline else { return try await submit(draft, commit: commit).entry() }
+        let receipt = AuditReceipt()
+        let lead = state.withLock { state in
+            state.queue.append(Queued(draft: draft, receipt: receipt))
+            guard !state.draining else { return false }
+            state.draining = true
+            return true
+        }
+        if lead {
+            _ = await commitNext(commit)
+            let more = state.withLock { state in
+                if state.queue.isEmpty { state.draining = false }
+                return !state.queue.isEmpty
+            }
+            if more { Task.detached(executorPreference: executor) { await self.drain(commit) } }
+        }
+        return try await receipt.entry()
     }
 
     /// Queues `drafts`, in order, and returns their receipts.
@@ -59,40 +102,48 @@ public final class AuditGroupCommit: Sendable {
         }
         // The drain serves every caller: detached, it carries none of the first one's
         // task-locals (the request it answers, a script's deferral) and none of its executor
-        // (a server's event loop must not run the other callers' transactions).
-        if lead { Task.detached { await self.drain(commit) } }
+        // (a server's event loop must not run, nor wait for, the other callers' transactions).
+        if lead { Task.detached(executorPreference: executor) { await self.drain(commit) } }
         return receipts
     }
 
     private func drain(_ commit: @Sendable ([AuditDraft]) async throws(ConsoleError) -> [AuditEntry]) async {
-        while true {
-            let group = state.withLock { state -> [Queued] in
-                let taken = Array(state.queue.prefix(Self.maxGroup))
-                state.queue.removeFirst(taken.count)
-                state.committing = taken.count
-                if taken.isEmpty { state.draining = false }
-                return taken
+        while await commitNext(commit) {}
+    }
+
+    /// Takes the next group (at most ``maxGroup``) off the queue, commits it and settles its
+    /// receipts. False when the queue was empty: the drain ends then, under the same lock, so
+    /// whoever queues next starts the next one.
+    private func commitNext(_ commit: @Sendable ([AuditDraft]) async throws(ConsoleError) -> [AuditEntry]) async
+        -> Bool
+    {
+        let group = state.withLock { state -> [Queued] in
+            let taken = Array(state.queue.prefix(Self.maxGroup))
+            state.queue.removeFirst(taken.count)
+            state.committing = taken.count
+            if taken.isEmpty { state.draining = false }
+            return taken
+        }
+        if group.isEmpty { return false }
+        do {
+            let entries = try await commit(group.map(\.draft))
+            for (queued, entry) in zip(group, entries) { queued.receipt.settle(.success(entry)) }
+        } catch {
+            guard group.count > 1 else {
+                group[0].receipt.settle(.failure(error))
+                return true
             }
-            if group.isEmpty { return }
-            do {
-                let entries = try await commit(group.map(\.draft))
-                for (queued, entry) in zip(group, entries) { queued.receipt.settle(.success(entry)) }
-            } catch {
-                guard group.count > 1 else {
-                    group[0].receipt.settle(.failure(error))
-                    continue
-                }
-                // One draft the database refuses must not fail its neighbours: each alone.
-                for queued in group {
-                    do throws(ConsoleError) {
-                        let entry = try await commit([queued.draft])
-                        queued.receipt.settle(entry.first.map { .success($0) } ?? .failure(error))
-                    } catch {
-                        queued.receipt.settle(.failure(error))
-                    }
+            // One draft the database refuses must not fail its neighbours: each alone.
+            for queued in group {
+                do throws(ConsoleError) {
+                    let entry = try await commit([queued.draft])
+                    queued.receipt.settle(entry.first.map { .success($0) } ?? .failure(error))
+                } catch {
+                    queued.receipt.settle(.failure(error))
                 }
             }
         }
+        return true
     }
 }
 

@@ -54,31 +54,33 @@ extension SQLRuleStore {
     /// time, in one shared with theirs (``AuditGroupCommit``); returns once it is committed.
     @discardableResult
     public func appendAudit(_ draft: AuditDraft) async throws(ConsoleError) -> AuditEntry {
-        try await submitAudit(draft).entry()
+        // Stamped here: the transaction may run in another task, which must not name its first
+        // caller's request in everyone's entries.
+        try await auditGroup.append(draft.stamped) { drafts throws(ConsoleError) in try await self.commitAudits(drafts)
+        }
     }
 
     public func appendReadAudit(_ draft: AuditDraft) async throws(ConsoleError) {
         guard let deferral = AuditDeferral.current else {
-            _ = try await submitAudit(draft).entry()
+            _ = try await appendAudit(draft)
             return
         }
         deferral.keep(draft.stamped, for: auditGroup) { drafts in self.submitAudits(drafts) }
     }
 
-    /// Queues `draft` for the next group commit, stamped here: the transaction runs in another
-    /// task, which must not name its first caller's request in everyone's entries.
-    func submitAudit(_ draft: AuditDraft) -> AuditReceipt { submitAudits([draft.stamped])[0] }
-
     /// Queues stamped `drafts`, in order, for the next group commits.
     func submitAudits(_ drafts: [AuditDraft]) -> [AuditReceipt] {
-        auditGroup.submit(drafts) { drafts throws(ConsoleError) in
-            try await self.driver.transaction(
-                drafts.count == 1 ? "appending an audit entry" : "appending \(drafts.count) audit entries"
-            ) { session in
-                let entries = try await self.appendChained(drafts, session)
-                self.checkpoints.reach(.auditGroup)
-                return entries
-            }
+        auditGroup.submit(drafts) { drafts throws(ConsoleError) in try await self.commitAudits(drafts) }
+    }
+
+    /// One group commit: `drafts` chained and committed in one transaction.
+    private func commitAudits(_ drafts: [AuditDraft]) async throws(ConsoleError) -> [AuditEntry] {
+        try await driver.transaction(
+            drafts.count == 1 ? "appending an audit entry" : "appending \(drafts.count) audit entries"
+        ) { session in
+            let entries = try await self.appendChained(drafts, session)
+            self.checkpoints.reach(.auditGroup)
+            return entries
         }
     }
 
