@@ -62,6 +62,28 @@ import Testing
         try await holdOpenedChain(ruled, held: held, release: release)
     }
 
+    /// Holds the chain, starts `first` (entry 0) and waits until its group waits for the chain,
+    /// starts entries 1 through `count` and waits until they are all queued behind it, runs
+    /// `whileHeld`, then releases the chain and returns the tasks.
+    static func queueBehindHeldChain<T: Sendable>(
+        _ store: any ConsoleStore, count: Int, whileHeld: () -> Void = {},
+        _ append: @escaping @Sendable (Int) async throws -> T
+    ) async throws -> (first: Task<T, any Error>, rest: [Task<T, any Error>]) {
+        let group = try #require((store as? any SQLRuleStore)?.auditGroup)
+        let held = Signal()
+        let release = Signal()
+        let holder = Task { try await Self.holdChain(store, held: held, release: release) }
+        await held.wait()
+        let first = Task { try await append(0) }
+        #expect(await eventually(seconds: 30) { group.committing == 1 })
+        let rest = (1...count).map { n in Task { try await append(n) } }
+        #expect(await eventually(seconds: 30) { group.queued == count })
+        whileHeld()
+        release.fire()
+        try await holder.value
+        return (first, rest)
+    }
+
     final class Count: Sendable {
         private let count = Mutex(0)
         var value: Int { count.withLock { $0 } }
@@ -92,32 +114,20 @@ import Testing
     ) async throws {
         let groups = Groups()
         try await backend.withStore(checkpoints: groups.checkpoints) { store in
-            let group = try #require((store as? any SQLRuleStore)?.auditGroup)
-            let held = Signal()
-            let release = Signal()
-            let holder = Task { try await Self.holdChain(store, held: held, release: release) }
-            await held.wait()
             let returned = Count()
-            let first = Task {
-                let entry = try await store.appendAudit(Self.draft(0))
+            // The first group has left the queue and waits for the chain; a hundred queue behind it.
+            let (first, rest) = try await Self.queueBehindHeldChain(
+                store, count: 100,
+                whileHeld: {
+                    // Nothing is committed: no caller has been answered.
+                    #expect(returned.value == 0)
+                    #expect(groups.reaches == 0)
+                }
+            ) { n in
+                let entry = try await store.appendAudit(Self.draft(n))
                 returned.add()
                 return entry
             }
-            // The first group has left the queue and waits for the chain.
-            #expect(await eventually(seconds: 30) { group.committing == 1 })
-            let rest = (1...100).map { n in
-                Task {
-                    let entry = try await store.appendAudit(Self.draft(n))
-                    returned.add()
-                    return entry
-                }
-            }
-            #expect(await eventually(seconds: 30) { group.queued == 100 })
-            // Nothing is committed: no caller has been answered.
-            #expect(returned.value == 0)
-            #expect(groups.reaches == 0)
-            release.fire()
-            try await holder.value
             let head = try await first.value
             var targets: [String?] = []
             for task in rest { targets.append(try await task.value.target) }
@@ -144,16 +154,9 @@ import Testing
         }
         try await backend.withStore(checkpoints: checkpoints) { store in
             let group = try #require((store as? any SQLRuleStore)?.auditGroup)
-            let held = Signal()
-            let release = Signal()
-            let holder = Task { try await Self.holdChain(store, held: held, release: release) }
-            await held.wait()
-            let first = Task { try await store.appendAudit(Self.draft(0)) }
-            #expect(await eventually(seconds: 30) { group.committing == 1 })
-            let rest = (1...5).map { n in Task { try await store.appendAudit(Self.draft(n)) } }
-            #expect(await eventually(seconds: 30) { group.queued == 5 })
-            release.fire()
-            try await holder.value
+            let (first, rest) = try await Self.queueBehindHeldChain(store, count: 5) { n in
+                try await store.appendAudit(Self.draft(n))
+            }
             _ = try await first.value
             for task in rest { _ = try await task.value }
             let deferral = AuditDeferral()
@@ -174,19 +177,9 @@ import Testing
                 CREATE TRIGGER refuse_one BEFORE INSERT ON audit WHEN NEW.action = 'refused.here'
                 BEGIN SELECT RAISE(ABORT, 'refused by the test'); END
                 """)
-            let group = try #require((store as? any SQLRuleStore)?.auditGroup)
-            let held = Signal()
-            let release = Signal()
-            let holder = Task { try await Self.holdChain(store, held: held, release: release) }
-            await held.wait()
-            let first = Task { try await store.appendAudit(Self.draft(0)) }
-            #expect(await eventually(seconds: 30) { group.committing == 1 })
-            let rest = (1...9).map { n in
-                Task { try await store.appendAudit(Self.draft(n, action: n == 5 ? "refused.here" : "backup.lookup")) }
+            let (first, rest) = try await Self.queueBehindHeldChain(store, count: 9) { n in
+                try await store.appendAudit(Self.draft(n, action: n == 5 ? "refused.here" : "backup.lookup"))
             }
-            #expect(await eventually(seconds: 30) { group.queued == 9 })
-            release.fire()
-            try await holder.value
             _ = try await first.value
             var failed: [Int] = []
             for (index, task) in rest.enumerated() {
