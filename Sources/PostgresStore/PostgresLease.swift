@@ -11,41 +11,54 @@ extension PostgresStoreDatabase {
     /// would wait that long.
     ///
     /// postgres-nio leases only for a closure's lifetime, and cancelling the task that waits is
-    /// the only way to stop a wait; so a child task holds the lease and hands its connection over,
-    /// and is cancelled when the time runs out first.
+    /// the only way to stop a wait; so a task of its own holds the lease and hands its connection
+    /// over, and is cancelled when the time runs out first. That task is not a child: a pool that
+    /// answers the cancellation late (a loaded run saw a minute and more) must not hold the
+    /// caller past its deadline, as a task group that waits for its children would. A lease that
+    /// comes after the caller gave up is released as soon as it comes.
     func leased<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
         let seconds = configuration.queryTimeoutSeconds
         guard seconds > 0 else { return try await client.withConnection { connection in try await body(connection) } }
         let lease = LeaseHandoff()
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { [client] in
-                do {
-                    try await client.withConnection { connection in await lease.handOver(connection) }
-                } catch {
-                    lease.fail(error)
-                }
-            }
-            let timer = PostgresClient.defaultEventLoopGroup.any().scheduleTask(in: .seconds(Int64(seconds))) {
-                lease.fail(PostgresErrors.LeaseTimedOut(seconds: seconds))
-            }
-            let connection: PostgresConnection
+        let holder = Task.detached { [client] in
             do {
-                connection = try await lease.connection()
-                timer.cancel()
+                try await client.withConnection { connection in await lease.handOver(connection) }
             } catch {
-                timer.cancel()
-                // Stops the child's wait for a lease (or ends a lease that came too late).
-                group.cancelAll()
-                throw error
+                lease.fail(error)
             }
-            do {
-                let value = try await body(connection)
-                lease.release()
-                return value
-            } catch {
-                lease.release()
-                throw error
+        }
+        let timer = PostgresClient.defaultEventLoopGroup.any().scheduleTask(in: .seconds(Int64(seconds))) {
+            lease.fail(PostgresErrors.LeaseTimedOut(seconds: seconds))
+        }
+        let connection: PostgresConnection
+        do {
+            // The caller's cancellation stops the holder's wait, which fails the lease.
+            connection = try await withTaskCancellationHandler {
+                try await lease.connection()
+            } onCancel: {
+                holder.cancel()
             }
+            timer.cancel()
+        } catch {
+            timer.cancel()
+            // Stops the holder's wait for a lease (or ends a lease that came too late).
+            holder.cancel()
+            throw error
+        }
+        // Once used, the connection is back in the pool before this returns (a next lease must
+        // not find it still out, or take it before the pool saw that a deadline closed it).
+        do {
+            let value = try await body(connection)
+            lease.release()
+            await holder.value
+            return value
+        } catch {
+            // A connection our deadline closed goes back only once closed: the pool, told of the
+            // close first, then drops it instead of leasing it to the next caller.
+            if error is PostgresErrors.QueryTimedOut { try? await connection.closeFuture.get() }
+            lease.release()
+            await holder.value
+            throw error
         }
     }
 }
