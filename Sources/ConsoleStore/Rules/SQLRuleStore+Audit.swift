@@ -56,7 +56,8 @@ extension SQLRuleStore {
     public func appendAudit(_ draft: AuditDraft) async throws(ConsoleError) -> AuditEntry {
         // Stamped here: the transaction may run in another task, which must not name its first
         // caller's request in everyone's entries.
-        try await auditGroup.append(draft.stamped) { drafts throws(ConsoleError) in try await self.commitAudits(drafts)
+        try await auditGroup.append(draft.stamped) { drafts throws(ConsoleError) in
+            try await self.commitAudits(drafts)
         }
     }
 
