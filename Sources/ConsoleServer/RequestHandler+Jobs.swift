@@ -32,7 +32,7 @@ extension RequestHandler {
                 try handler.checkAnswer(try HTTPAnswer.encode(output), of: Op.name)
                 continuation.yield(Wire.Frame(result: output))
             } catch {
-                _ = handler.refused(error, operatorName: operatorName)
+                _ = handler.refused(error, operatorName: operatorName, logger: logger)
                 continuation.yield(Wire.Frame(error: .init(error)))
             }
             continuation.finish()

@@ -29,7 +29,7 @@ extension RequestHandler {
             try checkAnswer(body, of: Op.name)
             return record(Op.name, started, HTTPAnswer.json(200, body))
         } catch {
-            return record(Op.name, started, refused(error, operatorName: operatorName))
+            return record(Op.name, started, refused(error, operatorName: operatorName, logger: logger))
         }
     }
 

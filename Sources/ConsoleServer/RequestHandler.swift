@@ -85,7 +85,7 @@ final class RequestHandler: Sendable {
             guard request.method == .post else {
                 return record(name, started, HTTPAnswer.wrongMethod(path[...], allow: "POST"))
             }
-            switch await authenticate(request, context: context) {
+            switch await authenticate(request, context: context, logger: logger) {
             case .refused(let response):
                 return record(name, started, response)
             case .caller(let caller, let operatorName):
@@ -145,7 +145,7 @@ final class RequestHandler: Sendable {
     /// window) once one has run out. A valid token is never refused for anybody else's
     /// failures, only for its own operator's request rate or refusals
     /// (``RequestLimiter/operatorRequest(_:now:)``).
-    func authenticate(_ request: Request, context: ServerRequestContext) async -> Authentication {
+    func authenticate(_ request: Request, context: ServerRequestContext, logger: Logger) async -> Authentication {
         let address = context.clientAddress
         let token: SecretBytes
         do throws(ConsoleError) {
@@ -178,7 +178,7 @@ final class RequestHandler: Sendable {
             return .caller(caller, operatorName: name)
         } catch {
             guard error.code == "missing_token" || error.code == "invalid_token" else {
-                return .refused(HTTPAnswer.refusal(error))
+                return .refused(Self.refusal(error, logger: logger))
             }
             // The failure's credential (what its per-credential limit counts), hashed only now.
             let credential = OperatorToken.hash(
@@ -241,10 +241,22 @@ final class RequestHandler: Sendable {
 
     /// The answer to an authenticated operator's refused operation (its real status); a role
     /// refusal counts against the operator's refusal budget.
-    func refused(_ error: ConsoleError, operatorName: String) -> Response {
+    func refused(_ error: ConsoleError, operatorName: String, logger: Logger) -> Response {
         if error.kind == .permissionDenied, error.code == "permission_denied" {
             limiter.operatorDenied(operatorName, now: console.clock.millis())
         }
-        return HTTPAnswer.refusal(error)
+        return Self.refusal(error, logger: logger)
+    }
+
+    /// ``HTTPAnswer/refusal(_:)``, and an answer of 500 or more also logged with its code and
+    /// sentence (what the client was told, never a secret): the "answered" line alone gives an
+    /// operator only its status.
+    static func refusal(_ error: ConsoleError, logger: Logger) -> Response {
+        let response = HTTPAnswer.refusal(error)
+        if response.status.code >= 500 {
+            logger.error(
+                "failed", metadata: ["code": "\(error.code)", "reason": "\(error.message.prefix(400))"])
+        }
+        return response
     }
 }
