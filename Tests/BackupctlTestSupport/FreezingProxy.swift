@@ -20,10 +20,25 @@ public final class FreezingProxy: @unchecked Sendable {
     private let stopped = Atomic<Bool>(false)
     private let frozen = Atomic<Bool>(false)
     private let holding = Atomic<Int>(0)
+    private let holdingStatements = Atomic<Int>(0)
+    private let open = Atomic<Int>(0)
 
     /// Client connections that sent bytes since ``freeze()`` (held, never forwarded): each is a
-    /// statement waiting for an answer that will not come.
+    /// statement waiting for an answer that will not come, or a new connection's startup.
     public var connectionsHeld: Int { holding.load(ordering: .acquiring) }
+
+    /// The held connections whose held bytes begin a statement (a `Parse`, `Bind` or `Query`
+    /// message): a session's query that will get no answer. A connection still opening (its
+    /// startup or authentication held) is not one: a pool stops waiting for that when its
+    /// caller is cancelled, but not for a statement in flight.
+    public var statementsHeld: Int { holdingStatements.load(ordering: .acquiring) }
+
+    /// Open connections that have sent a statement: sessions past their startup, which a pool
+    /// leases again.
+    public var sessions: Int { open.load(ordering: .acquiring) }
+
+    /// The first byte of the PostgreSQL messages that begin a statement: `P`arse, `B`ind, `Q`uery.
+    static let statementStarts: Set<UInt8> = [UInt8(ascii: "P"), UInt8(ascii: "B"), UInt8(ascii: "Q")]
 
     public init(target: Int) throws {
         (listener, port) = try LoopbackSocket.listen(backlog: 64)
@@ -42,10 +57,13 @@ public final class FreezingProxy: @unchecked Sendable {
     public func stop() { stopped.store(true, ordering: .releasing) }
 
     private func run() {
-        // Each descriptor with the one it forwards to; the client ends; those holding bytes.
+        // Each descriptor with the one it forwards to; the client ends; those holding bytes,
+        // and those among them holding a statement; the client ends that sent a statement.
         var peers: [Int32: Int32] = [:]
         var clients: Set<Int32> = []
         var held: Set<Int32> = []
+        var statements: Set<Int32> = []
+        var ready: Set<Int32> = []
         defer {
             for fd in peers.keys { close(fd) }
             close(listener)
@@ -78,10 +96,21 @@ public final class FreezingProxy: @unchecked Sendable {
                     // Held: the client's statement is never forwarded, and never read again.
                     held.insert(entry.fd)
                     holding.store(held.count, ordering: .releasing)
+                    // Clients write whole messages: the held bytes begin with a message's type.
+                    var first: UInt8 = 0
+                    if recv(entry.fd, &first, 1, Int32(MSG_PEEK)) == 1, Self.statementStarts.contains(first) {
+                        statements.insert(entry.fd)
+                        holdingStatements.store(statements.count, ordering: .releasing)
+                    }
                     continue
                 }
                 let count = Glibc.read(entry.fd, &buffer, buffer.count)
                 if count > 0 {
+                    if clients.contains(entry.fd), Self.statementStarts.contains(buffer[0]),
+                        ready.insert(entry.fd).inserted
+                    {
+                        open.store(ready.count, ordering: .releasing)
+                    }
                     var sent = 0
                     while sent < count {
                         let wrote = buffer[sent..<count].withUnsafeBytes { write(other, $0.baseAddress, $0.count) }
@@ -94,6 +123,9 @@ public final class FreezingProxy: @unchecked Sendable {
                     peers[other] = nil
                     clients.remove(entry.fd)
                     clients.remove(other)
+                    ready.remove(entry.fd)
+                    ready.remove(other)
+                    open.store(ready.count, ordering: .releasing)
                     close(entry.fd)
                     close(other)
                 }

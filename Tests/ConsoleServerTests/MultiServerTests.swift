@@ -310,14 +310,24 @@ struct MultiServerTests {
             // A lookup first: it opens the hot connection lookups keep.
             let account = "backup_account_02" + String(repeating: "ab", count: 32)
             _ = try await Self.run(["--tenant", "sandbox", "lookup", "account", account], client)
+            // Two pooled sessions beside it, so that the readiness read and the lookup's read of
+            // the access version each find one open: a read left waiting for a new connection
+            // would be cancelled by the stop (exit 0), not hold it (bounded: 30 bursts).
+            for _ in 0..<30 where proxy.sessions < 3 {
+                try await withThrowingTaskGroup { group in
+                    for _ in 0..<6 { group.addTask { _ = try await Self.run(["whoami"], client) } }
+                    try await group.waitForAll()
+                }
+            }
+            #expect(proxy.sessions >= 3, "\(server.stderr)")
             proxy.freeze()
             let waiting = try BackupctlBinary.start(
                 ["--tenant", "sandbox", "lookup", "account", account], environment: client)
             defer { Task { await waiting.kill() } }
             // The checkpoint: the lookup's statement and the readiness read are both held on
-            // their connections (bounded: a minute).
-            for _ in 0..<600 where proxy.connectionsHeld < 2 { try await Task.sleep(for: .milliseconds(100)) }
-            #expect(proxy.connectionsHeld >= 2, "\(server.stderr)")
+            // their sessions (bounded: a minute).
+            for _ in 0..<600 where proxy.statementsHeld < 2 { try await Task.sleep(for: .milliseconds(100)) }
+            #expect(proxy.statementsHeld >= 2, "\(server.stderr)")
             server.child.signal(SIGTERM)
             let ended = await server.child.wait(seconds: 60)
             #expect(ended == .exited(143), "\(server.stderr) lookup: \(waiting.stderr)")
