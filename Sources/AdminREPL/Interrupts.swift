@@ -17,6 +17,11 @@ enum Interrupts {
     nonisolated(unsafe) private static var letFinish: sig_atomic_t = 0
     /// Whether the whole run holds the handlers (not the REPL, where Ctrl-C only cancels).
     nonisolated(unsafe) private(set) static var heldForRun = false
+    /// How many signals a command took as its normal end (``consume()``): a grace period that
+    /// began before one does not end the process.
+    nonisolated(unsafe) private static var consumed: sig_atomic_t = 0
+    /// The run's one watchdog (``watch()``), started by the first command let finish.
+    @MainActor private static var watchdog: Task<Void, Never>?
 
     /// The one handler of both signals: async-signal-safe (stores, `write`, `_exit`).
     static let handler: @convention(c) (Int32) -> Void = { signal in
@@ -38,15 +43,17 @@ enum Interrupts {
     /// Runs `body` with signals turned into the flag: the command in it is let finish.
     /// Once a signal arrived, ends a command that is let finish but does not stop within
     /// ``stuckSeconds`` (``watch()``).
+    ///
+    /// One watchdog serves the whole run (a script's lines would otherwise each start and
+    /// cancel a task of their own, a tenth of a long script's time). It acts only while a
+    /// command is let finish and the run holds the signals: in the REPL, Ctrl-C cancels the
+    /// command and the session goes on, and a Ctrl-C at the prompt long before must never end
+    /// a later command.
     @MainActor
     static func finishing<T>(_ body: () async -> T) async -> T {
+        if heldForRun, watchdog == nil { watchdog = Task.detached { await Self.watch() } }
         letFinish += 1
         defer { letFinish -= 1 }
-        // Only a run that holds the signals (a batch, a direct command): in the REPL, Ctrl-C
-        // cancels the command and the session goes on, and a Ctrl-C at the prompt long before
-        // must never end a later command.
-        let watchdog = heldForRun ? Task.detached { await Self.watch() } : nil
-        defer { watchdog?.cancel() }
         return await body()
     }
 
@@ -59,13 +66,17 @@ enum Interrupts {
         return given.map { min(max($0, 1), 3600) } ?? 60
     }()
 
-    /// Waits for a signal, then ``stuckSeconds`` at a time: a command that used almost no CPU in
-    /// that time is waiting on a peer that does not answer, and is ended, with one line saying its
-    /// outcome is unknown, and 128 + the signal. One still computing (a long call of this
-    /// process's own, on a loaded machine) is let finish. Cancelled when the command ends.
+    /// Waits for a signal while a command is let finish, then ``stuckSeconds`` at a time: a
+    /// command that used almost no CPU in that time is waiting on a peer that does not answer,
+    /// and is ended, with one line saying its outcome is unknown, and 128 + the signal. One
+    /// still computing (a long call of this process's own, on a loaded machine) is let finish.
+    /// The grace ends nothing once no command is let finish, the run handed the signals back
+    /// (a REPL after a direct command), or a command took the signal as its end; it waits for
+    /// the next one then.
     static func watch() async {
         while !Task.isCancelled {
-            if let signal = Interrupts.signal {
+            if let signal = Interrupts.signal, letFinish > 0, heldForRun {
+                let consumedBefore = consumed
                 var before = (cpu: cpuSeconds(), stall: cpuStallSeconds())
                 // Bounded: a machine busy for five grace periods in a row does not keep it alive.
                 for contended in 0..<5 {
@@ -81,6 +92,7 @@ enum Interrupts {
                     }
                     break
                 }
+                guard Interrupts.signal != nil, consumed == consumedBefore, letFinish > 0, heldForRun else { continue }
                 let line =
                     "error[interrupted]: \(name(signal)) arrived and the command has not stopped within \(stuckSeconds) s, waiting on something that does not answer (a server, a database); ended without its answer, so its outcome is unknown.\n"
                 _ = Array(line.utf8).withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
@@ -117,7 +129,10 @@ enum Interrupts {
     static var exitStatus: Int32? { signal.map { 128 + $0 } }
 
     /// Forgets a signal the command took as its normal end (`audit list --follow` ends on Ctrl-C).
-    static func consume() { received = 0 }
+    static func consume() {
+        received = 0
+        consumed &+= 1
+    }
 
     /// The signal's name for messages.
     static func name(_ signal: Int32) -> String { signal == SIGTERM ? "SIGTERM" : "SIGINT" }

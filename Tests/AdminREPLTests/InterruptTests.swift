@@ -152,6 +152,35 @@ import Testing
         #expect(child.stderr.contains("error[interrupted]") && child.stderr.contains("outcome is unknown"))
     }
 
+    /// The same in a script, on a line after others: the run's one watchdog, started by its
+    /// first line, still ends the stuck one.
+    @Test func aScriptLineStuckOnAServerThatDoesNotAnswerEndsAfterTheSignal() async throws {
+        let silent = try StallingServer(head: "")
+        defer { silent.stop() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("stuck-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let script = directory.appendingPathComponent("stuck.bctl")
+        try "set format json\nset color never\nwhoami\n".write(to: script, atomically: true, encoding: .utf8)
+        let child = try BackupctlBinary.start(
+            ["--server", silent.baseURL, "-f", script.path],
+            environment: [
+                "PATH": "/usr/bin:/bin", "HOME": directory.path, "XDG_CONFIG_HOME": directory.path,
+                "BACKUPCTL_TOKEN": "bctl_" + String(repeating: "Q", count: 43),
+                "BACKUPCTL_STOP_GRACE_SECONDS": "2",
+            ])
+        // Bounded: the third line's request reaches the server within the first minute.
+        for _ in 0..<600 where silent.requests == 0 && child.isRunning {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(silent.requests == 1, "\(child.stderr)")
+        child.signal(SIGTERM)
+        let ended = await child.wait(seconds: 60)
+        if ended == nil { _ = await child.kill() }
+        #expect(ended == .exited(143), "\(child.stderr)")
+        #expect(child.stderr.contains("error[interrupted]") && child.stderr.contains("outcome is unknown"))
+    }
+
     /// The REPL against a server that accepts and never answers: the prompt does not wait on it
     /// (Ctrl-C, or 5 s, and the prompt shows `?`), a command waiting on it is told so after a
     /// Ctrl-C, and a second Ctrl-C stops waiting: the session goes on, the outcome is unknown.
