@@ -88,11 +88,9 @@ struct Launcher {
             return Self.readStdinScript()
         }
         guard let data = FileManager.default.contents(atPath: path) else { return nil }
-        // "\r\n" is one Character in Swift: a script saved with Windows line ends splits there too.
-        return String(decoding: data, as: UTF8.self)
-            .split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
-            .enumerated()
-            .map { BatchLine(file: path, line: $0.offset + 1, text: String($0.element)) }
+        return data.withUnsafeBytes { LineSplitter.lines(of: $0) }.enumerated().map {
+            BatchLine(file: path, line: $0.offset + 1, text: $0.element)
+        }
     }
 }
 

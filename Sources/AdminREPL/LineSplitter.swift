@@ -78,11 +78,40 @@ enum LineSplitter {
     /// A script line: blank lines and `#` comments are skipped (`nil`).
     /// Surrounding whitespace goes, including the `\r` of a script saved with CRLF endings.
     static func scriptLine(_ raw: String) -> String? {
+        // Most lines begin and end with a visible ASCII character (no ASCII whitespace is one,
+        // and no other scalar begins or ends with those bytes): nothing to trim.
+        if let first = raw.utf8.first, let last = raw.utf8.last, (0x21..<0x7F).contains(first),
+            (0x21..<0x7F).contains(last)
+        {
+            return first == UInt8(ascii: "#") ? nil : raw
+        }
         let scalars = raw.unicodeScalars
         guard let start = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
             let last = scalars.lastIndex(where: { !$0.properties.isWhitespace }),
             scalars[start] != "#"
         else { return nil }
         return String(scalars[start...last])
+    }
+
+    /// A script's text as lines: split at each `\n`, and a `\r` just before one goes with it (a
+    /// script saved with CRLF endings); any other `\r` stays. Bytes that are not UTF-8 become
+    /// U+FFFD. Split by bytes, not by `Character` (a script of 100,000 lines spent a twentieth
+    /// of its time there); no grapheme joins a `\n` to its neighbours but `\r\n`, so the lines
+    /// are the same.
+    static func lines(of data: some BidirectionalCollection<UInt8>) -> [String] {
+        var lines: [String] = []
+        var start = data.startIndex
+        var index = start
+        while index != data.endIndex {
+            if data[index] == UInt8(ascii: "\n") {
+                let text = data[start..<index]
+                lines.append(
+                    String(decoding: text.last == UInt8(ascii: "\r") ? text.dropLast() : text, as: UTF8.self))
+                start = data.index(after: index)
+            }
+            index = data.index(after: index)
+        }
+        lines.append(String(decoding: data[start..<index], as: UTF8.self))
+        return lines
     }
 }
