@@ -288,7 +288,25 @@ struct Executor {
         let message =
             root.message(for: error)
             .split(separator: "\n").first.map(String.init) ?? "invalid command"
-        return .usage(message.hasPrefix("Error: ") ? String(message.dropFirst(7)) : message)
+        let sentence = message.hasPrefix("Error: ") ? String(message.dropFirst(7)) : message
+        return .usage(negativeValue(sentence, words: words) ?? sentence)
+    }
+
+    /// "Missing value for '--limit <limit>'" when the value given was `-1`: the parser takes a
+    /// word that begins with `-` for an option, so a negative number reads as no value at all.
+    /// Says what was given instead (no count, duration or size of the console is negative).
+    nonisolated static func negativeValue(_ message: String, words: [String]) -> String? {
+        let prefix = "Missing value for '"
+        guard message.hasPrefix(prefix), let end = message.dropFirst(prefix.count).firstIndex(of: "'") else {
+            return nil
+        }
+        let shown = message[message.index(message.startIndex, offsetBy: prefix.count)..<end]
+        let option = shown.split(separator: " ").first.map(String.init) ?? ""
+        guard let at = words.firstIndex(of: option), at + 1 < words.count else { return nil }
+        let value = words[at + 1]
+        guard value.count > 1, value.hasPrefix("-"), value.dropFirst().allSatisfy({ $0.isNumber || $0 == "." })
+        else { return nil }
+        return "Invalid value '\(SecretShape.excerpt(value, limit: 24))' for '\(shown)': it cannot be negative."
     }
 
     /// "Unknown subcommand 'scna' of 'cleanup' (did you mean 'scan'?)" when the words stop

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import AdminREPL
+
 /// The command contract of DESIGN.md §2 through the real binary: batch modes, JSON lines,
 /// errors on stderr, exit codes, stop-on-error.
 @Suite(.timeLimit(.minutes(10))) struct BatchTests {
@@ -113,6 +115,29 @@ import Testing
         let (was, now) = (CLI.json(before.stdout)?["entries"] as? Int ?? -1, CLI.json(after.stdout)?["entries"] as? Int)
         #expect(now == was + (status == 77 ? 1 : 0), "bad input must change nothing")
 
+    }
+
+    /// The parser reads `-1` as an option, and would say the value is missing: the error names
+    /// the value given instead. A value that is really missing is still said to be.
+    @Test func aNegativeNumberIsNamedNotTakenForAMissingValue() async throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        _ = try await cli.bootstrap()
+        for (arguments, shown) in [
+            (["audit", "list", "--limit", "-1"], "Invalid value '-1' for '--limit <limit>': it cannot be negative."),
+            (["cleanup", "scan", "--grace", "-5"], "Invalid value '-5' for '--grace <grace>': it cannot be negative."),
+            (
+                ["import", cli.directory.path, "--retire-at-most", "-2"],
+                "Invalid value '-2' for '--retire-at-most <n>': it cannot be negative."
+            ),
+        ] {
+            let result = try await cli.run(arguments)
+            #expect(result.status == 64 && result.stderr == "error[usage]: \(shown)\n", "\(result.stderr)")
+        }
+        let missing = try await cli.run(["audit", "list", "--limit", "--format", "json"])
+        #expect(missing.status == 64 && missing.stderr.contains("Missing value for '--limit"), "\(missing.stderr)")
+        let notANumber = Executor.negativeValue("Missing value for '--limit <limit>'", words: ["--limit", "-x"])
+        #expect(notANumber == nil)
     }
 
     @Test(arguments: CLI.Mode.allCases) func missingOrWrongTokenIsPermissionDenied(_ mode: CLI.Mode) async throws {
