@@ -167,6 +167,10 @@ enum Terminal {
             cc[Int(VMIN)] = 1
             cc[Int(VTIME)] = 0
         }
+        // A stop signal while the prompt waits ends the process with the terminal's modes put
+        // back: it would otherwise die, or be ended by the interrupt watchdog, with echo off.
+        modesBeforeHidden = old
+        let previous = HiddenPromptStop.install()
         // Echo goes off before the prompt shows, and what was typed before it is dropped (as
         // getpass does): whatever the user types once they see the prompt is neither echoed
         // nor lost. Setting the mode after the prompt lost a key typed quickly, and could
@@ -176,6 +180,7 @@ enum Terminal {
         defer {
             // TCSANOW keeps what the user typed after the secret (the next answer).
             tcsetattr(fd, TCSANOW, &old)
+            HiddenPromptStop.restore(previous)
             FileHandle.standardError.write(Data("\n".utf8))
         }
         var line = SecretLine()
@@ -216,6 +221,59 @@ enum Terminal {
         }
         for i in buffer.indices { buffer[i] = 0 }
         return bytes
+    }
+}
+
+extension Terminal {
+    /// The terminal's modes before the hidden prompt changed them (``HiddenPromptStop``).
+    nonisolated(unsafe) fileprivate static var modesBeforeHidden = termios()
+}
+
+/// SIGTERM or SIGHUP at a hidden prompt: nothing is in flight (the secret is not read yet),
+/// so the process ends at once with 128 + the signal, the terminal's modes put back (echo on)
+/// and one line saying so.
+enum HiddenPromptStop {
+    static let signals = [SIGTERM, SIGHUP]
+
+    /// The lines the handler writes, made once before it can first run: it allocates nothing,
+    /// and reads them without reference counting.
+    nonisolated(unsafe) private static var termLine = UnsafeBufferPointer<UInt8>(start: nil, count: 0)
+    nonisolated(unsafe) private static var hangUpLine = UnsafeBufferPointer<UInt8>(start: nil, count: 0)
+
+    /// The handler: async-signal-safe (`tcsetattr`, `write`, `_exit`).
+    static let handler: @convention(c) (Int32) -> Void = { signal in
+        tcsetattr(STDIN_FILENO, TCSANOW, &Terminal.modesBeforeHidden)
+        let line = signal == SIGHUP ? hangUpLine : termLine
+        _ = write(STDERR_FILENO, line.baseAddress, line.count)
+        _exit(128 + signal)
+    }
+
+    /// Takes both signals for the prompt; returns what handled them before.
+    static func install() -> [sigaction] {
+        if termLine.baseAddress == nil {
+            termLine = UnsafeBufferPointer(copying: line("SIGTERM"))
+            hangUpLine = UnsafeBufferPointer(copying: line("SIGHUP"))
+        }
+        return signals.map { signal in
+            var action = sigaction()
+            action.__sigaction_handler.sa_handler = handler
+            sigemptyset(&action.sa_mask)
+            var previous = sigaction()
+            sigaction(signal, &action, &previous)
+            return previous
+        }
+    }
+
+    /// Hands the signals back to what handled them before ``install()``.
+    static func restore(_ previous: [sigaction]) {
+        for (signal, action) in zip(signals, previous) {
+            var action = action
+            sigaction(signal, &action, nil)
+        }
+    }
+
+    static func line(_ name: String) -> [UInt8] {
+        Array("\nerror[interrupted]: \(name) arrived at the hidden prompt; it ended without reading anything.\n".utf8)
     }
 }
 
@@ -311,5 +369,14 @@ struct SecretLine {
             read(byte)
         }
         for i in kept.indices { kept[i] = 0 }
+    }
+}
+
+extension UnsafeBufferPointer<UInt8> {
+    /// A copy of `bytes` that is never freed (for a signal handler to read).
+    init(copying bytes: [UInt8]) {
+        let storage = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: bytes.count)
+        _ = storage.initialize(from: bytes)
+        self.init(storage)
     }
 }

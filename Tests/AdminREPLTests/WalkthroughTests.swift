@@ -65,6 +65,40 @@ import Testing
         #expect(!audit.stdout.contains("0102030405060708090a0b0c0d0e0f"))
     }
 
+    /// SIGTERM while the hidden prompt waits for the Root Key, from a direct command or from
+    /// the REPL: the process ends at once with 143, the terminal echoing again (it used to die,
+    /// or be ended a grace period later, with echo off), and nothing was wiped.
+    @Test(arguments: [true, false]) func aStopSignalAtTheHiddenPromptGivesTheTerminalBack(_ direct: Bool)
+        async throws
+    {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        _ = try await cli.bootstrap()
+        try await importBackup(cli)
+        let pty = try PTY(arguments: direct ? ["reset", "walkthrough"] : [], environment: cli.environment)
+        if !direct {
+            #expect(await pty.expect("> "), "\(pty.transcript)")
+            pty.send("reset walkthrough\r")
+        }
+        #expect(await pty.expect("backup or factor>"), "\(pty.transcript)")
+        pty.send(Self.backupId + "\r")
+        #expect(await pty.expect("still have ANY factor listed above? (yes/no)>"))
+        pty.send("no\r")
+        #expect(await pty.expect("Issue a reset challenge? (yes/no)>"))
+        pty.send("yes\r")
+        #expect(await pty.expect("a, b or abort>"))
+        pty.send("b\r")
+        #expect(await pty.expect("hidden"))
+        #expect(!pty.echoes)
+        pty.child.signal(SIGTERM)
+        try #require(await pty.waitForExit(), "\(pty.transcript)")
+        #expect(pty.status == 143, "\(pty.transcript)")
+        #expect(pty.echoes)
+        #expect(
+            pty.transcript.contains("error[interrupted]: SIGTERM arrived at the hidden prompt"), "\(pty.transcript)")
+        #expect(try await cli.run(["show", Self.backupId]).status == 0)
+    }
+
     /// A store with the imported backup and a walkthrough that has found it and asks the
     /// runbook's "no reset" question.
     func walkthroughAtTheFactorQuestion(_ cli: inout CLI) async throws -> PTY {
