@@ -37,6 +37,19 @@ public struct BackupAccountID: Hashable, Sendable, Codable, CustomStringConverti
         rawValue = text
     }
 
+    /// An id an operator typed or pasted: ASCII letters in any case (a spreadsheet or a log
+    /// viewer may have upper-cased it), kept as the service writes it, lowercase. The service
+    /// stores a backup under its lowercase id and compares ids as given, so an id sent or looked
+    /// up in upper case names no backup. An id read from the service or an export is parsed as
+    /// it is (``init(_:)``).
+    /// - Throws: ``ConsoleError`` `invalid_backup_account_id`, as ``init(_:)``.
+    public init(typed text: String) throws(ConsoleError) {
+        let lowered =
+            text.utf8.contains(where: { (0x41...0x5A).contains($0) })
+            ? String(decoding: text.utf8.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self) : text
+        try self.init(lowered)
+    }
+
     public init(from decoder: any Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)
         do {

@@ -51,7 +51,7 @@ public struct BackupImporter: Sendable {
                 .init(
                     path: ExportDirectory.indexFile, code: "empty_index",
                     reason:
-                        "The index file holds no rows while the export holds \(names.count) backups (a failed scan?); the lookup rows were built from the metadata instead, and the snapshot is partial."
+                        "The index file holds no rows while the export holds \(names.count) backup\(names.count == 1 ? "" : "s") (a failed scan?); the lookup rows were built from the metadata instead, and the snapshot is partial."
                 ))
             run.index = nil
         }

@@ -22,7 +22,7 @@ public struct BackupIdResolver: Sendable {
     ///   `not_found`, `ambiguous_id` (several backups match; the message lists them).
     public func resolve(_ text: String, tenant: TenantName) async throws(ConsoleError) -> String {
         let typed = LookupQuery.trimmed(text)
-        if let full = try? BackupAccountID(typed) {
+        if let full = try? BackupAccountID(typed: typed) {
             guard try await store.backupExists(tenant: tenant, id: full.rawValue) else {
                 throw ConsoleError.notFound("No backup \(full.abbreviated) in tenant \(tenant).")
             }
@@ -65,7 +65,8 @@ public struct BackupIdResolver: Sendable {
                 break
             }
         }
-        let hex = text.hasPrefix(BackupAccountID.prefix) ? String(text.dropFirst(BackupAccountID.prefix.count)) : text
+        let prefixed = text.lowercased().hasPrefix(BackupAccountID.prefix)
+        let hex = prefixed ? String(text.dropFirst(BackupAccountID.prefix.count)) : text
         let lowered = hex.lowercased()
         guard Hex.isHex(lowered), suffix.map({ Hex.isHex($0.lowercased()) }) ?? true else {
             throw invalid(typed, "expected a Backup Account ID or a prefix of its hex digits")

@@ -112,7 +112,7 @@ public struct LookupService: Sendable {
     /// on a miss, to tell a mistyped id from one that is not there: an id that names a stored
     /// backup is answered as it is, as `show` does.
     func account(_ text: String, tenant: TenantName) async throws(ConsoleError) -> Outcome {
-        let id = try BackupAccountID(LookupQuery.trimmed(text))
+        let id = try BackupAccountID(typed: LookupQuery.trimmed(text))
         guard try await store.backupExists(tenant: tenant, id: id.rawValue) else {
             try BackupAccountKey.validate(id)
             throw ConsoleError.notFound("No backup in tenant \(tenant) has the id \(id.rawValue).")

@@ -38,7 +38,7 @@ public struct ResetService: Sendable {
     ///   it has no such backup; exit-2 errors when the service fails or cannot be reached.
     public func begin(backupAccountId text: String, session: Session) async throws(ConsoleError) -> ResetChallenge {
         try await session.require(.resetBegin)
-        let id = try BackupAccountID(text)
+        let id = try BackupAccountID(typed: text)
         try BackupAccountKey.validate(id)
         let status: BackupServiceWire.StatusResponse
         let issued: (challenge: [UInt8], token: SecretBytes)
@@ -77,7 +77,7 @@ public struct ResetService: Sendable {
     {
         try await session.require(.resetComplete)
         let tokenHash = try ResetToken.hash(token)
-        let expected = try backupAccountId.map { (text) throws(ConsoleError) in try BackupAccountID(text) }
+        let expected = try backupAccountId.map { (text) throws(ConsoleError) in try BackupAccountID(typed: text) }
         guard let entry = try await store.resetChallenge(tokenHash: tokenHash) else {
             guard let expected else {
                 throw ConsoleError(

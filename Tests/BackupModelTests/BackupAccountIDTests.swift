@@ -18,6 +18,21 @@ struct BackupAccountIDTests {
         #expect(id.abbreviated == "backup_account_039797dc…ab5c")
     }
 
+    @Test("an id an operator typed is taken in any case and kept lowercase, as the service writes it")
+    func typed() throws {
+        #expect(try BackupAccountID(typed: Self.valid.uppercased()).rawValue == Self.valid)
+        #expect(
+            try BackupAccountID(typed: "Backup_Account_" + Self.valid.dropFirst(15).uppercased()).rawValue == Self.valid
+        )
+        #expect(try BackupAccountID(typed: Self.valid).rawValue == Self.valid)
+        // Parsed as given, an upper-case id keeps its case (what the service would be sent).
+        #expect(
+            try BackupAccountID(
+                Self.valid.uppercased().replacingOccurrences(of: "BACKUP_ACCOUNT_", with: "backup_account_")
+            ).rawValue != Self.valid)
+        #expect(throws: ConsoleError.self) { try BackupAccountID(typed: "BACKUP_ACCOUNT_ZZ") }
+    }
+
     @Test(
         "what the service rejects, we reject",
         arguments: [

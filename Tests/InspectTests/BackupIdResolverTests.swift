@@ -34,6 +34,10 @@ import Testing
             await #expect(try resolver.resolve(String(hex.prefix(digits)).uppercased(), tenant: t.tenant) == id)
             await #expect(try resolver.resolve(BackupAccountID.prefix + hex.prefix(digits), tenant: t.tenant) == id)
             await #expect(try resolver.resolve(" \(id) ", tenant: t.tenant) == id)
+            // Pasted upper-cased (a spreadsheet, a log viewer): the same backup, not a miss.
+            await #expect(try resolver.resolve(id.uppercased(), tenant: t.tenant) == id)
+            await #expect(try resolver.resolve(BackupAccountID.prefix + hex.uppercased(), tenant: t.tenant) == id)
+            await #expect(try resolver.resolve(String(id.uppercased().prefix(22)), tenant: t.tenant) == id)
             let short = try BackupAccountID(id).abbreviated
             await #expect(try resolver.resolve(short, tenant: t.tenant) == id)
             await #expect(

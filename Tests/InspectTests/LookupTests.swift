@@ -111,6 +111,8 @@ import Testing
         let w = try await World(backend)
         let result = try await w.lookup(.account(w.id))
         #expect(result == LookupResult(backupId: w.id, scope: "ACCOUNT", lookupKey: w.id, kind: "account"))
+        // An id pasted upper-cased names the same backup (the service writes ids lowercase).
+        #expect(try await w.lookup(.account(w.id.uppercased())) == result)
         let missing = try w.t.backupId()
         #expect(await consoleError { _ = try await w.lookup(.account(missing)) }?.code == "not_found")
     }
