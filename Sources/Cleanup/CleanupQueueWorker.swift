@@ -73,8 +73,16 @@ public struct CleanupQueueWorker: Sendable {
                 tenant: tenant, worker: name, limit: batch, now: now, leaseMillis: leaseMillis)
             guard !claimed.isEmpty else { break }
             var renewedAt = now
-            for queued in claimed {
-                guard !shouldStop(), flags.outageMessage == nil else { break }
+            for (position, queued) in claimed.enumerated() {
+                guard !shouldStop(), flags.outageMessage == nil else {
+                    // Asked to stop: the items not begun go back now, for another worker, instead
+                    // of when their lease lapses. Turnkey out: they keep the claim, which holds
+                    // every worker off them for a lease.
+                    if flags.outageMessage == nil {
+                        await handBack(claimed[position...], tenant: tenant, store: store)
+                    }
+                    break
+                }
                 let clock = service.timing.clock.millis()
                 if clock - renewedAt >= leaseMillis / 3 {
                     let held = try await store.renewCleanupClaims(
@@ -109,6 +117,23 @@ public struct CleanupQueueWorker: Sendable {
             }
         }
         return outcomes
+    }
+
+    /// Releases claims on items this worker has not begun; a store that fails leaves them to
+    /// their lease.
+    private func handBack(
+        _ items: ArraySlice<QueuedCleanupItem>, tenant: TenantName, store: any CleanupQueueStore
+    ) async {
+        for queued in items {
+            do {
+                try await store.releaseCleanupClaim(tenant: tenant, worker: name, subOrgId: queued.item.subOrgId)
+            } catch {
+                service.logger.warning(
+                    "cleanup item \(queued.item.subOrgId) of \(tenant) stays claimed until its lease lapses: \(error.message)"
+                )
+                return
+            }
+        }
     }
 
     /// Takes an item off the queue because its queuer's word no longer holds; an operator who

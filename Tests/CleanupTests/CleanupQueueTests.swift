@@ -92,6 +92,26 @@ import Turnkey
     }
 
     @Test(
+        "a worker told to stop hands back the items it claimed and did not begin: another takes them at once",
+        arguments: TestBackend.available)
+    func aStoppedWorkerHandsBackItsClaims(backend: TestBackend) async throws {
+        let fixture = try await CleanupFixture(orphanCount: 6, backend: backend)
+        defer { Task { await fixture.stop() } }
+        let service = fixture.service(budget: 1000)
+        _ = try await queueEverything(fixture, service)
+        let tenant = fixture.session.tenantName
+        var stopping = worker(fixture, service, "stopping")
+        stopping.batch = 10
+        // Not stopped when it claims; stopped from its first item on.
+        let asked = Counter()
+        #expect(try await stopping.drain(tenant: tenant, shouldStop: { asked.next() > 1 }).isEmpty)
+        #expect(await fixture.sandbox.deleteBodies.isEmpty)
+        // No clock moved: without the hand-back these are claimed for the lease.
+        let done = try await worker(fixture, service, "next").drain(tenant: tenant)
+        #expect(Set(done.map(\.subOrgId)) == Set(fixture.orphans) && done.allSatisfy { $0.outcome == "deleted" })
+    }
+
+    @Test(
         "the tenant's Turnkey rate is one for all workers: burst at once, then one per interval",
         arguments: TestBackend.available)
     func oneSharedRate(backend: TestBackend) async throws {
