@@ -304,7 +304,8 @@ struct Executor {
         let option = shown.split(separator: " ").first.map(String.init) ?? ""
         guard let at = words.firstIndex(of: option), at + 1 < words.count else { return nil }
         let value = words[at + 1]
-        guard value.count > 1, value.hasPrefix("-"), value.dropFirst().allSatisfy({ $0.isNumber || $0 == "." })
+        guard value.hasPrefix("-"), value.dropFirst().first?.isNumber == true,
+            value.dropFirst().allSatisfy({ $0.isNumber || $0 == "." })
         else { return nil }
         return "Invalid value '\(SecretShape.excerpt(value, limit: 24))' for '\(shown)': it cannot be negative."
     }

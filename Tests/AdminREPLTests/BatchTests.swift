@@ -138,6 +138,10 @@ import Testing
         #expect(missing.status == 64 && missing.stderr.contains("Missing value for '--limit"), "\(missing.stderr)")
         let notANumber = Executor.negativeValue("Missing value for '--limit <limit>'", words: ["--limit", "-x"])
         #expect(notANumber == nil)
+        #expect(Executor.negativeValue("Missing value for '--limit <limit>'", words: ["--limit", "-."]) == nil)
+        #expect(
+            Executor.negativeValue("Missing value for '--max <max>'", words: ["cleanup", "run", "--max", "-2.5"])
+                == "Invalid value '-2.5' for '--max <max>': it cannot be negative.")
     }
 
     @Test(arguments: CLI.Mode.allCases) func missingOrWrongTokenIsPermissionDenied(_ mode: CLI.Mode) async throws {
