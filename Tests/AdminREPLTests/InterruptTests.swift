@@ -128,48 +128,35 @@ import Testing
     /// command for good: it is ended `BACKUPCTL_STOP_GRACE_SECONDS` after the signal, with a line
     /// that says its outcome is unknown, and 143.
     @Test func aCommandStuckOnAServerThatDoesNotAnswerEndsAfterTheSignal() async throws {
-        let silent = try StallingServer(head: "")
-        defer { silent.stop() }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("stuck-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let child = try BackupctlBinary.start(
-            ["--server", silent.baseURL, "whoami"],
-            environment: [
-                "PATH": "/usr/bin:/bin", "HOME": directory.path, "XDG_CONFIG_HOME": directory.path,
-                "BACKUPCTL_TOKEN": "bctl_" + String(repeating: "Q", count: 43),
-                "BACKUPCTL_STOP_GRACE_SECONDS": "2",
-            ])
-        // Bounded: the request reaches the server within the first minute.
-        for _ in 0..<600 where silent.requests == 0 && child.isRunning {
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        #expect(silent.requests == 1)
-        child.signal(SIGTERM)
-        let ended = await child.wait(seconds: 60)
-        if ended == nil { _ = await child.kill() }
-        #expect(ended == .exited(143), "\(child.stderr)")
-        #expect(child.stderr.contains("error[interrupted]") && child.stderr.contains("outcome is unknown"))
+        try await Self.stuckOnASilentServerEndsAfterTheSignal { _ in ["whoami"] }
     }
 
     /// The same in a script, on a line after others: the run's one watchdog, started by its
     /// first line, still ends the stuck one.
     @Test func aScriptLineStuckOnAServerThatDoesNotAnswerEndsAfterTheSignal() async throws {
+        try await Self.stuckOnASilentServerEndsAfterTheSignal { directory in
+            let script = directory.appendingPathComponent("stuck.bctl")
+            try "set format json\nset color never\nwhoami\n".write(to: script, atomically: true, encoding: .utf8)
+            return ["-f", script.path]
+        }
+    }
+
+    /// Runs `backupctl --server SILENT` with the arguments `given` makes in a scratch directory,
+    /// sends SIGTERM once its request reached the server (bounded: a minute), and expects 143
+    /// with the line that says the outcome is unknown.
+    static func stuckOnASilentServerEndsAfterTheSignal(_ given: (URL) throws -> [String]) async throws {
         let silent = try StallingServer(head: "")
         defer { silent.stop() }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("stuck-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let script = directory.appendingPathComponent("stuck.bctl")
-        try "set format json\nset color never\nwhoami\n".write(to: script, atomically: true, encoding: .utf8)
         let child = try BackupctlBinary.start(
-            ["--server", silent.baseURL, "-f", script.path],
+            ["--server", silent.baseURL] + (try given(directory)),
             environment: [
                 "PATH": "/usr/bin:/bin", "HOME": directory.path, "XDG_CONFIG_HOME": directory.path,
                 "BACKUPCTL_TOKEN": "bctl_" + String(repeating: "Q", count: 43),
                 "BACKUPCTL_STOP_GRACE_SECONDS": "2",
             ])
-        // Bounded: the third line's request reaches the server within the first minute.
         for _ in 0..<600 where silent.requests == 0 && child.isRunning {
             try await Task.sleep(for: .milliseconds(100))
         }
