@@ -39,28 +39,41 @@ cleanup() {
 }
 trap cleanup EXIT
 export HOME=$WORK XDG_DATA_HOME=$WORK/data XDG_STATE_HOME=$WORK/state XDG_CONFIG_HOME=$WORK/config
-export BACKUPCTL_DB=$WORK/console.db
 
 # A store with a sandbox tenant of seeded backups, an admin and a viewer; tokens go to files
-# (mode 0600 in the scratch directory), never into arguments.
+# (mode 0600 in the scratch directory), never into arguments. Each role's fuzzing gets a fresh
+# one (`fresh_store NAME`): the admin's generated requests change who may do what (a generated
+# `operator.grant` made the viewer an admin once, and the "viewer" run then seeded millions of
+# backups), so a run as the viewer after them would test another role.
 umask 077
-"$BIN" --format json init --admin root | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])' >"$WORK/admin.token"
-export BACKUPCTL_TOKEN=$(cat "$WORK/admin.token")
-"$BIN" --tenant sandbox seed --backups 20 --orphans 3 --seed 7 >/dev/null
-"$BIN" --format json operator add vera --tenant sandbox --role viewer \
-    | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])' >"$WORK/viewer.token"
-BACKUP_ID=$("$BIN" --tenant sandbox --format json backups list --limit 1 \
-    | python3 -c 'import json,sys; print(json.load(sys.stdin)["backups"][0]["backupId"])')
-echo "BACKUP_ID=$BACKUP_ID"
+fresh_store() {
+    export BACKUPCTL_DB=$WORK/console-$1.db
+    "$BIN" --format json init --admin root \
+        | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])' >"$WORK/admin.token"
+    export BACKUPCTL_TOKEN=$(cat "$WORK/admin.token")
+    "$BIN" --tenant sandbox seed --backups 20 --orphans 3 --seed 7 >/dev/null
+    "$BIN" --format json operator add vera --tenant sandbox --role viewer \
+        | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])' >"$WORK/viewer.token"
+    BACKUP_ID=$("$BIN" --tenant sandbox --format json backups list --limit 1 \
+        | python3 -c 'import json,sys; print(json.load(sys.stdin)["backups"][0]["backupId"])')
+    echo "BACKUP_ID=$BACKUP_ID"
+}
+fresh_store client
 
 # The request and refusal budgets are raised so that generated requests reach the operations'
-# own logic instead of mostly 429 (the limits have tests of their own).
-"$BIN" serve --listen 127.0.0.1:0 --operator-rate 0 --operator-denials 1000000 \
-    >"$WORK/serve.out" 2>"$WORK/serve.log" &
-SERVER_PID=$!
-for _ in $(seq 100); do grep -q listening "$WORK/serve.out" && break; sleep 0.1; done
-URL=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["listening"])' "$WORK/serve.out")
-echo "SERVER=$URL"
+# own logic instead of mostly 429 (the limits have tests of their own). `start_server` stops
+# the one before: a generated admin `seed` may ask for ten million backups, and a client that
+# timed out but kept its connection open keeps such a job writing (as it should).
+start_server() {
+    if [[ -n "$SERVER_PID" ]]; then kill "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null; fi
+    "$BIN" serve --listen 127.0.0.1:0 --operator-rate 0 --operator-denials 1000000 \
+        >"$WORK/serve.out" 2>>"$WORK/serve.log" &
+    SERVER_PID=$!
+    for _ in $(seq 100); do grep -q listening "$WORK/serve.out" && break; sleep 0.1; done
+    URL=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["listening"])' "$WORK/serve.out")
+    echo "SERVER=$URL"
+}
+start_server
 curl -sf "$URL/openapi.json" >"$WORK/openapi.json"
 
 status=0
@@ -85,6 +98,8 @@ TOML
 # token and test nothing but the sign-in limit.
 rotate='/v1/ops/operator\.token\.rotate$'
 for who in admin viewer; do
+    fresh_store "$who"
+    start_server
     for part in --exclude-path-regex --include-path-regex; do
         echo "== schemathesis --checks all as $who ($part $rotate)"
         # From the scratch directory: schemathesis keeps its cache in the working directory.
