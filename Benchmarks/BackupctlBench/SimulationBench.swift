@@ -43,7 +43,8 @@ struct SimulationBench: BenchSuite {
         try await access.createTenant(TenantRecord(name: tenant, isSandbox: false, createdAt: 0), by: op)
         _ = try await store.importExport(
             directory: URL(fileURLWithPath: out + "/" + Simulator.exportDirectory), tenant: tenant, dryRun: false,
-            operatorName: "bench", setAside: [], clock: { Int64(Date().timeIntervalSince1970) }, progress: nil)
+            operatorName: "bench", setAside: [], snapshotAt: nil, clock: { Int64(Date().timeIntervalSince1970) },
+            progress: nil)
         let state = try SandboxStateFile.loadOrCreate(path: out + "/" + Simulator.turnkeyStateFile, subOrgCount: 0)
         let (sandbox, _) = try await state.makeSandbox()
         let server = try await SandboxServer.start(sandbox)

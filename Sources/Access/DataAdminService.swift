@@ -81,7 +81,8 @@ public struct DataAdminService: Sendable {
         let clock = self.clock
         var report = try await store.importExport(
             directory: root, tenant: session.tenantName, dryRun: dryRun,
-            operatorName: session.operatorName.rawValue, setAside: setAside, clock: { clock.seconds },
+            operatorName: session.operatorName.rawValue, setAside: setAside, snapshotAt: snapshotTime,
+            clock: { clock.seconds },
             progress: progress)
         report.snapshotAt = snapshotTime.map(Timestamp.format)
         // A backup (or index row) the import refused is not in the console: a "complete"

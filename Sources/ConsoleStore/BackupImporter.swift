@@ -32,9 +32,11 @@ public struct BackupImporter: Sendable {
     ///   or the store fails; problems with single files are in the report instead.
     /// - Parameter setAside: backups of the tenant a complete snapshot no longer holds (see
     ///   ``ImportRun/setAside``); their factors may be claimed by the export's backups.
+    /// - Parameter snapshotAt: when the copy was taken, if known: the backups it holds as stored
+    ///   are confirmed as of then (else as of the import).
     public func run(
         directory: URL, tenant: TenantName, dryRun: Bool, operatorName: String, setAside: Set<String> = [],
-        progress: ((Int) throws(ConsoleError) -> Void)? = nil
+        snapshotAt: Int64? = nil, progress: ((Int) throws(ConsoleError) -> Void)? = nil
     ) async throws(ConsoleError) -> ImportReport {
         guard try await store.tenant(tenant) != nil else { throw .notFound("Tenant \(tenant) does not exist.") }
         let export = ExportDirectory(root: directory)
@@ -56,6 +58,7 @@ public struct BackupImporter: Sendable {
             run.index = nil
         }
         run.exportIds = Set(names)
+        run.seenAt = snapshotAt
         run.setAside = setAside.subtracting(run.exportIds)
         for (done, name) in names.enumerated() {
             run.report.backupsSeen += 1
@@ -68,6 +71,7 @@ public struct BackupImporter: Sendable {
         }
         try await run.considerDeferred()
         try await run.flush()
+        try await run.confirmUnchanged()
         try await run.importOrphanRows()
         if !dryRun {
             let r = run.report
@@ -90,11 +94,11 @@ extension ConsoleStore {
     /// (one `COPY` per batch on PostgreSQL).
     public func importExport(
         directory: URL, tenant: TenantName, dryRun: Bool, operatorName: String, setAside: Set<String>,
-        clock: @escaping @Sendable () -> Int64, progress: ((Int) throws(ConsoleError) -> Void)?
+        snapshotAt: Int64?, clock: @escaping @Sendable () -> Int64, progress: ((Int) throws(ConsoleError) -> Void)?
     ) async throws(ConsoleError) -> ImportReport {
         try await BackupImporter(store: self, clock: clock).run(
             directory: directory, tenant: tenant, dryRun: dryRun, operatorName: operatorName, setAside: setAside,
-            progress: progress)
+            snapshotAt: snapshotAt, progress: progress)
     }
 }
 

@@ -60,6 +60,10 @@ public protocol ConsoleStore: Sendable {
     func backupExists(tenant: TenantName, id: String) async throws(ConsoleError) -> Bool
     /// Which of `ids` the tenant holds: one read per 500 ids (a batch of a seed or an import).
     func existingBackupIds(tenant: TenantName, among ids: [String]) async throws(ConsoleError) -> Set<String>
+    /// Records that an import found these backups as stored, in a copy of `seenAt` (unix
+    /// seconds): their `updated_at` moves up to it, never down. A complete snapshot taken before
+    /// that moment cannot then retire them (``LiveTenantStore/backupIdsWritten(tenant:since:)``).
+    func confirmBackups(tenant: TenantName, ids: [String], seenAt: Int64) async throws(ConsoleError)
     func backupCount(tenant: TenantName) async throws(ConsoleError) -> Int
     /// Backup ids starting with `prefix`, in id order, at most `limit` (id prefixes, completion).
     func backupIds(tenant: TenantName, prefix: String, limit: Int) async throws(ConsoleError) -> [String]
@@ -101,9 +105,11 @@ public protocol ConsoleStore: Sendable {
     ///   - clock: Unix seconds for the records' `importedAt` / `updatedAt`.
     ///   - progress: called after each backup directory with the number done so far.
     ///   - setAside: backups a complete snapshot no longer holds: their factors are free to claim.
+    ///   - snapshotAt: when the copy was taken, if known; the backups it holds unchanged are
+    ///     confirmed as of then, else as of `clock` (``confirmBackups(tenant:ids:seenAt:)``).
     func importExport(
         directory: URL, tenant: TenantName, dryRun: Bool, operatorName: String, setAside: Set<String>,
-        clock: @escaping @Sendable () -> Int64, progress: ((Int) throws(ConsoleError) -> Void)?
+        snapshotAt: Int64?, clock: @escaping @Sendable () -> Int64, progress: ((Int) throws(ConsoleError) -> Void)?
     ) async throws(ConsoleError) -> ImportReport
 
     // MARK: Turnkey sub-organization references

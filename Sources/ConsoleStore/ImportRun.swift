@@ -18,6 +18,11 @@ struct ImportRun {
     /// pk → backup, for every backup accepted in this run (its rows replace its stored ones).
     private var claims: [String: String] = [:]
     private var accepted: Set<String> = []
+    /// When the copy was taken (its snapshot time, else the import's own time): what a backup
+    /// found unchanged is confirmed as of (``ConsoleStore/confirmBackups(tenant:ids:seenAt:)``).
+    var seenAt: Int64?
+    /// Backups found as stored, not yet confirmed.
+    private var unchanged: [String] = []
     private var batch: [BackupWrite] = []
     private var batchBytes = 0
     /// Backups whose factor another backup of the export still owns in the store, and which
@@ -94,6 +99,8 @@ struct ImportRun {
         if keepsBlob { entry.blobSHA256 = existing?.blobSHA256 }
         if let existing, try await isUnchanged(entry, existing: existing, rows: lookupRows) {
             report.unchanged += 1
+            unchanged.append(id)
+            if unchanged.count >= 500 { try await confirmUnchanged() }
             return
         }
         if keepsBlob {
@@ -171,6 +178,14 @@ struct ImportRun {
                 }
             }
         }
+    }
+
+    /// Confirms the backups found as stored since the last call: the copy saw them exist, so a
+    /// complete snapshot older than it cannot retire them.
+    mutating func confirmUnchanged() async throws(ConsoleError) {
+        defer { unchanged = [] }
+        guard !dryRun, !unchanged.isEmpty else { return }
+        try await store.confirmBackups(tenant: tenant, ids: unchanged, seenAt: seenAt ?? importer.clock())
     }
 
     /// Imports the index rows whose backup is not in the export, as they are, and reports them.

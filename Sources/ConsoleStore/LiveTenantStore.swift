@@ -47,8 +47,9 @@ public protocol LiveTenantStore: CleanupJournalStore, AuditCheckpointStore {
     ) async throws(ConsoleError) -> (snapshot: SnapshotRecord, retired: [String])
     /// Every backup id of the tenant, in id order.
     func backupIds(tenant: TenantName) async throws(ConsoleError) -> [String]
-    /// The tenant's backups written at `time` (Unix seconds) or later: what a complete snapshot
-    /// taken at `time` may lack without proving anything.
+    /// The tenant's backups written at `time` (Unix seconds) or later, or found unchanged by an
+    /// import of a copy that new (``ConsoleStore/confirmBackups(tenant:ids:seenAt:)``): what a
+    /// complete snapshot taken at `time` may lack without proving anything.
     func backupIdsWritten(tenant: TenantName, since time: Int64) async throws(ConsoleError) -> Set<String>
     /// Deletes backups a complete snapshot no longer holds (metadata, blob, lookup rows, sub-org
     /// refs) and queues their sub-orgs with reason `retired`, naming the backup; one transaction.

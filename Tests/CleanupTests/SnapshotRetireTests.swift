@@ -253,6 +253,51 @@ import Turnkey
         await f.stop()
     }
 
+    @Test(
+        "a backup a later copy held unchanged is not retired by a complete snapshot taken before that copy; an older copy, a dry run or another tenant does not hold it",
+        arguments: TestBackend.available)
+    func anUnchangedReimportHoldsItsBackup(backend: TestBackend) async throws {
+        let f = try await CleanupFixture(backups: 12, orphanCount: 0, live: true, backend: backend)
+        let tenant = f.session.tenantName
+        let ids = try await f.store.backupIds(tenant: tenant)
+        var all: [BackupMetadata] = []
+        for id in ids { all.append(try await Self.metadata(f, id)) }
+        let admin = DataAdminService(store: f.store, clock: .manual(f.time))
+        f.time.advance(byMillis: 1000)
+        let start = f.time.now / 1000
+        _ = try await admin.importExport(
+            directory: try Self.export(all, in: f, name: "whole", at: start).path, dryRun: false, session: f.session)
+        f.time.advance(byMillis: 120_000)
+        /// A partial copy of `backups`, as stored, taken at `at` (`nil`: a time unknown).
+        func partial(_ backups: [BackupMetadata], _ name: String, at: Int64?, dryRun: Bool = false) async throws {
+            let dir = try Self.export(backups, in: f, name: name, at: 0)
+            try FileManager.default.removeItem(at: dir.appendingPathComponent(SnapshotManifest.fileName))
+            let report = try await admin.importExport(
+                directory: dir.path, dryRun: dryRun, session: f.session, snapshotAt: at.map(Timestamp.format))
+            #expect(report.unchanged == backups.count && report.imported == 0 && !report.complete, "\(report)")
+        }
+        // Backup 0 was in a copy taken at +100 s, backup 3 in one of unknown time imported now;
+        // backup 1 only in a copy of +40 s, backup 2 only in a dry run of +100 s.
+        try await partial([all[0]], "later", at: start + 100)
+        try await partial([all[3]], "untimed", at: nil)
+        try await partial([all[1]], "earlier", at: start + 40)
+        try await partial([all[2]], "dry", at: start + 100, dryRun: true)
+        // A copy of +60 s that lacks all four retires 1 and 2 only, and counts only them.
+        let copy = try Self.export(Array(all.dropFirst(4)), in: f, name: "copy", at: start + 60)
+        let dry = try await admin.importExport(
+            directory: copy.path, dryRun: true, session: f.session, retireAtMost: 2)
+        #expect(dry.complete && dry.retired == [ids[1], ids[2]], "\(dry.retired)")
+        let report = try await admin.importExport(
+            directory: copy.path, dryRun: false, session: f.session, retireAtMost: 2)
+        #expect(report.complete && report.retired == [ids[1], ids[2]], "\(report.retired)")
+        #expect(try await f.store.backupIds(tenant: tenant) == [ids[0], ids[3]] + Array(ids.dropFirst(4)))
+        // A confirmation moves a backup's time up only, and only in its own tenant.
+        try await f.store.confirmBackups(tenant: tenant, ids: [ids[0]], seenAt: start)
+        try await f.store.confirmBackups(tenant: try TenantName("elsewhere"), ids: [ids[4]], seenAt: start + 500)
+        #expect(try await f.store.backupIdsWritten(tenant: tenant, since: start + 61) == [ids[0], ids[3]])
+        await f.stop()
+    }
+
     @Test("a complete snapshot recorded while another import ran retires nothing", arguments: TestBackend.available)
     func aRacingImportRetiresNothing(backend: TestBackend) async throws {
         let f = try await CleanupFixture(backups: 6, orphanCount: 0, live: true, backend: backend)

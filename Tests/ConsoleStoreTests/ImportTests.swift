@@ -196,7 +196,7 @@ struct ImportTests {
             let afterFirst = try await store.auditEntries(tenant: nil, afterSeq: 0, limit: 1000)
             // One batch entry plus one `import` entry, not one per backup.
             #expect(afterFirst.count - auditBefore == 2)
-            let updatedAt = try await store.backup(tenant: alpha, id: metas[0].id)?.updatedAt
+            let stored = try #require(try await store.backup(tenant: alpha, id: metas[0].id))
 
             let again = try await BackupImporter(store: store) { 1_790_000_000 }
                 .run(directory: export.root, tenant: alpha, dryRun: false, operatorName: "tester")
@@ -204,7 +204,11 @@ struct ImportTests {
             let afterSecond = try await store.auditEntries(tenant: nil, afterSeq: 0, limit: 1000)
             #expect(afterSecond.count - afterFirst.count == 1)
             #expect(afterSecond.last?.action == "import")
-            #expect(try await store.backup(tenant: alpha, id: metas[0].id)?.updatedAt == updatedAt)
+            // Found as stored, the backup is only confirmed: its time moves to the import's.
+            var confirmed = try #require(try await store.backup(tenant: alpha, id: metas[0].id))
+            #expect(confirmed.updatedAt == 1_790_000_000)
+            confirmed.updatedAt = stored.updatedAt
+            #expect(confirmed == stored)
 
             // A changed blob makes that backup (only) be rewritten.
             try Data([42]).write(to: export.root.appendingPathComponent("\(metas[2].id)/backup"))

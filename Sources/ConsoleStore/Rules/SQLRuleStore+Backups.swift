@@ -37,6 +37,21 @@ extension SQLRuleStore {
         }
     }
 
+    public func confirmBackups(tenant: TenantName, ids: [String], seenAt: Int64) async throws(ConsoleError) {
+        guard !ids.isEmpty else { return }
+        try await driver.transaction("recording \(ids.count) backups an import found unchanged") { session in
+            for start in stride(from: 0, to: ids.count, by: 500) {
+                let chunk = ids[start..<min(start + 500, ids.count)].map { SQLStatement("\($0)") }
+                try await session.execute(
+                    """
+                    UPDATE backups SET updated_at = \(seenAt)
+                    WHERE tenant = \(tenant.rawValue) AND updated_at < \(seenAt)
+                        AND backup_id IN (\(SQLStatement.joined(chunk, separator: ", ")))
+                    """)
+            }
+        }
+    }
+
     public func backupCount(tenant: TenantName) async throws(ConsoleError) -> Int {
         try await driver.read("counting backups") { session in
             try await session.value("SELECT count(*) FROM backups WHERE tenant = \(tenant.rawValue)", as: Int.self) ?? 0

@@ -90,8 +90,8 @@ extension SQLRuleStore {
             }
             var retired: [String] = []
             for id in ids {
-                // Written after the copy began (or in its second: times are whole seconds): the
-                // copy may lack it, so its absence proves nothing.
+                // Written after the copy began (or in its second: times are whole seconds), or
+                // found as stored by an import of a copy that new: its absence proves nothing.
                 if let written = try await session.value(
                     "SELECT updated_at FROM backups WHERE tenant = \(tenant.rawValue) AND backup_id = \(id)",
                     as: Int64.self),
