@@ -8,6 +8,9 @@ import Foundation
 public struct DataAdminService: Sendable {
     let store: any SandboxStore
     let clock: WallClock
+    /// Reached once an import's backups are written, before its snapshot is recorded: a test
+    /// records a racing import's snapshot here.
+    var beforeRecording: @Sendable () async throws(ConsoleError) -> Void = {}
 
     public init(store: any SandboxStore, clock: WallClock = .system) {
         self.store = store
@@ -27,7 +30,9 @@ public struct DataAdminService: Sendable {
     /// snapshot that would retire more than the tenant's allowance
     /// (``TenantPolicy/retireAllowance(of:)``) changes nothing unless `retireAtMost` covers the count.
     /// - Throws: `invalid_export_manifest`, `invalid_snapshot_time`, `retire_refused` (a complete
-    ///   export that holds no backup at all), `retire_threshold_exceeded`, and the importer's errors.
+    ///   export that holds no backup at all), `retire_threshold_exceeded`, `snapshot_older`,
+    ///   `snapshot_raced` (another import recorded a snapshot meanwhile; the last three audited as
+    ///   `import.refused`), and the importer's errors.
     public func importExport(
         directory: String, dryRun: Bool, session: Session, snapshotAt: String? = nil, complete: Bool = false,
         retireAtMost: Int? = nil, progress: ((Int) throws(ConsoleError) -> Void)? = nil
@@ -111,25 +116,36 @@ public struct DataAdminService: Sendable {
                 let record = SnapshotRecord(
                     snapshotAt: snapshotTime, complete: trusted, importedAt: now, backups: report.backupsSeen,
                     retired: report.retired.count)
+                try await beforeRecording()
                 if trusted {
                     let retireAudit = Self.retireDetails(retireAtMost: retireAtMost, snapshotAt: snapshotAt)
                     let snapshotAudit = session.audit("import.snapshot", details: [:])
                     let retireDraft = session.audit("import.retire", details: [:])
-                    report.retired = try await live.recordCompleteSnapshot(
-                        tenant: session.tenantName, record, retiring: report.retired, newestSeqSeen: seqSeen,
-                        audits: { retired in
-                            var drafts: [AuditDraft] = []
-                            if !retired.isEmpty {
-                                var draft = retireDraft
-                                draft.details = retireAudit(retired)
-                                drafts.append(draft)
+                    do {
+                        report.retired = try await live.recordCompleteSnapshot(
+                            tenant: session.tenantName, record, retiring: report.retired, newestSeqSeen: seqSeen,
+                            audits: { retired in
+                                var drafts: [AuditDraft] = []
+                                if !retired.isEmpty {
+                                    var draft = retireDraft
+                                    draft.details = retireAudit(retired)
+                                    drafts.append(draft)
+                                }
+                                var snapshot = snapshotAudit
+                                snapshot.details = details(retired)
+                                drafts.append(snapshot)
+                                return drafts
                             }
-                            var snapshot = snapshotAudit
-                            snapshot.details = details(retired)
-                            drafts.append(snapshot)
-                            return drafts
-                        }
-                    ).retired
+                        ).retired
+                    } catch  where error.code == "snapshot_raced" {
+                        // Its backups are written; what it would have retired is not.
+                        throw await refused(
+                            error,
+                            [
+                                "snapshotAt": snapshotAt, "backups": "\(seen)", "imported": "\(report.imported)",
+                                "wouldRetire": "\(report.retired.count)",
+                            ], dryRun: false, session: session)
+                    }
                 } else {
                     try await live.recordSnapshot(
                         tenant: session.tenantName, record,

@@ -1,4 +1,3 @@
-import Access
 import BackupCrypto
 import BackupModel
 import BackupService
@@ -10,6 +9,7 @@ import SQLiteStore
 import Testing
 import Turnkey
 
+@testable import Access
 @testable import Cleanup
 @testable import TurnkeySandbox
 
@@ -331,6 +331,47 @@ import Turnkey
             tenant: tenant, SnapshotRecord(snapshotAt: now, complete: true, importedAt: now, backups: 5, retired: 0),
             retiring: [ids[0]], newestSeqSeen: seen + 2, audits: { _ in [f.session.audit("test")] })
         #expect(done.retired == [ids[0]] && done.snapshot.retired == 1 && done.snapshot.seq == seen + 3)
+        await f.stop()
+    }
+
+    @Test(
+        "an import whose snapshot another import recorded first retires nothing, keeps what it wrote, and is audited",
+        arguments: TestBackend.available)
+    func aRacedImportIsAudited(backend: TestBackend) async throws {
+        let f = try await CleanupFixture(backups: 6, orphanCount: 0, live: true, backend: backend)
+        let tenant = f.session.tenantName
+        let ids = try await f.store.backupIds(tenant: tenant)
+        var all: [BackupMetadata] = []
+        for id in ids { all.append(try await Self.metadata(f, id)) }
+        f.time.advance(byMillis: 1000)
+        let now = f.time.now / 1000
+        let seen = try await f.store.newestSnapshotSeq(tenant: tenant)
+        // The copy lacks backup 0 and changes backup 1; the other import records its snapshot
+        // after this one's backups are written and before this one records.
+        let dir = try Self.export(Array(all.dropFirst()), in: f, name: "raced", at: now)
+        var changed = all[1]
+        changed.factors.removeLast()
+        try changed.encoded(.stored).write(to: dir.appendingPathComponent(all[1].id).appendingPathComponent("metadata"))
+        var admin = DataAdminService(store: f.store, clock: .manual(f.time))
+        let store = f.store
+        admin.beforeRecording = { () throws(ConsoleError) in
+            try await store.recordSnapshot(
+                tenant: tenant,
+                SnapshotRecord(snapshotAt: now, complete: false, importedAt: now, backups: 1, retired: 0), audit: nil)
+        }
+        let raced = await #expect(throws: ConsoleError.self) {
+            _ = try await admin.importExport(directory: dir.path, dryRun: false, session: f.session, retireAtMost: 1)
+        }
+        #expect(raced?.code == "snapshot_raced", "\(raced?.message ?? "")")
+        #expect(try await f.store.backupIds(tenant: tenant) == ids)
+        #expect(try await Self.metadata(f, ids[1]) == changed)
+        let newest = try #require(try await f.store.newestSnapshot(tenant: tenant))
+        #expect(newest.seq == seen + 1 && !newest.complete)
+        let entry = try #require(try await f.store.latestAuditEntries(tenant: tenant, limit: 1).last)
+        #expect(entry.action == "import.refused" && entry.operatorName == f.session.operatorName.rawValue)
+        #expect(entry.details["code"] == "snapshot_raced" && entry.details["outcome"] == "failure", "\(entry.details)")
+        #expect(entry.details["wouldRetire"] == "1" && entry.details["imported"] == "1", "\(entry.details)")
+        #expect(entry.details["backups"] == "5" && entry.details["snapshotAt"] == Timestamp.format(now))
         await f.stop()
     }
 
