@@ -31,7 +31,7 @@ public struct DataAdminService: Sendable {
     /// (``TenantPolicy/retireAllowance(of:)``) changes nothing unless `retireAtMost` covers the count.
     /// - Throws: `invalid_export_manifest`, `invalid_snapshot_time`, `retire_refused` (a complete
     ///   export that holds no backup at all), `retire_threshold_exceeded`, `snapshot_older`,
-    ///   `snapshot_raced` (another import recorded a snapshot meanwhile; the last three audited as
+    ///   `snapshot_raced` (another import recorded a snapshot meanwhile; these four audited as
     ///   `import.refused`), and the importer's errors.
     public func importExport(
         directory: String, dryRun: Bool, session: Session, snapshotAt: String? = nil, complete: Bool = false,
@@ -60,10 +60,11 @@ public struct DataAdminService: Sendable {
         }
         let held = isComplete ? try SnapshotManifest.backupIds(in: root) : []
         if isComplete && held.isEmpty {
-            throw ConsoleError(
-                .conflict, code: "retire_refused",
-                "A complete snapshot with no backup directories would retire every backup of \(session.tenantName); refusing. Check the export."
-            )
+            throw await refused(
+                ConsoleError(
+                    .conflict, code: "retire_refused",
+                    "A complete snapshot with no backup directories would retire every backup of \(session.tenantName); refusing. Check the export."
+                ), ["snapshotAt": snapshotTime.map(Timestamp.format) ?? "unknown"], dryRun: dryRun, session: session)
         }
         let live = store as? any LiveTenantStore
         if isComplete, let live, let taken = snapshotTime,

@@ -413,6 +413,22 @@ import Turnkey
         }
         #expect(contradicted?.kind == .usage && contradicted?.message.contains("contradicts") == true)
         #expect(try await f.store.backupIds(tenant: tenant) == ids)
+        // A complete export that holds no backup: refused, and audited unless a dry run.
+        try FileManager.default.createDirectory(
+            at: f.directory.appendingPathComponent("hollow"), withIntermediateDirectories: true)
+        let hollow = try Self.export([], in: f, name: "hollow", at: now)
+        let before = try await f.store.latestAuditEntries(tenant: tenant, limit: 3)
+        for dryRun in [true, false] {
+            let refused = await #expect(throws: ConsoleError.self) {
+                _ = try await admin.importExport(directory: hollow.path, dryRun: dryRun, session: f.session)
+            }
+            #expect(refused?.code == "retire_refused", "\(refused?.message ?? "")")
+        }
+        let after = try await f.store.latestAuditEntries(tenant: tenant, limit: 4)
+        #expect(Array(after.dropLast()) == before)
+        #expect(after.last?.action == "import.refused" && after.last?.details["code"] == "retire_refused")
+        #expect(after.last?.details["snapshotAt"] == Timestamp.format(now), "\(after.last?.details ?? [:])")
+        #expect(try await f.store.backupIds(tenant: tenant) == ids)
         await f.stop()
     }
 
