@@ -15,6 +15,12 @@ public struct SandboxSeeder: Sendable {
     /// Unix seconds.
     public let clock: @Sendable () -> Int64
     public var batchSize = 1000
+    /// What one synthetic backup takes in the store, rounded up (blob, metadata, index rows,
+    /// sub-org, audit share: 21.5 KB measured on SQLite).
+    static let bytesPerBackup: Int64 = 24 * 1024
+    /// Disk left free after a seed: a full disk fails every write of every tenant, audit
+    /// appends (so every read) included.
+    var spareBytes: Int64 = 1_000_000_000
 
     public init(
         store: any SandboxStore, clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
@@ -38,6 +44,15 @@ public struct SandboxSeeder: Sendable {
         }
         guard (0...10_000_000).contains(backups), (0...10_000_000).contains(orphans) else {
             throw .invalid("invalid_count", "--backups and --orphans must be between 0 and 10000000.")
+        }
+        if backups > 0, let free = store.availableBytes() {
+            let needed = Int64(backups) * Self.bytesPerBackup
+            if needed > free - spareBytes {
+                throw ConsoleError(
+                    .conflict, code: "insufficient_space",
+                    "Seeding \(backups) backups needs about \(Self.size(needed)) on the store's disk, which has \(Self.size(free)) free and keeps \(Self.size(spareBytes)) spare; nothing was written. Seed fewer backups or free space."
+                )
+            }
         }
         let name = tenant.name
         let now = clock()
@@ -181,5 +196,12 @@ final class PendingSeedBatch: Sendable {
             if let built { waiter.resume(returning: built) }
         }
         return try result.get()
+    }
+}
+
+extension SandboxSeeder {
+    /// `bytes` for a person: whole MB below 10 GB, whole GB from there (decimal units).
+    static func size(_ bytes: Int64) -> String {
+        bytes < 10_000_000_000 ? "\(max(bytes, 0) / 1_000_000) MB" : "\(bytes / 1_000_000_000) GB"
     }
 }

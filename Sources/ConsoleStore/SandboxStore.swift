@@ -6,6 +6,10 @@ import BackupModel
 /// runs the shared rules (``SQLRuleStore``) provides it; a console holds both
 /// (``FullConsoleStore``) so that its sandbox emulators can run on its store.
 public protocol SandboxStore: ConsoleStore {
+    /// Bytes free for new data on the store's disk, when the store can see it (SQLite: the
+    /// database file's filesystem); `nil` when it cannot (PostgreSQL's disk is its server's).
+    /// Seeding refuses a count that would not fit (``SandboxSeeder``).
+    func availableBytes() -> Int64?
     /// Records sub-orgs the Turnkey sandbox lists under the tenant's parent org; existing ids
     /// keep their first `createdAt`. Returns how many were new.
     @discardableResult
@@ -42,3 +46,7 @@ public protocol SandboxStore: ConsoleStore {
 
 /// Everything a console process holds of its store: the production seams and the sandbox's.
 public typealias FullConsoleStore = CleanupQueueStore & SandboxStore
+
+extension SandboxStore {
+    public func availableBytes() -> Int64? { nil }
+}

@@ -29,6 +29,15 @@ public final class SQLiteConsoleStore: SQLRuleStore {
 
     var pool: DatabasePool { driver.pool }
 
+    /// Bytes free to an unprivileged writer on the filesystem that holds the database file.
+    public func availableBytes() -> Int64? {
+        var info = statvfs()
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        guard statvfs(directory, &info) == 0 else { return nil }
+        let (bytes, overflow) = Int64(info.f_bavail).multipliedReportingOverflow(by: Int64(info.f_frsize))
+        return overflow ? .max : bytes
+    }
+
     /// Opens (creating if needed) the store at `path` and migrates it.
     ///
     /// Parent directories are created with mode 0700 and the file with mode 0600: the store holds

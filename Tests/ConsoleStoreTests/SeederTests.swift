@@ -91,6 +91,31 @@ struct SeederTests {
         }
     }
 
+    @Test("a seed the store's disk cannot hold is refused before anything is written")
+    func refusesASeedTheDiskCannotHold() async throws {
+        try await withStore { store, _ in
+            let sandbox = try #require(try await store.tenant(beta))
+            let free = try #require(store.availableBytes())
+            #expect(free > 0)
+            // All but 100,000 backups' worth of the disk kept spare: ten million do not fit, ten do.
+            var tight = seeder(store)
+            tight.spareBytes = free - 100_000 * SandboxSeeder.bytesPerBackup
+            let auditBefore = try await store.auditEntries(tenant: nil, afterSeq: 0, limit: 1000)
+            let error = await #expect(throws: ConsoleError.self) {
+                try await tight.run(tenant: sandbox, backups: 10_000_000, orphans: 0, seed: 1, operatorName: "tester")
+            }
+            #expect(error?.code == "insufficient_space" && error?.kind == .conflict)
+            #expect(
+                error?.message.hasPrefix("Seeding 10000000 backups needs about 245 GB on the store's disk") == true,
+                "\(error?.message ?? "")")
+            #expect(try await store.backupCount(tenant: beta) == 0)
+            #expect(try await store.auditEntries(tenant: nil, afterSeq: 0, limit: 1000) == auditBefore)
+            let report = try await tight.run(tenant: sandbox, backups: 10, orphans: 0, seed: 1, operatorName: "tester")
+            #expect(report.backups == 10)
+        }
+        #expect(SandboxSeeder.size(9_999_999_999) == "9999 MB" && SandboxSeeder.size(-5) == "0 MB")
+    }
+
     @Test func dataIsRealisticOrphansUnreferencedAndDriftPresent() async throws {
         try await withStore { store, _ in
             let sandbox = try #require(try await store.tenant(beta))
