@@ -34,6 +34,18 @@ import Turnkey
         try #require(try await f.store.backup(tenant: f.session.tenantName, id: id)).metadata
     }
 
+    /// A live tenant of `backups` seeded backups: its fixture, name, backup ids and their metadata.
+    static func liveTenant(backups: Int, backend: TestBackend = .sqlite) async throws
+        -> (CleanupFixture, TenantName, [String], [BackupMetadata])
+    {
+        let f = try await CleanupFixture(backups: backups, orphanCount: 0, live: true, backend: backend)
+        let tenant = f.session.tenantName
+        let ids = try await f.store.backupIds(tenant: tenant)
+        var all: [BackupMetadata] = []
+        for id in ids { all.append(try await metadata(f, id)) }
+        return (f, tenant, ids, all)
+    }
+
     @Test(
         "a one-backup complete export into a tenant of 1,000: refused with the count; confirmed, it retires, and cleanup spares what the service still holds"
     )
@@ -150,11 +162,8 @@ import Turnkey
         "a passkey that moved between two backups of the export is handed over whichever id sorts first",
         arguments: [false, true])
     func movedInsideTheExport(newOwnerFirst: Bool) async throws {
-        let f = try await CleanupFixture(backups: 12, orphanCount: 0, live: true)
-        let tenant = f.session.tenantName
-        let ids = try await f.store.backupIds(tenant: tenant)
-        var all: [BackupMetadata] = []
-        for id in ids { all.append(try await Self.metadata(f, id)) }
+        let (f, tenant, ids, seeded) = try await Self.liveTenant(backups: 12)
+        var all = seeded
         let (from, to) = newOwnerFirst ? (1, 0) : (0, 1)
         let index = try #require(all[from].factors.firstIndex { $0.lookupKey(scope: .main) != nil })
         let moved = all[from].factors.remove(at: index)
@@ -202,11 +211,7 @@ import Turnkey
         "a complete snapshot older than the newest one is refused; one taken before a backup was written does not retire it"
     )
     func oldSnapshotsRetireNothingNewer() async throws {
-        let f = try await CleanupFixture(backups: 12, orphanCount: 0, live: true)
-        let tenant = f.session.tenantName
-        let ids = try await f.store.backupIds(tenant: tenant)
-        var all: [BackupMetadata] = []
-        for id in ids { all.append(try await Self.metadata(f, id)) }
+        let (f, tenant, ids, all) = try await Self.liveTenant(backups: 12)
         let admin = DataAdminService(store: f.store, clock: .manual(f.time))
         let start = f.time.now / 1000
         _ = try await admin.importExport(
@@ -257,11 +262,7 @@ import Turnkey
         "a backup a later copy held unchanged is not retired by a complete snapshot taken before that copy; an older copy, a dry run or another tenant does not hold it",
         arguments: TestBackend.available)
     func anUnchangedReimportHoldsItsBackup(backend: TestBackend) async throws {
-        let f = try await CleanupFixture(backups: 12, orphanCount: 0, live: true, backend: backend)
-        let tenant = f.session.tenantName
-        let ids = try await f.store.backupIds(tenant: tenant)
-        var all: [BackupMetadata] = []
-        for id in ids { all.append(try await Self.metadata(f, id)) }
+        let (f, tenant, ids, all) = try await Self.liveTenant(backups: 12, backend: backend)
         let admin = DataAdminService(store: f.store, clock: .manual(f.time))
         f.time.advance(byMillis: 1000)
         let start = f.time.now / 1000
@@ -338,11 +339,7 @@ import Turnkey
         "an import whose snapshot another import recorded first retires nothing, keeps what it wrote, and is audited",
         arguments: TestBackend.available)
     func aRacedImportIsAudited(backend: TestBackend) async throws {
-        let f = try await CleanupFixture(backups: 6, orphanCount: 0, live: true, backend: backend)
-        let tenant = f.session.tenantName
-        let ids = try await f.store.backupIds(tenant: tenant)
-        var all: [BackupMetadata] = []
-        for id in ids { all.append(try await Self.metadata(f, id)) }
+        let (f, tenant, ids, all) = try await Self.liveTenant(backups: 6, backend: backend)
         f.time.advance(byMillis: 1000)
         let now = f.time.now / 1000
         let seen = try await f.store.newestSnapshotSeq(tenant: tenant)
