@@ -18,6 +18,10 @@ public struct SandboxSeeder: Sendable {
     /// What one synthetic backup takes in the store, rounded up (blob, metadata, index rows,
     /// sub-org, audit share: 21.5 KB measured on SQLite).
     static let bytesPerBackup: Int64 = 24 * 1024
+    /// What one orphan sub-org takes (its row and index entry), rounded up.
+    static let bytesPerOrphan: Int64 = 512
+    /// Orphan sub-orgs per transaction.
+    static let orphanBatch = 10_000
     /// Disk left free after a seed: a full disk fails every write of every tenant, audit
     /// appends (so every read) included.
     var spareBytes: Int64 = 1_000_000_000
@@ -32,7 +36,8 @@ public struct SandboxSeeder: Sendable {
     /// Seeds `tenant`.
     /// - Parameter progress: called after each batch with the number of backups written so far.
     /// - Throws: ``ConsoleError`` `not_sandbox` for a production tenant, `invalid_input` for
-    ///   negative counts, or the store's errors.
+    ///   negative counts, `insufficient_space`, `seed_running` (another seed of this process is
+    ///   writing to the store: ``SeedClaims``), or the store's errors.
     public func run(
         tenant: TenantRecord, backups: Int, orphans: Int, seed: UInt64, operatorName: String,
         progress: ((Int) throws(ConsoleError) -> Void)? = nil
@@ -45,17 +50,21 @@ public struct SandboxSeeder: Sendable {
         guard (0...10_000_000).contains(backups), (0...10_000_000).contains(orphans) else {
             throw .invalid("invalid_count", "--backups and --orphans must be between 0 and 10000000.")
         }
-        if backups > 0, let free = store.availableBytes() {
-            let needed = Int64(backups) * Self.bytesPerBackup
+        if backups + orphans > 0, let free = store.availableBytes() {
+            let needed = Int64(backups) * Self.bytesPerBackup + Int64(orphans) * Self.bytesPerOrphan
             if needed > free - spareBytes {
+                let what = "\(backups) backups" + (orphans > 0 ? " and \(orphans) orphans" : "")
                 throw ConsoleError(
                     .conflict, code: "insufficient_space",
-                    "Seeding \(backups) backups needs about \(Self.size(needed)) on the store's disk, which has \(Self.size(free)) free and keeps \(Self.size(spareBytes)) spare; nothing was written. Seed fewer backups or free space."
+                    "Seeding \(what) needs about \(Self.size(needed)) on the store's disk, which has \(Self.size(free)) free and keeps \(Self.size(spareBytes)) spare; nothing was written. Seed fewer or free space."
                 )
             }
         }
         let name = tenant.name
         let now = clock()
+        let claim = try SeedClaims.shared.claim(
+            store, SeedClaims.Running(tenant: name.rawValue, operatorName: operatorName, since: now))
+        defer { SeedClaims.shared.release(claim) }
         var report = SeedReport(tenant: name.rawValue, seed: seed)
         // Each batch is built (on every core) while the one before is written: on PostgreSQL the
         // server does the writing, and in SQLite the writer's thread.
@@ -91,14 +100,15 @@ public struct SandboxSeeder: Sendable {
             start += count
             try progress?(start)
         }
-        if orphans > 0 {
-            let rng = SeededRandom(seed: SyntheticBackup.streamSeed(seed, UInt64.max))
-            let ids = (0..<orphans).map { _ in rng.uuid() }
-            report.orphanSubOrgs = try await store.addSandboxSubOrgs(
+        // In batches too: ten million ids at once would be a gigabyte in memory and one transaction.
+        let rng = SeededRandom(seed: SyntheticBackup.streamSeed(seed, UInt64.max))
+        for from in stride(from: 0, to: orphans, by: Self.orphanBatch) {
+            let ids = (from..<min(orphans, from + Self.orphanBatch)).map { _ in rng.uuid() }
+            report.orphanSubOrgs += try await store.addSandboxSubOrgs(
                 tenant: name, ids, createdAt: now,
                 audit: AuditDraft(
                     operatorName: operatorName, tenant: name.rawValue, action: "seed.orphans",
-                    details: ["seed": "\(seed)", "count": "\(orphans)"]))
+                    details: ["seed": "\(seed)", "from": "\(from)", "count": "\(ids.count)"]))
         }
         try await store.appendAudit(
             AuditDraft(
@@ -203,5 +213,40 @@ extension SandboxSeeder {
     /// `bytes` for a person: whole MB below 10 GB, whole GB from there (decimal units).
     static func size(_ bytes: Int64) -> String {
         bytes < 10_000_000_000 ? "\(max(bytes, 0) / 1_000_000) MB" : "\(bytes / 1_000_000_000) GB"
+    }
+}
+
+/// The seed running on each store of this process, one at a time: seeds share the store's one
+/// writer, and several at once queue every other write, the audit of every read included,
+/// behind a batch of each (four seeds through `serve` kept a one-row read waiting 3 to 5 s).
+final class SeedClaims: Sendable {
+    static let shared = SeedClaims()
+
+    struct Running {
+        var tenant: String
+        var operatorName: String
+        /// Unix seconds.
+        var since: Int64
+    }
+
+    private let running = Mutex<[ObjectIdentifier: Running]>([:])
+
+    /// Claims `store` for a seed, or throws `seed_running` naming the seed that holds it.
+    func claim(_ store: any SandboxStore, _ seed: Running) throws(ConsoleError) -> ObjectIdentifier {
+        let key = ObjectIdentifier(store as AnyObject)
+        let holder = running.withLock { running -> Running? in
+            if let holder = running[key] { return holder }
+            running[key] = seed
+            return nil
+        }
+        guard let holder else { return key }
+        throw ConsoleError(
+            .conflict, code: "seed_running",
+            "A seed is already writing to this store (into \(holder.tenant), by \(holder.operatorName), since \(Timestamp.format(holder.since))); seeds share the store's one writer, so this one wrote nothing. Run it once that one has finished."
+        )
+    }
+
+    func release(_ key: ObjectIdentifier) {
+        _ = running.withLock { $0.removeValue(forKey: key) }
     }
 }

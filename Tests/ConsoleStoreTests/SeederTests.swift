@@ -108,12 +108,73 @@ struct SeederTests {
             #expect(
                 error?.message.hasPrefix("Seeding 10000000 backups needs about 245 GB on the store's disk") == true,
                 "\(error?.message ?? "")")
+            // Orphans count too: a sub-org row each.
+            let orphans = await #expect(throws: ConsoleError.self) {
+                try await tight.run(tenant: sandbox, backups: 0, orphans: 10_000_000, seed: 1, operatorName: "tester")
+            }
+            #expect(orphans?.message.hasPrefix("Seeding 0 backups and 10000000 orphans needs about 5120 MB") == true)
             #expect(try await store.backupCount(tenant: beta) == 0)
             #expect(try await store.auditEntries(tenant: nil, afterSeq: 0, limit: 1000) == auditBefore)
             let report = try await tight.run(tenant: sandbox, backups: 10, orphans: 0, seed: 1, operatorName: "tester")
             #expect(report.backups == 10)
         }
         #expect(SandboxSeeder.size(9_999_999_999) == "9999 MB" && SandboxSeeder.size(-5) == "0 MB")
+    }
+
+    @Test("while a seed writes to a store, another is refused before writing; the claim ends with its seed")
+    func oneSeedAtATimePerStore() async throws {
+        try await withStore { store, _ in
+            let sandbox = try #require(try await store.tenant(beta))
+            let held = try SeedClaims.shared.claim(
+                store, SeedClaims.Running(tenant: "beta", operatorName: "alice", since: 1_780_000_000))
+            let auditBefore = try await store.auditEntries(tenant: nil, afterSeq: 0, limit: 1000)
+            let error = await #expect(throws: ConsoleError.self) {
+                try await seeder(store).run(tenant: sandbox, backups: 5, orphans: 0, seed: 1, operatorName: "tester")
+            }
+            #expect(error?.code == "seed_running" && error?.kind == .conflict)
+            #expect(
+                error?.message.contains("(into beta, by alice, since 2026-05-28T") == true, "\(error?.message ?? "")")
+            #expect(try await store.backupCount(tenant: beta) == 0)
+            #expect(try await store.auditEntries(tenant: nil, afterSeq: 0, limit: 1000) == auditBefore)
+            // Another store of the process is its own.
+            try await withStore { other, _ in
+                let report = try await seeder(other).run(
+                    tenant: try #require(try await other.tenant(beta)), backups: 2, orphans: 0, seed: 1,
+                    operatorName: "tester")
+                #expect(report.backups == 2)
+            }
+            SeedClaims.shared.release(held)
+            // A seed that fails part-way (its progress stops it) lets the next one run.
+            let stopped = await #expect(throws: ConsoleError.self) {
+                try await seeder(store).run(tenant: sandbox, backups: 200, orphans: 0, seed: 1, operatorName: "tester")
+                {
+                    _ throws(ConsoleError) in throw ConsoleError.internalError("stopped")
+                }
+            }
+            #expect(stopped?.message == "stopped")
+            let report = try await seeder(store).run(
+                tenant: sandbox, backups: 200, orphans: 0, seed: 1, operatorName: "tester")
+            #expect(report.backups + report.existing == 200)
+        }
+    }
+
+    @Test("orphans go in batches of 10,000, each audited, and are the stream's ids in order")
+    func orphansInBatches() async throws {
+        try await withStore { store, _ in
+            let sandbox = try #require(try await store.tenant(beta))
+            let count = SandboxSeeder.orphanBatch + 1
+            let report = try await seeder(store).run(
+                tenant: sandbox, backups: 0, orphans: count, seed: 9, operatorName: "tester")
+            #expect(report.orphanSubOrgs == count)
+            let rng = SeededRandom(seed: SyntheticBackup.streamSeed(9, UInt64.max))
+            let expected = Set((0..<count).map { _ in rng.uuid() })
+            var listed: Set<String> = []
+            try await store.forEachSandboxSubOrg(tenant: beta, batchSize: 5000) { listed.formUnion($0) }
+            #expect(listed == expected)
+            let entries = try await store.auditEntries(tenant: beta, afterSeq: 0, limit: 100)
+                .filter { $0.action == "seed.orphans" }
+            #expect(entries.map { [$0.details["from"], $0.details["count"]] } == [["0", "10000"], ["10000", "1"]])
+        }
     }
 
     @Test func dataIsRealisticOrphansUnreferencedAndDriftPresent() async throws {
