@@ -93,6 +93,24 @@ cat >"$WORK/schemathesis.toml" <<'TOML'
 [checks.positive_data_acceptance]
 expected-statuses = ["2xx", "401", "403", "404", "409", "422", "429"]
 TOML
+# A generated `seed` may ask for millions of backups: a job of minutes, whose answer a 10 s read
+# limit cannot judge, and which holds the store's one seed slot meanwhile. Counts within the
+# schema are kept at or under 1,000 (the refusals of a seed too big for the disk, or of a second
+# seed, are the Swift tests'); counts outside it reach the server as generated.
+cat >"$WORK/conformance_hooks.py" <<'PY'
+import schemathesis
+
+
+@schemathesis.hook
+def map_body(ctx, body):
+    operation = getattr(ctx, "operation", None)
+    if getattr(operation, "path", None) == "/v1/ops/seed" and isinstance(body, dict):
+        for key in ("backups", "orphans"):
+            value = body.get(key)
+            if type(value) is int and 1000 < value <= 10_000_000:
+                body[key] = value % 1001
+    return body
+PY
 # `operator.token.rotate` goes last, on its own: generated data may name the caller itself
 # (anyone may rotate their own token), and every request after that one would then carry a dead
 # token and test nothing but the sign-in limit.
@@ -103,7 +121,7 @@ for who in admin viewer; do
     for part in --exclude-path-regex --include-path-regex; do
         echo "== schemathesis --checks all as $who ($part $rotate)"
         # From the scratch directory: schemathesis keeps its cache in the working directory.
-        (cd "$WORK" && "$VENV/bin/schemathesis" --config-file "$WORK/schemathesis.toml" run "$WORK/openapi.json" \
+        (cd "$WORK" && PYTHONPATH="$WORK" SCHEMATHESIS_HOOKS=conformance_hooks "$VENV/bin/schemathesis" --config-file "$WORK/schemathesis.toml" run "$WORK/openapi.json" \
             --url "$URL" --checks all --header "Authorization: Bearer $(cat "$WORK/$who.token")" \
             --header "Backupctl-Tenant: sandbox" --max-examples "$MAX_EXAMPLES" --seed 1 --no-color \
             "$part" "$rotate") || status=1
