@@ -8,8 +8,9 @@ import SQLiteStore
 /// The server's throughput under a load generator (wrk, installed by `make bench` from Debian),
 /// each figure beside its reference in the same run: `serve` (the release binary) on SQLite
 /// with 5,000 seeded backups; `GET /healthz` and the audited `POST /v1/ops/lookup` at 16 and 64
-/// connections; `/healthz` from one connection on the probe listener (`--probe-listen`), idle
-/// and while 64 connections run lookups, and on the API listener under the same load.
+/// connections; `/healthz` from one connection on the probe listener (`--probe-listen`, with
+/// `--work-nice` at its default), idle and while 64 connections run lookups, and on the API listener
+/// under the same load.
 struct ThroughputBench: BenchSuite {
     let name = "throughput"
 
@@ -31,11 +32,12 @@ struct ThroughputBench: BenchSuite {
         serverEnvironment["XDG_STATE_HOME"] = directory.appendingPathComponent("state").path
         // A production server does not check its own answers against the schema.
         serverEnvironment["BACKUPCTL_CHECK_ANSWERS"] = "0"
+        // The throughput points run a server without a probe listener: all its threads at one
+        // priority, sharing the cores with wrk as any server would. The probe points run one
+        // with `--probe-listen` and its default `--work-nice`, as a deployment with probes does.
         let server = try await ServerProcess.serve(
-            db: seeded.path, arguments: ["--operator-rate", "0", "--probe-listen", "127.0.0.1:0"],
-            environment: serverEnvironment)
+            db: seeded.path, arguments: ["--operator-rate", "0"], environment: serverEnvironment)
         defer { server.killNow() }
-        guard let probes = server.probesURL else { return ["error": .text("serve announced no probe listener")] }
 
         let tokenText = seeded.tokenText
         let script = directory.appendingPathComponent("lookup.lua")
@@ -47,7 +49,6 @@ struct ThroughputBench: BenchSuite {
         wrk.headers["Backupctl-Tenant"] = "sandbox"
         """.write(to: script, atomically: true, encoding: .utf8)
         let seconds = scale.pick(8, quick: 2)
-        let lookupURL = server.url + "/v1/ops/lookup"
         func load(_ url: String, connections: Int, threads: Int = 2, seconds: Int, lua: Bool = false) async throws
             -> WrkFigures
         {
@@ -64,7 +65,8 @@ struct ThroughputBench: BenchSuite {
         ]
         for connections in [16, 64] {
             let healthz = try await load(server.url + "/healthz", connections: connections, seconds: seconds)
-            let lookups = try await load(lookupURL, connections: connections, seconds: seconds, lua: true)
+            let lookups = try await load(
+                server.url + "/v1/ops/lookup", connections: connections, seconds: seconds, lua: true)
             figures["healthzPerSecond\(connections)"] = .number(healthz.requestsPerSecond)
             figures["healthzP99Millis\(connections)"] = .number(healthz.p99Millis)
             figures["lookupsPerSecond\(connections)"] = .number(lookups.requestsPerSecond)
@@ -73,14 +75,25 @@ struct ThroughputBench: BenchSuite {
             figures["lookupToHealthzRatio\(connections)"] = .number(
                 lookups.requestsPerSecond / max(1, healthz.requestsPerSecond))
         }
+        _ = await server.stop()
+
+        let workNice = 10  // serve's default with --probe-listen, named so the figures say it
+        let probed = try await ServerProcess.serve(
+            db: seeded.path,
+            arguments: ["--operator-rate", "0", "--probe-listen", "127.0.0.1:0", "--work-nice", "\(workNice)"],
+            environment: serverEnvironment)
+        defer { probed.killNow() }
+        guard let probes = probed.probesURL else { return ["error": .text("serve announced no probe listener")] }
+        let lookupURL = probed.url + "/v1/ops/lookup"
         let idle = try await load(probes + "/healthz", connections: 1, threads: 1, seconds: max(2, seconds / 2))
+        figures["probeWorkNice"] = .integer(workNice)
         figures["probeIdleP50Millis"] = .number(idle.p50Millis)
         figures["probeIdleP99Millis"] = .number(idle.p99Millis)
         // The probe and the API's own /healthz from one connection each, while 64 connections
         // run lookups for the whole of both measurements.
         let busy = Task { try await load(lookupURL, connections: 64, threads: 1, seconds: seconds + 4, lua: true) }
         let probe = try await load(probes + "/healthz", connections: 1, threads: 1, seconds: seconds / 2 + 1)
-        let api = try await load(server.url + "/healthz", connections: 1, threads: 1, seconds: seconds / 2)
+        let api = try await load(probed.url + "/healthz", connections: 1, threads: 1, seconds: seconds / 2)
         let background = try await busy.value
         figures["probeUnderLoadP50Millis"] = .number(probe.p50Millis)
         figures["probeUnderLoadP99Millis"] = .number(probe.p99Millis)

@@ -37,15 +37,19 @@ public struct ConsoleServer: Sendable {
         /// A listener of its own for `/healthz`, `/readyz` and `/metrics` (`--probe-listen`),
         /// plain HTTP on a thread of its own (``ProbeListener``).
         public var probeListen: ListenAddress?
+        /// With ``probeListen``: how many nice levels every other thread runs below the probe
+        /// listener's (`--work-nice`, 0…19; 0 leaves them alike). See ``WorkPriority``.
+        public var workNice: Int
 
         public init(
             listen: ListenAddress, tlsCertificate: String? = nil, tlsKey: String? = nil, allowPlainHTTP: Bool = false,
             drainSeconds: Int = 30, checkpointEverySeconds: Int = 60,
             maxConnections: Int = Configuration.defaultMaxConnections(), connections: ConnectionLimits? = nil,
             tlsMinimumVersion: ServerTLS.Version = .v1_2, requestLimits: RequestLimits = RequestLimits(),
-            probeListen: ListenAddress? = nil
+            probeListen: ListenAddress? = nil, workNice: Int = 0
         ) {
             self.probeListen = probeListen
+            self.workNice = workNice
             self.listen = listen
             self.tlsCertificate = tlsCertificate
             self.tlsKey = tlsKey
@@ -81,6 +85,13 @@ public struct ConsoleServer: Sendable {
             try requestLimits.validate()
             if let probeListen, probeListen.host == listen.host, probeListen.port == listen.port, listen.port != 0 {
                 throw .usage("--probe-listen must differ from --listen (\(listen.host):\(listen.port)).")
+            }
+            guard (0...19).contains(workNice) else {
+                throw .usage("--work-nice must be 0…19 (nice levels below the probe listener), not \(workNice).")
+            }
+            if workNice > 0, probeListen == nil {
+                throw .usage(
+                    "--work-nice goes with --probe-listen: it keeps the request work below the probe listener.")
             }
             if !usesTLS, !listen.isLoopback, !allowPlainHTTP {
                 throw .usage(
@@ -196,6 +207,9 @@ public struct ConsoleServer: Sendable {
         ]
         if let address = configuration.probeListen, let probes {
             services.append(ProbeListener(address: address, handler: handler, logger: logger, bound: probes))
+            if configuration.workNice > 0 {
+                services.append(WorkPriority(drop: Int32(configuration.workNice), logger: logger))
+            }
         }
         services.append(app)
         // Last, so told first when the stop begins: jobs stop starting new work while the API

@@ -156,7 +156,19 @@ struct ProbeListener: Service {
     static let loops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     static let executor = EventLoopTaskExecutor(loops.next())
 
+    #if os(Linux)
+        /// The probe thread's kernel id (``WorkPriority`` keeps the other threads below it).
+        static func threadID() async -> Int32? {
+            try? await loops.next().submit { WorkPriority.currentThreadID() }.get()
+        }
+    #endif
+
     func run() async throws {
+        #if os(Linux)
+            // As `top -H` and /proc/PID/task/TID/comm show it.
+            _ = try? await Self.loops.next().submit { WorkPriority.nameCurrentThread(WorkPriority.probeThreadName) }
+                .get()
+        #endif
         let handler = handler
         let host = address.urlHost
         let port = address.port

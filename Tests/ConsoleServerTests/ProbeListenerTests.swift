@@ -29,7 +29,11 @@ import Testing
         #expect(keygen == 0, "\(keygenErr)")
         let server = try await ServerProcess.serve(
             db: workspace.db,
-            arguments: ["--probe-listen", "127.0.0.1:0", "--audit-key", key, "--checkpoint-entries", "1"],
+            // One priority for all (`--work-nice 0`): the server competes with the test run's
+            // other work on equal terms (the priorities have their own test).
+            arguments: [
+                "--probe-listen", "127.0.0.1:0", "--work-nice", "0", "--audit-key", key, "--checkpoint-entries", "1",
+            ],
             environment: workspace.environment)
         defer { server.killNow() }
         let probes = try #require(server.probesURL, "\(server.stdout)")
@@ -68,6 +72,64 @@ import Testing
         #expect(try await Self.get(probes + "/healthz").status == 200)
     }
 
+    #if os(Linux)
+        /// `--work-nice`: every thread of the server but the probe listener's runs that many nice
+        /// levels below it (10 by default with --probe-listen), threads started later included.
+        /// What it buys, a probe's p99 under load, is a bench figure (`throughput`); here, the
+        /// priorities themselves, read from /proc.
+        @Test func theRequestWorkRunsBelowTheProbeListener() async throws {
+            let workspace = try await ServeProcessTests.Workspace()
+            defer { workspace.cleanUp() }
+            for (extra, drop) in [([String](), Int32(10)), (["--work-nice", "3"], 3), (["--work-nice", "0"], 0)] {
+                let server = try await ServerProcess.serve(
+                    db: workspace.db, arguments: ["--probe-listen", "127.0.0.1:0"] + extra,
+                    environment: workspace.environment)
+                defer { server.killNow() }
+                // A request makes the store's and the request's threads, which the server lowers
+                // on its next round.
+                let probes = try #require(server.probesURL, "\(server.stdout)")
+                #expect(try await Self.get(server.url + "/readyz").status == 200)
+                var seen: [(name: String, nice: Int32)] = []
+                let settled = await eventually(seconds: 30) {
+                    seen = Self.threads(of: server.child.pid)
+                    guard let probe = seen.first(where: { $0.name == "probes" }) else { return false }
+                    let others = seen.filter { $0.name != "probes" }
+                    return drop == 0
+                        ? others.allSatisfy { $0.nice <= probe.nice }
+                        : others.allSatisfy { $0.nice == min(19, probe.nice + drop) }
+                }
+                #expect(settled, "--work-nice \(drop): \(seen)")
+                #expect(seen.filter { $0.name == "probes" }.count == 1, "\(seen)")
+                #expect(try await Self.get(probes + "/healthz").status == 200)
+                if drop == 10 { #expect(await server.waitForStderr("request work runs at nice"), "\(server.stderr)") }
+                #expect(await server.stop() == .exited(0), "\(server.stderr)")
+            }
+            // Without a probe listener there is nothing to keep ahead of the work.
+            let (out, err, status) = try await ServeProcessTests.run(
+                ["serve", "--listen", "127.0.0.1:0", "--work-nice", "5", "--db", workspace.db],
+                environment: workspace.environment)
+            #expect(status == 64 && out.isEmpty && err.contains("--work-nice goes with --probe-listen"), "\(err)")
+            let (_, tooFar, tooFarStatus) = try await ServeProcessTests.run(
+                ["serve", "--listen", "127.0.0.1:0", "--probe-listen", "127.0.0.1:0", "--work-nice", "20"],
+                environment: workspace.environment)
+            #expect(tooFarStatus == 64 && tooFar.contains("--work-nice must be 0…19"), "\(tooFar)")
+        }
+
+        /// Each thread of process `pid`: its name and nice value (/proc/PID/task/TID/stat, field 19).
+        static func threads(of pid: pid_t) -> [(name: String, nice: Int32)] {
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+            return tasks.compactMap { id in
+                guard let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(id)/stat", encoding: .utf8),
+                    let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")")
+                else { return nil }
+                // Fields after the name: state is field 3, nice field 19.
+                let fields = stat[stat.index(after: close)...].split(separator: " ")
+                guard fields.count > 16, let nice = Int32(fields[16]) else { return nil }
+                return (String(stat[stat.index(after: open)..<close]), nice)
+            }
+        }
+    #endif
+
     @Test func aProbeListenerOnTheAPIsAddressIsRefused() async throws {
         let workspace = try await ServeProcessTests.Workspace()
         defer { workspace.cleanUp() }
@@ -86,7 +148,8 @@ import Testing
         defer { workspace.cleanUp() }
         for _ in 0..<10 {
             let server = try await ServerProcess.serve(
-                db: workspace.db, arguments: ["--probe-listen", "127.0.0.1:0"], environment: workspace.environment)
+                db: workspace.db, arguments: ["--probe-listen", "127.0.0.1:0", "--work-nice", "0"],
+                environment: workspace.environment)
             defer { server.killNow() }
             #expect(await server.stop() == .exited(0), "\(server.stderr)")
         }
