@@ -352,6 +352,7 @@ let package = Package(
             dependencies: [
                 "SQLiteStore",
                 "AdminREPL", "ConsoleService", "ConsoleStore", "BackupctlTestSupport", "PostgresStore", "ConsoleWire",
+                "Inspect",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             // Read from the source tree by path (golden files), not bundled.

@@ -61,6 +61,7 @@ struct RenderStyle {
 /// JSON in one line with stable key order.
 enum JSONLine {
     static func encode(_ value: any Encodable) -> String {
+        if let object = value as? any FlatJSONObject { return terminalSafe(flat(object.flatMembers)) }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         do {
@@ -96,4 +97,60 @@ struct AnyEncodable: Encodable {
     let value: any Encodable
     init(_ value: any Encodable) { self.value = value }
     func encode(to encoder: any Encoder) throws { try value.encode(to: encoder) }
+}
+
+/// A document that is one flat object of strings (a lookup's answer). Its line is written by
+/// ``JSONLine/flat(_:)``, byte for byte what the encoder writes, without the encoder's dispatch
+/// per value: a script prints one per line, and encoding was a tenth of a 100,000-lookup
+/// script's time. A conforming type's test compares the two (`JSONLineTests`), so a member
+/// added to the type and not here fails it.
+protocol FlatJSONObject {
+    /// The members in the encoder's sorted order; a `nil` value is left out, as the encoder
+    /// leaves out an absent optional.
+    var flatMembers: [(key: String, value: String?)] { get }
+}
+
+extension JSONLine {
+    /// `{"key":"value",…}` with the encoder's escapes (`--format json` sets
+    /// `.withoutEscapingSlashes`): `"` and `\\`, `\b \f \n \r \t`, other C0 controls as `\u00XX`.
+    static func flat(_ members: [(key: String, value: String?)]) -> String {
+        var out = "{"
+        var first = true
+        for (key, value) in members {
+            guard let value else { continue }
+            if !first { out += "," }
+            first = false
+            appendQuoted(key, to: &out)
+            out += ":"
+            appendQuoted(value, to: &out)
+        }
+        out += "}"
+        return out
+    }
+
+    private static func appendQuoted(_ text: String, to out: inout String) {
+        out += "\""
+        // Most values need no escape: append them whole.
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            out += text
+            out += "\""
+            return
+        }
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\u{08}": out += "\\b"
+            case "\u{0C}": out += "\\f"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16, uppercase: false)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        out += "\""
+    }
 }

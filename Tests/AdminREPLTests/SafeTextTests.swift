@@ -1,5 +1,6 @@
 import BackupModel
 import Foundation
+import Inspect
 import Testing
 
 @testable import AdminREPL
@@ -130,6 +131,35 @@ struct SafeTextTests {
         #expect(line.contains(#"\u2028"#) && line.contains(#"\u009b"#))
         let decoded = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String]
         #expect(decoded == ["m": value])
+    }
+
+    /// A lookup's line skips the encoder (``FlatJSONObject``): it must be the encoder's bytes,
+    /// escapes and left-out members included, or a script's output would change with the path.
+    @Test("a lookup's JSON line is the encoder's, byte for byte")
+    func flatLookupLines() throws {
+        func encoded(_ result: LookupResult) throws -> String {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            return JSONLine.terminalSafe(String(decoding: try encoder.encode(result), as: UTF8.self))
+        }
+        let controls = String(String.UnicodeScalarView((0..<0x20).compactMap(Unicode.Scalar.init)))
+        let awkward = [
+            "backup_account_02" + String(repeating: "ab", count: 32), "MAIN#PK|e734DDkpiyL_PQukk8cNUrmDFBkJ",
+            "a/b\\c\"d", controls, "\u{7F}\u{9B}\u{2028}\u{202E}é漢🙂", "", "https://accounts.google.com|1234",
+        ]
+        var results = [
+            LookupResult(
+                backupId: awkward[0], scope: "MAIN", lookupKey: awkward[1], kind: "passkey", factorId: "f-1"),
+            LookupResult(backupId: awkward[0], scope: "ACCOUNT", lookupKey: awkward[0], kind: "account"),
+        ]
+        for text in awkward {
+            results.append(LookupResult(backupId: text, scope: text, lookupKey: text, kind: text, factorId: text))
+        }
+        for result in results {
+            let line = JSONLine.encode(result)
+            #expect(line == (try encoded(result)), "\(line)")
+            #expect(try JSONDecoder().decode(LookupResult.self, from: Data(line.utf8)) == result)
+        }
     }
 
     @Test("the pager gets the environment without the console's secrets")

@@ -79,6 +79,14 @@ struct LookupCommand: ParsableCommand {
     }
 }
 
+/// A lookup's line is written without the encoder (``FlatJSONObject``): a script prints one per
+/// lookup.
+extension LookupResult: FlatJSONObject {
+    var flatMembers: [(key: String, value: String?)] {
+        [("backupId", backupId), ("factorId", factorId), ("kind", kind), ("lookupKey", lookupKey), ("scope", scope)]
+    }
+}
+
 /// `show BACKUP_ID`: one backup's factors, keys, blob and health.
 struct ShowCommand: ConsoleCommand, GroupsReadAudit {
     static let configuration = CommandConfiguration(
