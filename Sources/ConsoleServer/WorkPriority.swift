@@ -32,7 +32,10 @@ struct WorkPriority: Service {
     func run() async throws {
         #if os(Linux)
             guard let probe = await ProbeListener.threadID() else {
+                // No /proc/thread-self: serve on as before. A service that returns stops the
+                // server's group, so this one waits for the stop like the others.
                 logger.warning("cannot lower the request work's priority: the probe listener's thread is unknown")
+                try? await gracefulShutdown()
                 return
             }
             let base = Self.nice(of: probe) ?? 0
