@@ -102,8 +102,8 @@ struct AnyEncodable: Encodable {
 /// A document that is one flat object of strings (a lookup's answer). Its line is written by
 /// ``JSONLine/flat(_:)``, byte for byte what the encoder writes, without the encoder's dispatch
 /// per value: a script prints one per line, and encoding was a tenth of a 100,000-lookup
-/// script's time. A conforming type's test compares the two (`JSONLineTests`), so a member
-/// added to the type and not here fails it.
+/// script's time. A conforming type's test compares the two (`SafeTextTests.flatLookupLines`),
+/// so a member added to the type and not here fails it.
 protocol FlatJSONObject {
     /// The members in the encoder's sorted order; a `nil` value is left out, as the encoder
     /// leaves out an absent optional.
