@@ -58,6 +58,8 @@ final class CommandContext {
     var continuesOnError = false
     /// Set by ``performJob(_:label:total:)`` when a signal stopped the job: how far it got.
     var interruption: JobInterruption?
+    /// A debug build's pause after a script's first read made ahead (``ReadAheadCheckpoint``).
+    let readAheadCheckpoint: ReadAheadCheckpoint
 
     init(
         settings: GlobalSettings, environment: [String: String], interactive: Bool,
@@ -68,6 +70,7 @@ final class CommandContext {
         self.interactive = interactive
         self.clock = clock
         self.random = random
+        readAheadCheckpoint = ReadAheadCheckpoint(environment: environment)
         tenantName = settings.tenant ?? environment["BACKUPCTL_TENANT"].flatMap { $0.isEmpty ? nil : $0 }
     }
 

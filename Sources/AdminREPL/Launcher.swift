@@ -2,6 +2,7 @@ import BackupModel
 import ConsoleService
 import ConsoleStore
 import Foundation
+import Synchronization
 
 /// Decides how this process runs — one direct command, `-c`/`-f` batch, piped stdin, or the
 /// REPL — and returns the exit status.
@@ -305,16 +306,43 @@ struct ReadAhead {
         guard lines.count > 1, let console = try? ctx.console, let caller = try? ctx.caller else { return nil }
         start = index
         self.lines = lines
+        let checkpoint = ctx.readAheadCheckpoint
         task = Task.detached {
             await Self.perform(
                 operations, console: console, caller: caller, deferral: deferral, stopAtFailure: !continueOnError,
-                deadline: deadline)
+                deadline: deadline, checkpoint: checkpoint)
         }
     }
 
+    /// The reads with one access check around them (``ConsoleAPI/withOneAccessCheck(_:)``):
+    /// their entries are kept aside and join the script's once the check holds. When tenants,
+    /// operators, grants or tokens changed meanwhile, none of those answers is shown and none
+    /// of their entries is committed; the reads are made again, each checked on its own, as
+    /// lines run one by one are.
     nonisolated private static func perform(
         _ operations: [any ConsoleOperation], console: any ConsoleAPI, caller: Caller, deferral: AuditDeferral,
-        stopAtFailure: Bool, deadline: UInt64
+        stopAtFailure: Bool, deadline: UInt64, checkpoint: ReadAheadCheckpoint
+    ) async -> [ReadAheadAnswer] {
+        let aside = AuditDeferral()
+        let (answers, unchanged) = await console.withOneAccessCheck {
+            await reads(
+                operations, console: console, caller: caller, deferral: aside, stopAtFailure: stopAtFailure,
+                deadline: deadline, checkpoint: checkpoint)
+        }
+        if unchanged {
+            let base = deferral.adopt(aside)
+            return answers.map {
+                ReadAheadAnswer(result: $0.result, keptAfter: base + $0.keptAfter, keptThrough: base + $0.keptThrough)
+            }
+        }
+        return await reads(
+            operations, console: console, caller: caller, deferral: deferral, stopAtFailure: stopAtFailure,
+            deadline: deadline, checkpoint: nil)
+    }
+
+    nonisolated private static func reads(
+        _ operations: [any ConsoleOperation], console: any ConsoleAPI, caller: Caller, deferral: AuditDeferral,
+        stopAtFailure: Bool, deadline: UInt64, checkpoint: ReadAheadCheckpoint?
     ) async -> [ReadAheadAnswer] {
         await AuditDeferral.$current.withValue(deferral) {
             var answers: [ReadAheadAnswer] = []
@@ -325,6 +353,7 @@ struct ReadAhead {
                 let before = deferral.keptCount
                 let result = await perform(operation, console: console, caller: caller)
                 answers.append(ReadAheadAnswer(result: result, keptAfter: before, keptThrough: deferral.keptCount))
+                checkpoint?.reached()
                 if stopAtFailure, case .failure = result { break }
             }
             return answers
@@ -348,4 +377,37 @@ struct ReadAheadAnswer: Sendable {
     var result: Result<any Sendable, ConsoleError>
     var keptAfter: Int
     var keptThrough: Int
+}
+
+/// `BACKUPCTL_PAUSE_AT=read-ahead` (debug builds): after the first read a script makes ahead
+/// of its lines, the console writes `{"paused":"read-ahead"}` on stderr and waits until the
+/// file `BACKUPCTL_RESUME_FILE` exists, so a test changes grants at exactly that point (never
+/// "after N ms"). Release builds ignore it.
+final class ReadAheadCheckpoint: Sendable {
+    private let resumeFile: Mutex<String?>
+
+    init(environment: [String: String]) {
+        #if DEBUG
+            let armed = environment["BACKUPCTL_PAUSE_AT"] == "read-ahead"
+            resumeFile = Mutex(armed ? environment["BACKUPCTL_RESUME_FILE"] ?? "" : nil)
+        #else
+            resumeFile = Mutex(nil)
+        #endif
+    }
+
+    /// Pauses the first time only.
+    func reached() {
+        let armed = resumeFile.withLock { path in
+            defer { path = nil }
+            return path
+        }
+        guard let path = armed else { return }
+        Terminal.writeErr(#"{"paused":"read-ahead"}"#)
+        // Bounded: a test that never resumes does not hold the script for good.
+        var waited = 0
+        while access(path, F_OK) != 0, waited < 6000 {
+            usleep(10_000)
+            waited += 1
+        }
+    }
 }

@@ -14,9 +14,23 @@ public protocol ConsoleAPI: Sendable {
     func perform<Op: ConsoleOperation>(
         _ operation: Op, as caller: Caller, progress: ProgressSink?
     ) async throws(ConsoleError) -> Op.Output
+
+    /// Runs `body` — reads made back to back for one caller, a script's read-ahead — with one
+    /// access check around it instead of one per read, where this console can: the store's
+    /// access version is read before and after, and the reads inside take the first reading as
+    /// theirs. Since every change to tenants, operators, grants or tokens raises the version,
+    /// the same reading after means it held for every read in between, exactly as if each had
+    /// read it. `unchanged` is false otherwise: nothing `body` answered may be shown, and the
+    /// reads are made again, each checked on its own.
+    func withOneAccessCheck<T: Sendable>(_ body: () async -> T) async -> (value: T, unchanged: Bool)
 }
 
 extension ConsoleAPI {
+    /// Each read checks access on its own (a server checks every request): nothing to confirm.
+    public func withOneAccessCheck<T: Sendable>(_ body: () async -> T) async -> (value: T, unchanged: Bool) {
+        (await body(), true)
+    }
+
     public func perform<Op: ConsoleOperation>(_ operation: Op, as caller: Caller) async throws(ConsoleError)
         -> Op.Output
     {

@@ -333,10 +333,25 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
 
     /// The operator a token names.
     public func authenticate(_ caller: Caller) async throws(ConsoleError) -> OperatorRecord {
+        if let checked = Self.checkedAccessVersion { return try await authenticate(caller, version: checked) }
         let version = try await store().accessVersion()
         Self.accessVersionPin?.keep(version)
         return try await authenticate(caller, version: version)
     }
+
+    public func withOneAccessCheck<T: Sendable>(_ body: () async -> T) async -> (value: T, unchanged: Bool) {
+        // A store that cannot be opened or read lets each read find that out, and say so.
+        guard let store = try? await store(), let before = try? await store.accessVersion() else {
+            return (await body(), true)
+        }
+        let value = await Self.$checkedAccessVersion.withValue(before) { await body() }
+        guard let after = try? await store.accessVersion() else { return (value, false) }
+        return (value, after == before)
+    }
+
+    /// The access version read once for a run of reads (``withOneAccessCheck(_:)``), which
+    /// their authentication and sessions take instead of reading the store.
+    @TaskLocal static var checkedAccessVersion: Int64?
 
     /// Runs `body` (one served request) so that the access version its authentication reads is
     /// the one its operation's session uses, once: one read of the version per request instead
@@ -385,7 +400,9 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
     /// - Parameter command: the operation asking, named in the `access.denied` entry of a refusal.
     public func session(_ caller: Caller, command: String = "use tenant") async throws(ConsoleError) -> Session {
         let version: Int64
-        if let pinned = Self.accessVersionPin?.take() {
+        if let checked = Self.checkedAccessVersion {
+            version = checked
+        } else if let pinned = Self.accessVersionPin?.take() {
             version = pinned
         } else {
             version = try await store().accessVersion()

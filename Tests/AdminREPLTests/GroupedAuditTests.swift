@@ -1,3 +1,4 @@
+import BackupctlTestSupport
 import Foundation
 import GRDB
 import Testing
@@ -189,5 +190,60 @@ import Testing
         #expect(!withheld.isEmpty)
         #expect(withheld.contains { $0?["line"] as? Int == 301 })
         #expect(try await cli.run(["--tenant", "sandbox", "audit", "verify"]).status == 0)
+    }
+
+    /// A script's reads made ahead check access once for the run (before and after it), not
+    /// once each. A revocation that lands between two of them — at a checkpoint after the first
+    /// — is honoured as if each read had checked: no answer of that run is shown, none of its
+    /// entries is committed, and every line is refused as it would be on its own.
+    @Test func aRevocationDuringTheReadsMadeAheadIsHonouredByEveryLine() async throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        let ids = try await seeded(&cli)
+        let added = try await cli.run([
+            "--format", "json", "operator", "add", "vera", "--tenant", "sandbox", "--role", "viewer",
+        ])
+        let vera = try #require(CLI.json(added.stdout)?["token"] as? String, "\(added.stderr)")
+        let script = ids.prefix(6).map { "lookup passkey \($0)" }.joined(separator: "\n")
+        func lookupEntries() async throws -> [[String: Any]] {
+            let audit = try await cli.run(["--format", "json", "audit", "list", "--limit", "500"])
+            let entries = (CLI.json(audit.stdout)?["entries"] as? [[String: Any]]) ?? []
+            return entries.filter { $0["action"] as? String == "backup.lookup" }
+        }
+        /// Runs the script as vera, paused after its first read until `meanwhile` has run.
+        func paused(_ name: String, meanwhile: () async throws -> Void) async throws -> ChildResult {
+            let resume = cli.directory.appendingPathComponent(name).path
+            var environment = cli.environment
+            environment["BACKUPCTL_TOKEN"] = vera
+            environment["BACKUPCTL_PAUSE_AT"] = "read-ahead"
+            environment["BACKUPCTL_RESUME_FILE"] = resume
+            let console = try BackupctlBinary.start(
+                ["--format", "json", "--tenant", "sandbox", "--continue-on-error", "-f", "-"],
+                environment: environment, input: .data(Data(script.utf8)))
+            defer { console.killNow() }
+            #expect(await console.waitForStderr(#""paused":"read-ahead""#, seconds: 120), "\(console.stderr)")
+            try await meanwhile()
+            #expect(FileManager.default.createFile(atPath: resume, contents: Data()))
+            return try await console.result(seconds: 120)
+        }
+
+        // Nothing changes while paused: the six answers are shown, and audited in order.
+        let kept = try await paused("resume-1") {}
+        #expect(kept.status == 0, "\(kept.stderr)")
+        #expect(kept.lines.count == 6 && kept.stdout.components(separatedBy: "backup_account_").count == 7)
+        #expect(try await lookupEntries().count == 6)
+
+        // Vera's grant is revoked after the first read: all six lines are refused.
+        let refused = try await paused("resume-2") {
+            let revoked = try await cli.run(["operator", "revoke", "vera", "--tenant", "sandbox"])
+            #expect(revoked.status == 0)
+        }
+        #expect(refused.status == 77, "\(refused.stderr)")
+        let lines = refused.lines.map { CLI.json($0) }
+        #expect(lines.count == 6, "\(refused.stdout)")
+        #expect(lines.allSatisfy { ($0?["error"] as? [String: Any])?["code"] as? String == "permission_denied" })
+        #expect(!refused.stdout.contains("backup_account_"), "\(refused.stdout)")
+        #expect(try await lookupEntries().count == 6, "an entry of a read made under the revoked grant")
+        #expect(try await cli.run(["audit", "verify"]).status == 0)
     }
 }

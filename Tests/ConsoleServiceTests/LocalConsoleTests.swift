@@ -84,6 +84,42 @@ import Testing
         }
     }
 
+    /// A run of reads with one access check around it (a script's read-ahead): the reads take
+    /// the version read before them, and a change made between two of them is reported after,
+    /// so their answers are dropped and the next call, checked on its own, is refused.
+    @Test(arguments: TestBackend.available)
+    func oneAccessCheckAroundReadsReportsAChangeAmongThem(backend: TestBackend) async throws {
+        let fixture = try await Fixture(backend)
+        defer { fixture.cleanUp() }
+        let (access, rootSession, caller) = try await viewerBob(fixture)
+        let console = fixture.console
+        let quiet = await console.withOneAccessCheck {
+            (try? await console.perform(StatsOperation(), as: caller).tenant) ?? "refused"
+        }
+        #expect(quiet.value == "sandbox" && quiet.unchanged)
+
+        let changed = await console.withOneAccessCheck { () -> [String] in
+            var tenants = [(try? await console.perform(StatsOperation(), as: caller).tenant) ?? "refused"]
+            try? await access.revoke(try OperatorName("bob"), session: rootSession)
+            // Still the version read before the run: the check after it is what catches this.
+            tenants.append((try? await console.perform(StatsOperation(), as: caller).tenant) ?? "refused")
+            return tenants
+        }
+        #expect(changed.value == ["sandbox", "sandbox"])
+        #expect(!changed.unchanged)
+        do {
+            _ = try await console.perform(StatsOperation(), as: caller)
+            Issue.record("a revoked grant still worked after the run")
+        } catch {
+            #expect(error.code == "permission_denied")
+        }
+        // A refusal inside a run is reported as such, and a run with no change says so.
+        let after = await console.withOneAccessCheck {
+            (try? await console.perform(StatsOperation(), as: caller).tenant) ?? "refused"
+        }
+        #expect(after.value == "refused" && after.unchanged)
+    }
+
     /// Without `--tenant`, an operator whose last grant was revoked is refused as one (403, exit
     /// 77), not told to name a tenant: none would let them in.
     @Test(arguments: TestBackend.available)

@@ -235,6 +235,33 @@ public final class AuditDeferral: Sendable {
         }
     }
 
+    /// Moves every entry `other` keeps to the end of this deferral, in order, and returns this
+    /// deferral's keep count before them: an entry `other` numbered `n` is `base + n` here. A
+    /// script's reads made ahead keep their entries aside until their access check is confirmed
+    /// (the console's `withOneAccessCheck`), so that a settle for earlier lines cannot
+    /// commit the entry of a read that is then thrown away.
+    public func adopt(_ other: AuditDeferral) -> Int {
+        let moved = other.state.withLock { other in
+            defer {
+                other.batches = []
+                other.settled = other.kept
+            }
+            return other.batches
+        }
+        return state.withLock { state in
+            let base = state.kept
+            for batch in moved {
+                state.kept += batch.drafts.count
+                if state.batches.last?.queue == batch.queue {
+                    state.batches[state.batches.count - 1].drafts += batch.drafts
+                } else {
+                    state.batches.append(batch)
+                }
+            }
+            return base
+        }
+    }
+
     /// How many entries are waiting to be committed.
     public var count: Int { state.withLock { $0.batches.reduce(0) { $0 + $1.drafts.count } } }
 
