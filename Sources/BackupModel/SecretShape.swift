@@ -83,13 +83,11 @@ public enum SecretShape {
     // MARK: Detectors
 
     static func secretRanges(_ line: String, halfKeys: Bool) -> [Range<String.Index>] {
-        (tokens(line) + base64Keys(line) + hexKeys(line, halfKeys: halfKeys) + urlPasswords(line)).sorted {
-            $0.lowerBound < $1.lowerBound
-        }
+        scannedRanges(line, halfKeys: halfKeys)
     }
 
     /// The `user:password` of each `scheme://user:password@host` (a user alone is no secret).
-    private static func urlPasswords(_ line: String) -> [Range<String.Index>] {
+    static func urlPasswords(_ line: String) -> [Range<String.Index>] {
         var ranges: [Range<String.Index>] = []
         var rest = line[...]
         while let scheme = rest.range(of: "://") {
@@ -102,56 +100,7 @@ public enum SecretShape {
         return ranges
     }
 
-    /// `bctl_…`, `sbx.…` and `eyJ….….…`, each to the next space, quote or backtick.
-    private static func tokens(_ line: String) -> [Range<String.Index>] {
-        var ranges: [Range<String.Index>] = []
-        var i = line.startIndex
-        while i < line.endIndex {
-            // Only where a word starts, and only a word that begins like a token is measured:
-            // one pass over the line.
-            if startsWord(line, i) {
-                let rest = line[i...]
-                let lower = rest.prefix(5).lowercased()
-                let named = lower.hasPrefix("bctl_") || lower.hasPrefix("sbx.")
-                if named || rest.hasPrefix("eyJ") {
-                    let end = rest.firstIndex { $0.isWhitespace || "\"'`".contains($0) } ?? line.endIndex
-                    // A bare prefix (`bctl_` with nothing after it, as a message names the
-                    // format) holds no secret.
-                    let bare = named && line[i..<end].count <= (lower.hasPrefix("bctl_") ? 5 : 4)
-                    if !bare && (named || line[i..<end].filter({ $0 == "." }).count >= 2) {
-                        ranges.append(i..<end)
-                        i = end
-                        continue
-                    }
-                }
-            }
-            i = line.index(after: i)
-        }
-        return ranges
-    }
-
-    /// Runs of the base64 alphabets of exactly 43 characters (44 with one `=`): 32 bytes.
-    private static func base64Keys(_ line: String) -> [Range<String.Index>] {
-        var ranges: [Range<String.Index>] = []
-        var i = line.startIndex
-        while i < line.endIndex {
-            guard isBase64(line[i]) else {
-                i = line.index(after: i)
-                continue
-            }
-            var j = i
-            while j < line.endIndex, isBase64(line[j]) { j = line.index(after: j) }
-            var end = j
-            if end < line.endIndex, line[end] == "=" { end = line.index(after: end) }
-            let count = line.distance(from: i, to: j)
-            let padded = end != j
-            if count == 43 && (!padded || line.distance(from: i, to: end) == 44) { ranges.append(i..<end) }
-            i = end
-        }
-        return ranges
-    }
-
-    private static func isBase64(_ c: Character) -> Bool {
+    static func isBase64(_ c: Character) -> Bool {
         guard let byte = c.asciiValue else { return false }
         return base64Bytes[Int(byte)]
     }
@@ -168,94 +117,8 @@ public enum SecretShape {
         return c.isWhitespace || ":-,.;=/'\"()[]{}<>|+_`*#!?&%$~^\\".contains(c)
     }
 
-    /// Chains of hex words (each at most 64 digits) joined by separators; a UUID is no link.
-    private static func hexKeys(_ line: String, halfKeys: Bool) -> [Range<String.Index>] {
-        var words: [(range: Range<String.Index>, digits: Int?)] = []
-        var ranges: [Range<String.Index>] = []
-        var i = line.startIndex
-        while i < line.endIndex {
-            // Any run of separators joins (a line break too: a key pasted over two lines).
-            if isSeparator(line[i]) {
-                i = line.index(after: i)
-                continue
-            }
-            var j = i
-            while j < line.endIndex, !isSeparator(line[j]) { j = line.index(after: j) }
-            var word = line[i..<j]
-            if word.hasPrefix("0x") || word.hasPrefix("0X") { word = word.dropFirst(2) }
-            if !word.isEmpty, word.allSatisfy(\.isHexDigit), word.count <= 64 {
-                words.append((i..<j, word.count))
-            } else {
-                words.append((i..<j, nil))
-                ranges += exactRuns(line[i..<j], halfKeys: halfKeys)
-            }
-            i = j
-        }
-        // A UUID (8-4-4-4-12, dashes only) is an identifier: its words join no chain.
-        var k = 0
-        while k + 4 < words.count {
-            let range = words[k].range.lowerBound..<words[k + 4].range.upperBound
-            if isUUID(line[range]) {
-                for n in k...(k + 4) { words[n].digits = nil }
-                k += 5
-            } else {
-                k += 1
-            }
-        }
-        var chain: [(range: Range<String.Index>, digits: Int)] = []
-        func close() {
-            defer { chain = [] }
-            guard let first = chain.first, let last = chain.last else { return }
-            let digits = chain.reduce(0) { $0 + $1.digits }
-            let whole = digits >= 64 && (chain.count > 1 || digits == 64)
-            if whole || (halfKeys && (32..<64).contains(digits)) {
-                ranges.append(first.range.lowerBound..<last.range.upperBound)
-            }
-        }
-        for word in words {
-            if let digits = word.digits { chain.append((word.range, digits)) } else { close() }
-        }
-        close()
-        return ranges
-    }
-
-    /// Runs of exactly 64 hex digits (32 to 64 with `halfKeys`) inside a word that is not all
-    /// hex (`k<key>`).
-    private static func exactRuns(_ word: Substring, halfKeys: Bool) -> [Range<String.Index>] {
-        var out: [Range<String.Index>] = []
-        var start: String.Index?
-        var count = 0
-        var i = word.startIndex
-        while true {
-            let isHex = i < word.endIndex && word[i].isHexDigit
-            if isHex {
-                if start == nil { start = i }
-                count += 1
-            } else {
-                if let s = start, count == 64 || (halfKeys && (32...64).contains(count)) { out.append(s..<i) }
-                start = nil
-                count = 0
-            }
-            guard i < word.endIndex else { break }
-            i = word.index(after: i)
-        }
-        return out
-    }
-
-    /// `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` (a sub-org or organization id).
-    private static func isUUID(_ text: Substring) -> Bool {
-        let groups = text.split(separator: "-", omittingEmptySubsequences: false)
-        return groups.map(\.count) == [8, 4, 4, 4, 12] && groups.allSatisfy { $0.allSatisfy(\.isHexDigit) }
-    }
-
-    private static func startsWord(_ line: String, _ i: String.Index) -> Bool {
-        guard i > line.startIndex else { return true }
-        let before = line[line.index(before: i)]
-        return !(before.isLetter || before.isNumber)
-    }
-
     /// Spaces and the punctuation a key might be split or wrapped with.
-    private static func isSeparator(_ c: Character) -> Bool {
+    static func isSeparator(_ c: Character) -> Bool {
         if let byte = c.asciiValue { return separatorBytes[Int(byte)] }
         // Any Unicode space or punctuation too (`·`, `–`, `…`, a no-break space).
         return c.isWhitespace || c.isPunctuation || c.isSymbol
