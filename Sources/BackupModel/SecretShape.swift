@@ -125,8 +125,8 @@ public enum SecretShape {
     }
 
     /// Overlapping ranges joined (a token that is also base64-shaped is withheld once).
-    private static func merged(_ ranges: [Range<String.Index>]) -> [Range<String.Index>] {
-        var out: [Range<String.Index>] = []
+    static func merged<Bound: Comparable>(_ ranges: [Range<Bound>]) -> [Range<Bound>] {
+        var out: [Range<Bound>] = []
         for range in ranges.sorted(by: { $0.lowerBound < $1.lowerBound }) {
             if let last = out.last, range.lowerBound <= last.upperBound {
                 out[out.count - 1] = last.lowerBound..<max(last.upperBound, range.upperBound)

@@ -62,24 +62,12 @@ struct SecretShapeScanTests {
 
     static func byteOffsets(_ line: String, _ ranges: [Range<String.Index>]) -> [Range<Int>] {
         let utf8 = line.utf8
-        return merged(
+        return SecretShape.merged(
             ranges.map {
                 utf8.distance(
                     from: utf8.startIndex, to: $0.lowerBound)..<utf8.distance(
                         from: utf8.startIndex, to: $0.upperBound)
             })
-    }
-
-    static func merged(_ ranges: [Range<Int>]) -> [Range<Int>] {
-        var out: [Range<Int>] = []
-        for range in ranges.sorted(by: { ($0.lowerBound, $0.upperBound) < ($1.lowerBound, $1.upperBound) }) {
-            if let last = out.last, range.lowerBound <= last.upperBound {
-                out[out.count - 1] = last.lowerBound..<max(last.upperBound, range.upperBound)
-            } else {
-                out.append(range)
-            }
-        }
-        return out
     }
 
     @Test(arguments: [1, 2, 3, 4, 5, 6, 7, 8] as [UInt64])
@@ -103,15 +91,7 @@ struct SecretShapeScanTests {
 
     static func redactByCharacters(_ line: String) -> String {
         var out = line
-        let ranges = CharacterDetectors.characterRanges(line, halfKeys: true)
-        var joined: [Range<String.Index>] = []
-        for range in ranges.sorted(by: { $0.lowerBound < $1.lowerBound }) {
-            if let last = joined.last, range.lowerBound <= last.upperBound {
-                joined[joined.count - 1] = last.lowerBound..<max(last.upperBound, range.upperBound)
-            } else {
-                joined.append(range)
-            }
-        }
+        let joined = SecretShape.merged(CharacterDetectors.characterRanges(line, halfKeys: true))
         for range in joined.reversed() { out.replaceSubrange(range, with: "<withheld>") }
         return out
     }
