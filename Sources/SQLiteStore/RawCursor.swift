@@ -85,3 +85,66 @@ struct RawCursor {
         return a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
     }
 }
+
+/// A cached GRDB write statement bound and stepped through the SQLite C API: a hot insert
+/// (an audit entry) without rendering its text or building GRDB's arguments per row.
+struct RawStatement {
+    enum Value {
+        case integer(Int64)
+        case text(String)
+        /// A text, or NULL for `nil`.
+        case optionalText(String?)
+    }
+
+    private let statement: Statement
+    private let handle: OpaquePointer
+    private let connection: OpaquePointer?
+
+    init(_ db: Database, sql: String) throws {
+        statement = try db.cachedStatement(sql: sql)
+        handle = statement.sqliteStatement
+        connection = db.sqliteConnection
+    }
+
+    /// Binds `values` to the parameters in order, runs the statement to its end and resets it.
+    func run(_ values: Value...) throws {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+        defer { sqlite3_reset(handle) }
+        for (offset, value) in values.enumerated() {
+            let index = Int32(offset + 1)
+            let code: Int32
+            switch value {
+            case .integer(let v): code = sqlite3_bind_int64(handle, index, v)
+            case .text(let v): code = Self.bind(v, handle, index)
+            case .optionalText(let v): code = v.map { Self.bind($0, handle, index) } ?? sqlite3_bind_null(handle, index)
+            }
+            guard code == SQLITE_OK else { throw error(code) }
+        }
+        let code = sqlite3_step(handle)
+        guard code == SQLITE_DONE else { throw error(code) }
+    }
+
+    /// An empty text binds as an empty text, never NULL (which a nil pointer would bind).
+    private static func bind(_ text: String, _ handle: OpaquePointer, _ index: Int32) -> Int32 {
+        var text = text
+        return text.withUTF8 { bytes in
+            guard let base = bytes.baseAddress, bytes.count > 0 else {
+                return sqlite3_bind_text(handle, index, "", 0, transient)
+            }
+            return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+                sqlite3_bind_text(handle, index, $0, Int32(bytes.count), transient)
+            }
+        }
+    }
+
+    /// SQLite copies the bytes it is given (`SQLITE_TRANSIENT`).
+    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+    private func error(_ code: Int32) -> DatabaseError {
+        DatabaseError(
+            resultCode: ResultCode(rawValue: code),
+            message: connection.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) },
+            sql: statement.sql)
+    }
+}

@@ -74,18 +74,56 @@ public struct SQLiteDriver: SQLDriver {
         defer { gate.release() }
         let session = SQLiteSession(pool: pool, onWriter: true)
         do {
-            try session.writer { try $0.execute(sql: begin) }
+            try session.writer { try Self.control(begin, $0) }
             do {
                 let result = try await body(session)
-                try session.writer { try $0.execute(sql: "COMMIT") }
+                try session.writer { try Self.control("COMMIT", $0) }
                 return result
             } catch {
-                try? session.writer { db in if db.isInsideTransaction { try db.execute(sql: "ROLLBACK") } }
+                try? session.writer(Self.rollBack)
                 throw error
             }
         } catch {
             throw SQLiteConsoleStore.mapError(error, while: what())
         }
+    }
+
+    /// A write transaction whose statements are all synchronous: `BEGIN IMMEDIATE`, `body` and
+    /// `COMMIT` in one call on the writer (one turn of GRDB's queue, not one per statement),
+    /// rolled back when `body` or the commit throws.
+    func synchronousTransaction<T>(_ what: @autoclosure () -> String, _ body: (Database) throws -> T)
+        async throws(ConsoleError) -> T
+    {
+        await gate.acquire()
+        defer { gate.release() }
+        do {
+            return try Self.synchronously {
+                try pool.writeWithoutTransaction { db in
+                    try Self.control("BEGIN IMMEDIATE", db)
+                    do {
+                        let result = try body(db)
+                        try Self.control("COMMIT", db)
+                        return result
+                    } catch {
+                        try? Self.rollBack(db)
+                        throw error
+                    }
+                }
+            }
+        } catch {
+            throw SQLiteConsoleStore.mapError(error, while: what())
+        }
+    }
+
+    /// A transaction's `BEGIN …` or `COMMIT`, from the connection's statement cache: parsing
+    /// them again per transaction was a tenth of a lone audit append.
+    private static func control(_ sql: String, _ db: Database) throws {
+        try db.cachedStatement(sql: sql).execute()
+    }
+
+    /// Ends a failed transaction (a statement may have ended it already).
+    private static func rollBack(_ db: Database) throws {
+        if db.isInsideTransaction { try db.execute(sql: "ROLLBACK") }
     }
 
     /// Runs `access` outside any async context, so GRDB's synchronous API is the one called.

@@ -19,35 +19,31 @@ extension SQLRuleStore {
     public func appendChained(_ drafts: [AuditDraft], _ session: Driver.Session) async throws -> [AuditEntry] {
         try await lockChain(session)
         let head = try await session.first("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")
-        var seq = try head?.get("seq", as: Int64.self) ?? 0
-        var prevHash = try head?.get("hash", as: String.self) ?? AuditEntry.genesisHash
-        var entries: [AuditEntry] = []
-        entries.reserveCapacity(drafts.count)
-        for given in drafts {
-            let draft = given.stamped
-            // A head at the largest seq is a forged row: refused, never a trap.
-            let (next, overflow) = seq.addingReportingOverflow(1)
-            guard !overflow else {
-                throw ConsoleError.internalError(
-                    "The audit chain's head is at entry \(seq), the largest there can be (a row written outside the console); nothing can be appended."
-                )
-            }
-            seq = next
-            let at = clock()
-            let canonical = AuditEntry.canonicalBytes(
-                seq: seq, at: at, operatorName: draft.operatorName, tenant: draft.tenant, action: draft.action,
-                target: draft.target, details: draft.details)
-            let hash = SHA256.hex(Array(prevHash.utf8) + canonical)
+        let links = try AuditLink.chain(
+            drafts, afterSeq: try head?.get("seq", as: Int64.self) ?? 0,
+            prevHash: try head?.get("hash", as: String.self) ?? AuditEntry.genesisHash, clock: clock)
+        for link in links {
+            let entry = link.entry
             try await session.execute(
                 """
-                INSERT INTO audit (seq, at, operator, tenant, action, target, details, prev_hash, hash)
-                VALUES (\(seq), \(at), \(draft.operatorName), \(draft.tenant), \(draft.action), \(draft.target),
-                    \(CanonicalJSON.objectText(draft.details)), \(prevHash), \(hash))
+                INSERT INTO audit (\(raw: RowMapping.auditColumns))
+                VALUES (\(entry.seq), \(entry.at), \(entry.operatorName), \(entry.tenant), \(entry.action),
+                    \(entry.target), \(link.detailsText), \(entry.prevHash), \(entry.hash))
                 """)
-            entries.append(AuditEntry(seq: seq, at: at, draft: draft, prevHash: prevHash, hash: hash))
-            prevHash = hash
         }
-        return entries
+        return links.map(\.entry)
+    }
+
+    /// One group commit: `drafts` chained and committed in one transaction of their own (the
+    /// default of ``SQLRuleStore/commitAuditGroup(_:)``).
+    public func commitAuditGroup(_ drafts: [AuditDraft]) async throws(ConsoleError) -> [AuditEntry] {
+        try await driver.transaction(
+            drafts.count == 1 ? "appending an audit entry" : "appending \(drafts.count) audit entries"
+        ) { session in
+            let entries = try await self.appendChained(drafts, session)
+            self.checkpoints.reach(.auditGroup)
+            return entries
+        }
     }
 
     /// Appends `draft` in a transaction of its own or, when others are appending at the same
@@ -57,7 +53,7 @@ extension SQLRuleStore {
         // Stamped here: the transaction may run in another task, which must not name its first
         // caller's request in everyone's entries.
         try await auditGroup.append(draft.stamped) { drafts throws(ConsoleError) in
-            try await self.commitAudits(drafts)
+            try await self.commitAuditGroup(drafts)
         }
     }
 
@@ -71,18 +67,7 @@ extension SQLRuleStore {
 
     /// Queues stamped `drafts`, in order, for the next group commits.
     func submitAudits(_ drafts: [AuditDraft]) -> [AuditReceipt] {
-        auditGroup.submit(drafts) { drafts throws(ConsoleError) in try await self.commitAudits(drafts) }
-    }
-
-    /// One group commit: `drafts` chained and committed in one transaction.
-    private func commitAudits(_ drafts: [AuditDraft]) async throws(ConsoleError) -> [AuditEntry] {
-        try await driver.transaction(
-            drafts.count == 1 ? "appending an audit entry" : "appending \(drafts.count) audit entries"
-        ) { session in
-            let entries = try await self.appendChained(drafts, session)
-            self.checkpoints.reach(.auditGroup)
-            return entries
-        }
+        auditGroup.submit(drafts) { drafts throws(ConsoleError) in try await self.commitAuditGroup(drafts) }
     }
 
     /// Audit entries matching `conditions` (ANDed), in `order`, at most `limit`.

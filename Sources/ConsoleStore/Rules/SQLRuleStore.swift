@@ -20,6 +20,11 @@ public protocol SQLRuleStore: CleanupQueueStore, SandboxStore {
     var checkpoints: StoreCheckpoints { get }
     /// The queue that commits concurrent audit appends together (one per opened store).
     var auditGroup: AuditGroupCommit { get }
+    /// One group commit of ``auditGroup``: `drafts` chained (``AuditLink``) and committed in a
+    /// transaction of their own, reaching ``StoreCheckpoint/auditGroup`` before the commit. The
+    /// shared rule's is the default; a backend gives its own where the statements per entry
+    /// are the cost (SQLite's, in one synchronous call on its writer).
+    func commitAuditGroup(_ drafts: [AuditDraft]) async throws(ConsoleError) -> [AuditEntry]
 }
 
 /// A named point inside a store transaction, for crash tests: the same point on every backend.
