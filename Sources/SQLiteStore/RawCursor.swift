@@ -39,12 +39,7 @@ struct RawCursor {
     /// SQLite copies the bytes it is given (`SQLITE_TRANSIENT`).
     private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
-    private func error(_ code: Int32) -> DatabaseError {
-        DatabaseError(
-            resultCode: ResultCode(rawValue: code),
-            message: connection.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) },
-            sql: statement.sql)
-    }
+    private func error(_ code: Int32) -> DatabaseError { rawError(code, connection, statement) }
 
     /// Advances to the next row; `false` at the end.
     func step() throws -> Bool {
@@ -141,10 +136,13 @@ struct RawStatement {
     /// SQLite copies the bytes it is given (`SQLITE_TRANSIENT`).
     private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
-    private func error(_ code: Int32) -> DatabaseError {
-        DatabaseError(
-            resultCode: ResultCode(rawValue: code),
-            message: connection.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) },
-            sql: statement.sql)
-    }
+    private func error(_ code: Int32) -> DatabaseError { rawError(code, connection, statement) }
+}
+
+/// The error of a statement stepped or bound through the C API, with the connection's message.
+private func rawError(_ code: Int32, _ connection: OpaquePointer?, _ statement: Statement) -> DatabaseError {
+    DatabaseError(
+        resultCode: ResultCode(rawValue: code),
+        message: connection.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) },
+        sql: statement.sql)
 }
