@@ -51,6 +51,24 @@ struct ScriptLineFuzzTests {
         #expect(accepted > 1000)
     }
 
+    @Test("random plain lines take the byte fast path, and split on blanks", arguments: [8, 9] as [UInt64])
+    func plainLines(seed: UInt64) throws {
+        var rng = Stream(state: seed)
+        let plain = Self.pieces.filter { piece in
+            piece.utf8.allSatisfy { $0 < 0x80 && !"\\\"'#".utf8.contains($0) }
+        }
+        #expect(plain.count > 12)
+        for _ in 0..<3000 {
+            var line = (0..<rng.below(12)).map { _ in rng.pick(plain) }.joined()
+            let words = line.withUTF8(LineSplitter.plainWords)
+            #expect(words == line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init))
+            #expect(try LineSplitter.split(line) == words)
+            // One quote, backslash, `#` or non-ASCII byte anywhere sends the line to the walk.
+            var marked = line + rng.pick(["\"", "'", "\\", "#", "é", "🙂"]) + rng.pick(plain)
+            #expect(marked.withUTF8(LineSplitter.plainWords) == nil)
+        }
+    }
+
     @Test("random words survive single-quoting and splitting unchanged", arguments: [4, 5] as [UInt64])
     func quotedRoundTrip(seed: UInt64) async throws {
         var rng = Stream(state: seed)
