@@ -23,8 +23,8 @@ enum LineSplitter {
 
     /// The words of an ASCII line without quotes, backslashes or `#` (a script's lookups): its
     /// runs between spaces and tabs, as ``walk(_:_:word:)`` makes them, cut straight from the
-    /// line's bytes; `nil` for any other line, which the walk takes. It is most of a script's
-    /// check of its 100,000 lines before the first runs.
+    /// line's bytes; `nil` for any other line, which the walk takes. A script's lines are all
+    /// split before the first runs (its check), on the main actor.
     static func plainWords(_ bytes: UnsafeBufferPointer<UInt8>) -> [String]? {
         var words: [String] = []
         var start: Int?

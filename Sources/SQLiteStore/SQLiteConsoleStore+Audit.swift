@@ -4,8 +4,8 @@ import GRDB
 import GRDBSQLite
 
 /// The audit group commit on SQLite: the shared chain (``AuditLink``) written with one cached
-/// statement per column set through the C API, the whole transaction in one synchronous call
-/// on the writer. Through the shared rule, a lone append took four turns of GRDB's queue and a
+/// `INSERT` bound through the C API, the whole transaction in one synchronous call on the
+/// writer. Through the shared rule, a lone append took four turns of GRDB's queue and a
 /// statement text rendered and hashed per entry, twice the cost of the same rows written
 /// directly (the server bench's raw reference).
 extension SQLiteConsoleStore {
@@ -17,11 +17,7 @@ extension SQLiteConsoleStore {
         try await driver.synchronousTransaction(
             drafts.count == 1 ? "appending an audit entry" : "appending \(drafts.count) audit entries"
         ) { db in
-            let head = try RawCursor(db, sql: Self.auditHeadSQL, texts: [])
-            let found = try head.step()
-            let afterSeq = found ? head.int(0) : 0
-            let prevHash = found ? head.string(1) : AuditEntry.genesisHash
-            head.finish()
+            let (afterSeq, prevHash) = try Self.auditHead(db)
             let links = try AuditLink.chain(drafts, afterSeq: afterSeq, prevHash: prevHash, clock: clock)
             let insert = try RawStatement(db, sql: Self.auditInsertSQL)
             for link in links {
@@ -34,5 +30,12 @@ extension SQLiteConsoleStore {
             checkpoints.reach(.auditGroup)
             return links.map(\.entry)
         }
+    }
+
+    /// The newest entry's `seq` and hash: 0 and 64 zeros for an empty log.
+    private static func auditHead(_ db: Database) throws -> (seq: Int64, hash: String) {
+        let head = try RawCursor(db, sql: auditHeadSQL, texts: [])
+        defer { head.finish() }
+        return try head.step() ? (head.int(0), head.string(1)) : (0, AuditEntry.genesisHash)
     }
 }
