@@ -324,7 +324,7 @@ struct ReadAhead {
         stopAtFailure: Bool, deadline: UInt64, checkpoint: ReadAheadCheckpoint
     ) async -> [ReadAheadAnswer] {
         let aside = AuditDeferral()
-        let (answers, unchanged) = await console.withOneAccessCheck {
+        let (answers, unchanged) = await console.withOneAccessCheck(reading: operations) {
             await reads(
                 operations, console: console, caller: caller, deferral: aside, stopAtFailure: stopAtFailure,
                 deadline: deadline, checkpoint: checkpoint)

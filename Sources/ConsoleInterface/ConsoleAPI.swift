@@ -22,13 +22,25 @@ public protocol ConsoleAPI: Sendable {
     /// the same reading after means it held for every read in between, exactly as if each had
     /// read it. `unchanged` is false otherwise: nothing `body` answered may be shown, and the
     /// reads are made again, each checked on its own.
-    func withOneAccessCheck<T: Sendable>(_ body: () async -> T) async -> (value: T, unchanged: Bool)
+    ///
+    /// `operations` are the reads `body` is about to make, in order, where the caller knows
+    /// them: a console may then read what they need together (the lookups' index rows, in one
+    /// read of the store) as it checks their access together.
+    func withOneAccessCheck<T: Sendable>(reading operations: [any ConsoleOperation], _ body: () async -> T) async
+        -> (value: T, unchanged: Bool)
 }
 
 extension ConsoleAPI {
     /// Each read checks access on its own (a server checks every request): nothing to confirm.
-    public func withOneAccessCheck<T: Sendable>(_ body: () async -> T) async -> (value: T, unchanged: Bool) {
+    public func withOneAccessCheck<T: Sendable>(reading operations: [any ConsoleOperation], _ body: () async -> T)
+        async -> (value: T, unchanged: Bool)
+    {
         (await body(), true)
+    }
+
+    /// ``withOneAccessCheck(reading:_:)`` when the reads are not known ahead.
+    public func withOneAccessCheck<T: Sendable>(_ body: () async -> T) async -> (value: T, unchanged: Bool) {
+        await withOneAccessCheck(reading: [], body)
     }
 
     public func perform<Op: ConsoleOperation>(_ operation: Op, as caller: Caller) async throws(ConsoleError)

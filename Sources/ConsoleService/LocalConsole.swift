@@ -4,6 +4,7 @@ import BackupModel
 @_exported import ConsoleInterface
 import ConsoleStore
 import Foundation
+import Inspect
 import Logging
 import PostgresStore
 import SQLiteStore
@@ -339,12 +340,20 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
         return try await authenticate(caller, version: version)
     }
 
-    public func withOneAccessCheck<T: Sendable>(_ body: () async -> T) async -> (value: T, unchanged: Bool) {
+    /// The lookups among `operations` are resolved together (``LookupPrefetch``): the first
+    /// of them made reads the index for all, in one read of the store.
+    public func withOneAccessCheck<T: Sendable>(reading operations: [any ConsoleOperation], _ body: () async -> T)
+        async -> (value: T, unchanged: Bool)
+    {
         // A store that cannot be opened or read lets each read find that out, and say so.
         guard let store = try? await store(), let before = try? await store.accessVersion() else {
             return (await body(), true)
         }
-        let value = await Self.$checkedAccessVersion.withValue(before) { await body() }
+        let lookups = operations.compactMap { ($0 as? LookupOperation)?.query }
+        let prefetch = lookups.count > 1 ? LookupPrefetch(lookups) : nil
+        let value = await Self.$checkedAccessVersion.withValue(before) {
+            await LookupPrefetch.$current.withValue(prefetch) { await body() }
+        }
         guard let after = try? await store.accessVersion() else { return (value, false) }
         return (value, after == before)
     }

@@ -78,6 +78,10 @@ public protocol ConsoleStore: Sendable {
     /// named backup's metadata implies (derived at write time): `nil` on a miss; otherwise the
     /// backup, whether it exists, and the factor implying the key (`nil`: unauthorized).
     func resolveLookup(tenant: TenantName, pk: String) async throws(ConsoleError) -> LookupResolution?
+    /// ``resolveLookup(tenant:pk:)`` for many keys in one read of one state of the store (a
+    /// script's run of lookups): each key the index holds, with its answer. A key left out is
+    /// a miss at that moment.
+    func resolveLookups(tenant: TenantName, pks: [String]) async throws(ConsoleError) -> [String: LookupResolution]
     /// Up to `limit` derived per-backup summaries after backup id `after`, in id order, no
     /// metadata decoded.
     func backupSummaries(tenant: TenantName, after: String?, limit: Int) async throws(ConsoleError) -> [BackupSummary]

@@ -67,8 +67,15 @@ public struct LookupService: Sendable {
     package func resolve(_ query: LookupQuery, tenant: TenantName) async throws(ConsoleError) -> Outcome {
         if case .account(let text) = query { return try await account(text, tenant: tenant) }
         let candidates = try query.candidateKeys()
+        let prefetch = LookupPrefetch.current
         for key in candidates {
-            guard let resolution = try await store.resolveLookup(tenant: tenant, pk: key.rawValue) else { continue }
+            let resolution: LookupResolution?
+            if let prefetch, let known = await prefetch.resolution(of: key.rawValue, tenant: tenant, store: store) {
+                resolution = known
+            } else {
+                resolution = try await store.resolveLookup(tenant: tenant, pk: key.rawValue)
+            }
+            guard let resolution else { continue }
             return Self.outcome(resolution, key: key, kind: query.kind)
         }
         if case .keypair(let text, _) = query, let bytes = LookupQuery.publicKeyBytes(LookupQuery.trimmed(text)),

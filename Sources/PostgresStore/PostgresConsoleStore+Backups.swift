@@ -62,6 +62,50 @@ extension PostgresConsoleStore {
         try await prepared("looking up a factor", ResolveStatement(tenant: tenant.rawValue, pk: pk))
     }
 
+    /// ``ResolveStatement`` for many keys in one statement (one state of the store, one round
+    /// trip), each row naming its key.
+    struct ResolveManyStatement: PostgresPreparedStatement {
+        static let name = "backupctl_resolve_lookups"
+        static let sql = """
+            SELECT fl.pk, fl.backup_id, bf.factor_id,
+                CASE WHEN bf.factor_id IS NOT NULL THEN TRUE ELSE EXISTS (
+                    SELECT 1 FROM backup_summary s WHERE s.tenant = fl.tenant AND s.backup_id = fl.backup_id)
+                END
+            FROM factor_lookup fl
+            LEFT JOIN backup_factors bf ON bf.tenant = fl.tenant AND bf.backup_id = fl.backup_id AND bf.pk = fl.pk
+            WHERE fl.tenant = $1 AND fl.pk = ANY($2)
+            """
+        typealias Row = (String, LookupResolution)
+        var tenant: String
+        var pks: [String]
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 2)
+            bindings.append(tenant)
+            bindings.append(pks)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> (String, LookupResolution) {
+            let (pk, backupId, factorId, exists) = try row.decode((String, String, String?, Bool).self)
+            return (pk, LookupResolution(backupId: backupId, backupExists: exists, factorId: factorId))
+        }
+    }
+
+    public func resolveLookups(tenant: TenantName, pks: [String]) async throws(ConsoleError)
+        -> [String: LookupResolution]
+    {
+        guard !pks.isEmpty else { return [:] }
+        let statement = ResolveManyStatement(tenant: tenant.rawValue, pks: Array(Set(pks)))
+        return try await database.withHotConnection("looking up factors") { connection in
+            var found: [String: LookupResolution] = [:]
+            for try await (pk, resolution) in try await connection.execute(statement, logger: database.logger) {
+                found[pk] = resolution
+            }
+            return found
+        }
+    }
+
     /// The first row of a prepared statement, if any, on the database's hot-path connection
     /// (``PostgresStoreDatabase/withHotConnection(_:_:)``): no pool lease per lookup.
     func prepared<Statement: PostgresPreparedStatement>(_ what: @autoclosure () -> String, _ statement: Statement)

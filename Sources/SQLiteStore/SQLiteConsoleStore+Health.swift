@@ -88,6 +88,32 @@ extension SQLiteConsoleStore {
         }
     }
 
+    /// One read transaction on one connection for every key, the statement of
+    /// ``resolveLookup(tenant:pk:)`` run once per key: not one transaction, connection lease
+    /// and page-cache check per key.
+    public func resolveLookups(tenant: TenantName, pks: [String]) async throws(ConsoleError)
+        -> [String: LookupResolution]
+    {
+        guard !pks.isEmpty else { return [:] }
+        return try await readOne("looking up factors") { db in
+            var found: [String: LookupResolution] = [:]
+            // One state of the store for every key; nothing is written, so the transaction
+            // ends with a commit, or a rollback on an error.
+            try db.inTransaction(.deferred) {
+                for pk in pks where found[pk] == nil {
+                    let cursor = try RawCursor(db, sql: Self.resolveSQL, texts: [tenant.rawValue, pk])
+                    defer { cursor.finish() }
+                    guard try cursor.step() else { continue }
+                    found[pk] = LookupResolution(
+                        backupId: cursor.string(0), backupExists: cursor.int(2) != 0,
+                        factorId: cursor.optionalString(1))
+                }
+                return .commit
+            }
+            return found
+        }
+    }
+
     public func backupHealth(tenant: TenantName, after: String?, limit: Int) async throws(ConsoleError)
         -> [BackupHealthRow]
     {

@@ -120,6 +120,47 @@ import Testing
         #expect(after.value == "refused" && after.unchanged)
     }
 
+    /// The lookups named to a run (a script's read-ahead) are read together, once, at the
+    /// first of them: a row changed after it is not seen by the rest of the run; a run that
+    /// names none reads each lookup when it is made.
+    @Test(arguments: TestBackend.available)
+    func theLookupsOfARunAreReadTogether(backend: TestBackend) async throws {
+        let fixture = try await Fixture(backend)
+        defer { fixture.cleanUp() }
+        let console = fixture.console
+        let caller = Caller(token: fixture.admin, tenant: "sandbox")
+        let session = try await fixture.session(fixture.admin)
+        let key = { (sub: String) in "MAIN#OIDC|https://accounts.google.com|\(sub)" }
+        func point(_ sub: String, at backup: String) async throws {
+            try await fixture.store.writeLookupRows(
+                tenant: session.tenantName, [LookupRow(pk: key(sub), backupId: backup)],
+                audit: session.audit("test.rows"))
+        }
+        let lookups = ["1", "2"].map { LookupOperation(.oidc(provider: "google", sub: $0)) }
+        func answer(_ operation: LookupOperation) async -> String {
+            do {
+                return try await console.perform(operation, as: caller).backupId
+            } catch {
+                // A dangling row's refusal names the backup it points at.
+                return ["ghost-a", "ghost-b", "ghost-c"].first { error.message.contains($0) } ?? error.code
+            }
+        }
+        try await point("1", at: "ghost-a")
+        try await point("2", at: "ghost-a")
+        let together = await console.withOneAccessCheck(reading: lookups) { () -> [String] in
+            let first = await answer(lookups[0])
+            try? await point("2", at: "ghost-b")
+            return [first, await answer(lookups[1])]
+        }
+        #expect(together.value == ["ghost-a", "ghost-a"])
+        let apart = await console.withOneAccessCheck { () -> [String] in
+            let first = await answer(lookups[0])
+            try? await point("2", at: "ghost-c")
+            return [first, await answer(lookups[1])]
+        }
+        #expect(apart.value == ["ghost-a", "ghost-c"])
+    }
+
     /// Without `--tenant`, an operator whose last grant was revoked is refused as one (403, exit
     /// 77), not told to name a tenant: none would let them in.
     @Test(arguments: TestBackend.available)

@@ -137,6 +137,18 @@ struct DerivedIndexTests {
                     == LookupResolution(backupId: ghost, backupExists: false, factorId: nil))
             #expect(try await store.resolveLookup(tenant: alpha, pk: passkeyPK(f.credential())) == nil)
             #expect(try await store.resolveLookup(tenant: beta, pk: passkeyPK(kept)) == nil)
+
+            // Many keys in one read: what each key alone answers, a miss left out, a key asked
+            // twice answered once, another tenant's rows not seen.
+            let keys = [
+                passkeyPK(kept), passkeyPK(stale), "MAIN#PK|Z2hvc3Q", passkeyPK(f.credential()), passkeyPK(kept),
+            ]
+            var expected: [String: LookupResolution] = [:]
+            for key in keys { expected[key] = try await store.resolveLookup(tenant: alpha, pk: key) }
+            #expect(expected.count == 3)
+            #expect(try await store.resolveLookups(tenant: alpha, pks: keys) == expected)
+            #expect(try await store.resolveLookups(tenant: beta, pks: keys).isEmpty)
+            #expect(try await store.resolveLookups(tenant: alpha, pks: []).isEmpty)
         }
     }
 

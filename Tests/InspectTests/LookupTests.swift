@@ -210,6 +210,70 @@ import Testing
         await #expect(try w.t.audit("backup.lookup").count == 2)
     }
 
+    /// A run of lookups made together (a script's read-ahead, ``LookupPrefetch``) answers each
+    /// as it is answered alone — hits in every form, refusals, misses, bad input — from one read
+    /// of the index made at the first of them; a key not among the run's is read when asked.
+    @Test(arguments: TestBackend.available) func aRunOfLookupsAnswersFromOneRead(backend: TestBackend) async throws {
+        let w = try await World(backend)
+        let ghost = try w.t.backupId()
+        try await w.t.writeRows([
+            LookupRow(
+                pk: "MAIN#PK|" + Base64.encode([1, 2, 3, 4, 5, 6], alphabet: .url, padding: false), backupId: w.id),
+            LookupRow(pk: "MAIN#OIDC|https://accounts.google.com|999", backupId: ghost),
+        ])
+        let queries: [LookupQuery] = [
+            .passkey(credentialId: Hex.encode(w.credential)),
+            .passkey(credentialId: Base64.encode(w.credential, alphabet: .standard, padding: true)),
+            .oidc(provider: "google", sub: "104512345"),
+            .keypair(publicKey: Base64.encode(w.keychain.compressed), sync: false),
+            .keypair(publicKey: Hex.encode(w.device.uncompressed), sync: true),
+            .keypair(publicKey: Hex.encode(w.device.uncompressed), sync: false),
+            .passkey(credentialId: "AQIDBAUG"),
+            .oidc(provider: "google", sub: "999"),
+            .passkey(credentialId: "AAAAAAAAAAAAAAAAAAAAAA"),
+            .passkey(credentialId: "not base64!"),
+            .account(w.id),
+        ]
+        func answer(_ query: LookupQuery) async -> String {
+            do {
+                let result = try await w.lookup(query)
+                return "\(result.backupId) \(result.scope) \(result.lookupKey) \(result.factorId ?? "-")"
+            } catch let error as ConsoleError {
+                return "\(error.code): \(error.message)"
+            } catch {
+                return "\(error)"
+            }
+        }
+        var alone: [String] = []
+        for query in queries { alone.append(await answer(query)) }
+        // Hits and refusals naming a backup are audited; misses and bad input are not.
+        #expect(try await w.t.audit("backup.lookup").count == 8)
+        let together = await LookupPrefetch.$current.withValue(LookupPrefetch(queries)) {
+            var answers: [String] = []
+            for query in queries { answers.append(await answer(query)) }
+            return answers
+        }
+        #expect(together == alone)
+        #expect(
+            Set(alone.map { $0.prefix(while: { $0 != ":" }) }).isSuperset(of: [
+                "unauthorized_factor", "dangling_lookup", "not_found", "invalid_credential_id",
+            ]))
+        #expect(try await w.t.audit("backup.lookup").count == 2 * 8)
+
+        // One read: the ghost's row, pointed at the backup after the run's first lookup, is
+        // still the ghost's for the run; a key outside the run sees the store as it is now.
+        try await LookupPrefetch.$current.withValue(LookupPrefetch(queries)) {
+            _ = try await w.lookup(queries[0])
+            try await w.t.writeRows([
+                LookupRow(pk: "MAIN#OIDC|https://accounts.google.com|999", backupId: w.id),
+                LookupRow(pk: "MAIN#OIDC|https://accounts.google.com|555", backupId: ghost),
+            ])
+            #expect(await answer(queries[7]).hasPrefix("dangling_lookup"))
+            #expect(await answer(.oidc(provider: "google", sub: "555")).hasPrefix("dangling_lookup"))
+        }
+        #expect(await answer(queries[7]).hasPrefix("unauthorized_factor"))
+    }
+
     @Test(arguments: TestBackend.available) func otherTenantsBackupsAreInvisible(backend: TestBackend) async throws {
         let w = try await World(backend)
         let other = try await w.t.otherSession()

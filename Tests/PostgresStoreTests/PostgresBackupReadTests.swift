@@ -114,6 +114,11 @@ struct PostgresBackupReadTests {
                 }
             }
             #expect(kinds == ["miss", "dangling", "unauthorized", "hit"])
+            // Every key at once (a script's run of lookups), a miss and a repeat among them.
+            let keys = index.map(\.pk) + ["MAIN#absent|key", index[0].pk]
+            let all = try await postgres.resolveLookups(tenant: t, pks: keys)
+            #expect(all == (try await sqlite.resolveLookups(tenant: t, pks: keys)))
+            #expect(all.count == index.count && all["MAIN#absent|key"] == nil)
         }
     }
 
