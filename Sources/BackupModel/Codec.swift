@@ -136,6 +136,28 @@ public enum Base64 {
         return out
     }
 
+    /// Whether `text` is already the unpadded encoding of its bytes in `alphabet` — exactly
+    /// what `encode(decode(text, alphabet: alphabet)!, alphabet: alphabet, padding: false)`
+    /// gives — and names at least one byte. Nothing is decoded or allocated: the stored form of
+    /// a credential id is usually what was pasted.
+    public static func isCanonicalUnpadded(_ text: String, alphabet: Alphabet) -> Bool {
+        var text = text
+        return text.withUTF8 { chars in
+            guard !chars.isEmpty, chars.count % 4 != 1 else { return false }
+            var last: UInt8 = 0
+            for c in chars {
+                guard let v = value(c, alphabet) else { return false }
+                last = v
+            }
+            // The bits of the last character past the last whole byte must be zero.
+            switch chars.count % 4 {
+            case 2: return last & 0x0F == 0
+            case 3: return last & 0x03 == 0
+            default: return true
+            }
+        }
+    }
+
     /// Decodes either alphabet, padded or not — the way operators paste identifiers.
     /// A `String` overload, specialised here (see `Hex.decode(_:)`).
     public static func decodeLenient(_ text: String) -> [UInt8]? { decodeLenient(text[...]) }

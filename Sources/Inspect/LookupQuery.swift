@@ -54,7 +54,10 @@ public enum LookupQuery: Sendable, Equatable, Codable {
     static func credentialIds(_ raw: String) throws(ConsoleError) -> [String] {
         let text = trimmed(raw)
         var out: [String] = []
-        if let bytes = Base64.decodeLenient(text), !bytes.isEmpty {
+        if Base64.isCanonicalUnpadded(text, alphabet: .url) {
+            // Already the stored form (what decoding and encoding again would give).
+            out.append(text)
+        } else if let bytes = Base64.decodeLenient(text), !bytes.isEmpty {
             out.append(Base64.encode(bytes, alphabet: .url, padding: false))
         }
         if text.utf8.count % 2 == 0, Hex.isHex(text), let bytes = Hex.decode(text), !bytes.isEmpty {
@@ -132,6 +135,12 @@ public enum LookupQuery: Sendable, Equatable, Codable {
     /// The text without surrounding whitespace. Pasted input rarely has any, and Foundation's
     /// trimming costs a few microseconds of a lookup, so it runs only when an end needs it.
     static func trimmed(_ text: String) -> String {
+        // Printable ASCII at both ends (almost every pasted value) is never white space.
+        if let first = text.utf8.first, let last = text.utf8.last, (0x21..<0x7F).contains(first),
+            (0x21..<0x7F).contains(last)
+        {
+            return text
+        }
         guard let first = text.unicodeScalars.first, let last = text.unicodeScalars.last else { return text }
         guard first.properties.isWhitespace || last.properties.isWhitespace else { return text }
         return text.trimmingCharacters(in: .whitespacesAndNewlines)

@@ -19,6 +19,43 @@ struct CodecTests {
         #expect(Hex.decode(text) == nil)
     }
 
+    /// `isCanonicalUnpadded` says yes exactly when decoding and encoding again (unpadded)
+    /// gives the same text back, and it named a byte: every string of up to four characters
+    /// from a set that covers both alphabets' own characters, padding, a blank, a non-ASCII
+    /// character and last characters with and without trailing bits, then longer ones drawn
+    /// from it (a fixed generator).
+    @Test(arguments: [Base64.Alphabet.url, .standard])
+    func canonicalUnpaddedIsDecodeThenEncode(alphabet: Base64.Alphabet) {
+        let symbols = ["A", "B", "C", "E", "Q", "g", "w", "-", "_", "+", "/", "=", " ", "é"]
+        func expected(_ text: String) -> Bool {
+            guard let bytes = Base64.decode(text, alphabet: alphabet), !bytes.isEmpty else { return false }
+            return Base64.encode(bytes, alphabet: alphabet, padding: false) == text
+        }
+        var texts = [""]
+        var level = [""]
+        for _ in 1...4 {
+            level = level.flatMap { prefix in symbols.map { prefix + $0 } }
+            texts += level
+        }
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        for _ in 0..<5_000 {
+            var text = ""
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            for _ in 0..<(5 + Int(state >> 60) % 5) {
+                state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                text += symbols[Int(state >> 33) % symbols.count]
+            }
+            texts.append(text)
+        }
+        var yes = 0
+        for text in texts {
+            let canonical = Base64.isCanonicalUnpadded(text, alphabet: alphabet)
+            if canonical != expected(text) { Issue.record("\(text): \(canonical)") }
+            if canonical { yes += 1 }
+        }
+        #expect(yes > 1_000)
+    }
+
     // RFC 4648 §10 vectors.
     @Test(
         "RFC 4648 vectors, padded and unpadded",
