@@ -78,11 +78,7 @@ extension JSONLine {
     /// keeps the same JSON value and keeps a terminal showing it safe.
     static func terminalSafe(_ json: String) -> String {
         // Printable ASCII holds none of them: most lines are that, and bytes are quick to scan.
-        if json.utf8.withContiguousStorageIfAvailable({ !$0.contains { $0 < 0x20 || $0 >= 0x7F } })
-            ?? json.utf8.allSatisfy({ (0x20..<0x7F).contains($0) })
-        {
-            return json
-        }
+        if json.allUTF8({ (0x20..<0x7F).contains($0) }) { return json }
         guard json.unicodeScalars.contains(where: UntrustedText.isControl) else { return json }
         var out = String.UnicodeScalarView()
         for scalar in json.unicodeScalars {
@@ -134,10 +130,8 @@ extension JSONLine {
 
     private static func appendQuoted(_ text: String, to out: inout String) {
         out += "\""
-        // Most values need no escape: append them whole. The scan reads the bytes in place,
-        // not one index of the view at a time.
-        let plain = { (byte: UInt8) in byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") }
-        if text.utf8.withContiguousStorageIfAvailable({ $0.allSatisfy(plain) }) ?? text.utf8.allSatisfy(plain) {
+        // Most values need no escape: append them whole.
+        if text.allUTF8({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
             out += text
             out += "\""
             return

@@ -26,7 +26,7 @@ enum SafeText {
     /// `text` without the marks (what reaches the terminal).
     static func unmarked(_ text: String) -> String {
         // The mark's scalars all start with the byte F3 in UTF-8: one pass over the bytes.
-        guard text.utf8.contains(0xF3) else { return text }
+        guard !text.allUTF8({ $0 != 0xF3 }) else { return text }
         return text.replacingOccurrences(of: mark, with: "")
     }
 

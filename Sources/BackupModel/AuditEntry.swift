@@ -87,6 +87,19 @@ public struct AuditEntry: Sendable, Equatable, Codable {
         }
         var out: [UInt8] = []
         out.reserveCapacity(160 + detailsJSON.count)
+        appendCanonical(
+            seq: seq, at: at, operatorName: operatorName, tenant: tenant, action: action, target: target,
+            detailsJSON: detailsJSON, to: &out)
+        return Data(out)
+    }
+
+    /// The canonical bytes appended to `out`, with `details` given as its canonical object
+    /// (``CanonicalJSON/object(_:)``, which the caller also stores): the chain hashes the
+    /// previous hash and these bytes from one buffer.
+    public static func appendCanonical(
+        seq: Int64, at: Int64, operatorName: String, tenant: String?, action: String, target: String?,
+        detailsJSON: [UInt8], to out: inout [UInt8]
+    ) {
         // Keys in sorted order: action, at, details, operator, seq, target, tenant.
         out.append(contentsOf: #"{"action":"#.utf8)
         CanonicalJSON.append(string: action, to: &out)
@@ -103,7 +116,6 @@ public struct AuditEntry: Sendable, Equatable, Codable {
         out.append(contentsOf: #","tenant":"#.utf8)
         CanonicalJSON.append(optional: tenant, to: &out)
         out.append(UInt8(ascii: "}"))
-        return Data(out)
     }
 
     /// The canonical bytes through JSONEncoder: the definition the hand-written form matches.

@@ -6,7 +6,7 @@ public enum CanonicalJSON {
     /// A `[String: String]` object, or `nil` when a key is not ASCII (callers then use
     /// JSONEncoder, so ordering beyond plain ASCII never has to be reproduced here).
     public static func object(_ dictionary: [String: String]) -> [UInt8]? {
-        guard dictionary.keys.allSatisfy({ $0.utf8.allSatisfy { $0 < 0x80 } }) else { return nil }
+        guard dictionary.keys.allSatisfy({ $0.allUTF8 { $0 < 0x80 } }) else { return nil }
         var out: [UInt8] = [UInt8(ascii: "{")]
         for (index, key) in dictionary.keys.sorted().enumerated() {
             if index > 0 { out.append(UInt8(ascii: ",")) }

@@ -42,7 +42,7 @@ public enum Hex {
     /// `String` overloads: a generic call from another module runs unspecialised, several
     /// times slower, and lookups decode every pasted key.
     public static func decode(_ text: String) -> [UInt8]? { decode(text[...]) }
-    public static func isHex(_ text: String) -> Bool { isHex(text[...]) }
+    public static func isHex(_ text: String) -> Bool { text.allUTF8 { nibble($0) != nil } }
 
     /// Whether every character is a hex digit (either case).
     public static func isHex(_ text: some StringProtocol) -> Bool {

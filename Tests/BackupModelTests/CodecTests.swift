@@ -56,6 +56,18 @@ struct CodecTests {
         #expect(yes > 1_000)
     }
 
+    /// `allUTF8` reads the bytes in place and answers what the view's `allSatisfy` answers:
+    /// small (inline) and heap strings, ASCII and not, empty, and a failing byte at either end.
+    @Test func allUTF8IsTheViewsAllSatisfy() {
+        let texts =
+            ["", "a", "abc", "é", String(repeating: "x", count: 40), String(repeating: "x", count: 40) + "é"]
+            + ["\"" + String(repeating: "y", count: 30), String(repeating: "y", count: 30) + "\u{7F}"]
+        let tests: [(UInt8) -> Bool] = [{ $0 < 0x80 }, { $0 != UInt8(ascii: "\"") }, { (0x20..<0x7F).contains($0) }]
+        for text in texts {
+            for test in tests { #expect(text.allUTF8(test) == text.utf8.allSatisfy(test), "\(text)") }
+        }
+    }
+
     // RFC 4648 §10 vectors.
     @Test(
         "RFC 4648 vectors, padded and unpadded",

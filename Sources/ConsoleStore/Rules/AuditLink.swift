@@ -31,14 +31,27 @@ public struct AuditLink: Sendable {
             }
             seq = next
             let at = clock()
-            let canonical = AuditEntry.canonicalBytes(
-                seq: seq, at: at, operatorName: draft.operatorName, tenant: draft.tenant, action: draft.action,
-                target: draft.target, details: draft.details)
-            let hash = SHA256.hex(Array(prevHash.utf8) + canonical)
+            // The hash covers the previous hash and the canonical bytes; the details object is
+            // made once, for both the hash and the stored column.
+            var hashed = Array(prevHash.utf8)
+            let detailsText: String
+            if let detailsJSON = CanonicalJSON.object(draft.details) {
+                hashed.reserveCapacity(hashed.count + 160 + detailsJSON.count)
+                AuditEntry.appendCanonical(
+                    seq: seq, at: at, operatorName: draft.operatorName, tenant: draft.tenant, action: draft.action,
+                    target: draft.target, detailsJSON: detailsJSON, to: &hashed)
+                detailsText = String(decoding: detailsJSON, as: UTF8.self)
+            } else {
+                hashed += AuditEntry.canonicalBytes(
+                    seq: seq, at: at, operatorName: draft.operatorName, tenant: draft.tenant, action: draft.action,
+                    target: draft.target, details: draft.details)
+                detailsText = CanonicalJSON.objectText(draft.details)
+            }
+            let hash = SHA256.hex(hashed)
             links.append(
                 AuditLink(
                     entry: AuditEntry(seq: seq, at: at, draft: draft, prevHash: prevHash, hash: hash),
-                    detailsText: CanonicalJSON.objectText(draft.details)))
+                    detailsText: detailsText))
             prevHash = hash
         }
         return links
