@@ -187,6 +187,7 @@ enum Pager {
             }
             break
         }
+        awaitGroupEnd(pid)
         // Once the pager is gone its writes fail at once (EPIPE): wait for them, while SIGPIPE
         // is still ignored.
         written.wait()
@@ -198,6 +199,32 @@ enum Pager {
         let signal = status & 0x7f
         return signal == SIGTERM || signal == SIGINT ? .shown : .killed(signal)
     }
+
+    /// Waits until nothing is left of the pager's process group, to take the terminal back.
+    /// The shell can be gone while the pager it started is still on its way out (ended by the
+    /// SIGTERM above, or by Ctrl-C, still restoring the terminal): a prompt shown then shares
+    /// the terminal with it, and the first key typed at the prompt can go to the pager. A
+    /// group still there after ``groupGrace`` (something that ignores SIGTERM) is killed.
+    static func awaitGroupEnd(_ group: pid_t) {
+        let start = DispatchTime.now().uptimeNanoseconds
+        var killed = false
+        while kill(-group, 0) == 0 {
+            // Reaps what the console itself must reap (when it is the reaper of orphans, PID 1
+            // in a container); a zombie stays in the group until it is reaped.
+            while waitpid(-group, nil, WNOHANG) > 0 {}
+            let elapsed = DispatchTime.now().uptimeNanoseconds - start
+            if !killed, elapsed >= groupGrace {
+                kill(-group, SIGKILL)
+                killed = true
+            } else if elapsed >= 2 * groupGrace {
+                return
+            }
+            usleep(1_000)
+        }
+    }
+
+    /// How long a pager's group may take to end after its shell did.
+    static let groupGrace: UInt64 = 5_000_000_000
 
     private static func stopped(_ status: Int32) -> Bool { status & 0xff == 0x7f }
     private static func exited(_ status: Int32) -> Bool { status & 0x7f == 0 }

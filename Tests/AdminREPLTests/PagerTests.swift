@@ -39,6 +39,35 @@ import Testing
         #expect(pty.status == 0)
     }
 
+    /// The prompt comes back only once nothing of the pager is left: here the pager's shell
+    /// exits while a process it started (ignoring SIGTERM, as a pager still restoring the
+    /// terminal is still there) runs on and writes to the terminal. The prompt follows its last
+    /// word; shown earlier, it would share the terminal with it, and the first key typed at it
+    /// could go to the pager. The checkpoint is a file the test creates, never a delay.
+    @Test func thePromptWaitsUntilThePagersWholeGroupIsGone() async throws {
+        var cli = CLI()
+        defer { cli.cleanUp() }
+        let resume = cli.directory.appendingPathComponent("resume").path
+        let pager =
+            "trap '' TERM; cat >/dev/null; (echo pager-waiting; while [ ! -e '\(resume)' ]; do sleep 0.01; done; "
+            + "echo pager-late) & exit 0"
+        let pty = try await repl(&cli, extra: ["BACKUPCTL_PAGER": pager])
+        #expect(await pty.expect("root@"), "\(pty.transcript)")
+        pty.send("help\r")
+        #expect(await pty.expect("pager-waiting"), "\(pty.transcript)")
+        #expect(FileManager.default.createFile(atPath: resume, contents: nil))
+        #expect(await pty.expect("pager-late"), "\(pty.transcript)")
+        #expect(await pty.expect("root@"), "\(pty.transcript)")
+        let transcript = pty.transcript
+        let first = try #require(transcript.range(of: "root@"))
+        let late = try #require(transcript.range(of: "pager-late"))
+        #expect(
+            !transcript[first.upperBound..<late.lowerBound].contains("root@"),
+            "the prompt came back while the pager's group was still there: \(transcript)")
+        pty.send("quit\r")
+        #expect(await pty.waitForExit())
+    }
+
     @Test func noPagerPrintsEverythingAndSetPagerOffToo() async throws {
         var cli = CLI()
         defer { cli.cleanUp() }
