@@ -147,6 +147,11 @@ struct DerivedIndexTests {
             for key in keys { expected[key] = try await store.resolveLookup(tenant: alpha, pk: key) }
             #expect(expected.count == 3)
             #expect(try await store.resolveLookups(tenant: alpha, pks: keys) == expected)
+            // The same on a reader of the pool, which a read takes while the writer is busy.
+            #expect(store.driver.gate.tryAcquire())
+            let onReader = try await store.resolveLookups(tenant: alpha, pks: keys)
+            store.driver.gate.release()
+            #expect(onReader == expected)
             #expect(try await store.resolveLookups(tenant: beta, pks: keys).isEmpty)
             #expect(try await store.resolveLookups(tenant: alpha, pks: []).isEmpty)
         }
