@@ -16,18 +16,28 @@ public enum LookupFactor: Sendable, Hashable {
 public struct FactorLookupKey: Sendable, Hashable, Comparable, CustomStringConvertible {
     public let scope: FactorScope
     public let factor: LookupFactor
+    /// The key as stored, made once: a lookup reads it several times (its shared read, its
+    /// resolution, its answer and its audit entry).
+    public let rawValue: String
 
     public init(scope: FactorScope, factor: LookupFactor) {
         self.scope = scope
         self.factor = factor
+        rawValue =
+            switch factor {
+            case .passkey(let id): scope.rawValue + "#PK|" + id
+            case .oidc(let issuer, let sub): scope.rawValue + "#OIDC|" + issuer + "|" + sub
+            case .ecKeypair(let key): scope.rawValue + "#EC_KEYPAIR|" + key
+            }
     }
 
-    public var rawValue: String {
-        switch factor {
-        case .passkey(let id): "\(scope.rawValue)#PK|\(id)"
-        case .oidc(let issuer, let sub): "\(scope.rawValue)#OIDC|\(issuer)|\(sub)"
-        case .ecKeypair(let key): "\(scope.rawValue)#EC_KEYPAIR|\(key)"
-        }
+    public static func == (a: FactorLookupKey, b: FactorLookupKey) -> Bool {
+        a.scope == b.scope && a.factor == b.factor
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(scope)
+        hasher.combine(factor)
     }
 
     public var description: String { rawValue }
@@ -80,6 +90,8 @@ public struct FactorLookupKey: Sendable, Hashable, Comparable, CustomStringConve
             throw Self.invalid(text, "the kind must be PK, OIDC or EC_KEYPAIR")
         }
         self.scope = scope
+        // What the parts make again, byte for byte: SCOPE, `#`, KIND, `|`, the value.
+        rawValue = text
     }
 
     /// Far above any real key (a 1023-byte credential id in base64url, an OIDC issuer and sub).

@@ -28,6 +28,7 @@ struct FactorLookupKeyTests {
         #expect(key.rawValue == text)
         #expect(key.description == text)
         #expect(FactorLookupKey(scope: scope, factor: factor) == key)
+        #expect(FactorLookupKey(scope: scope, factor: factor).rawValue == text)
     }
 
     @Test(
