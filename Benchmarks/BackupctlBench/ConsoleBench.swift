@@ -53,15 +53,24 @@ struct ConsoleBench: BenchSuite {
         try script.write(toFile: scriptPath, atomically: true, encoding: .utf8)
         // The script three times on the same store (each run appends its entries to the log):
         // one run on a shared machine is off by a tenth either way, so the figure is the median,
-        // with the fastest and slowest beside it.
+        // with the fastest and slowest beside it. After each run, the reference in the same
+        // store: the same keys resolved and audited through the C API, 256 rows a transaction
+        // (``RawAuditedLookup/lookups(tenant:pks:group:at:)``), so a slow figure can be told from
+        // a slow machine.
+        let raw = try RawAuditedLookup(path: dbPath)
+        let pks = (0..<lines).map { "MAIN#PK|\(keys[$0 % keys.count])" }
         var runs = Samples()
+        var reference = Samples()
         for _ in 0..<Self.scriptRuns {
-            let start = nowNanos()
+            var start = nowNanos()
             // Some seeded rows are deliberate drift (unauthorized_factor): keep going past them.
             try await runQuiet(
                 ["--format", "json", "--continue-on-error", "-f", scriptPath], environment: environment,
                 allowFailure: true)
             runs.add(nowNanos() - start)
+            start = nowNanos()
+            _ = raw.lookups(tenant: "sandbox", pks: pks, group: 256, at: Int64(start / 1_000_000))
+            reference.add(nowNanos() - start)
         }
         let scriptSeconds = runs.percentile(0.5) / 1e9
 
@@ -75,6 +84,8 @@ struct ConsoleBench: BenchSuite {
             "scriptSecondsFastest": .number(runs.percentile(0) / 1e9),
             "scriptSecondsSlowest": .number(runs.percentile(1) / 1e9),
             "scriptRuns": .integer(Self.scriptRuns),
+            "referenceRawLookupsSeconds": .number(reference.percentile(0.5) / 1e9),
+            "scriptToRawLookupsRatio": .number(runs.percentile(0.5) / max(1, reference.percentile(0.5))),
             "scriptLookupsPerSecond": .number(Double(lines) / scriptSeconds),
             "scriptTargetSecondsFor100k": .integer(5),
             "seededBackups": .integer(backups),

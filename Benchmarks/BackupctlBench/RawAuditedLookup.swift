@@ -6,8 +6,9 @@ import SQLiteStore
 /// The reference of an audited lookup: the store's resolve statement and one audit row written
 /// in a transaction of its own (`BEGIN IMMEDIATE`, the head read, `INSERT`, `COMMIT`), all
 /// through the SQLite C API with prepared statements, on a connection of its own to the same
-/// file. The rows go to a copy of the audit table (`bench_audit`, same columns, checks and
-/// keys), so the console's chain is untouched.
+/// file. The rows go to a copy of the audit table (`bench_audit`, the same columns, checks and
+/// index as the store's since migration `v12-audit-hash-unindexed`), so the console's chain is
+/// untouched.
 final class RawAuditedLookup {
     private var db: OpaquePointer?
     private var resolve: OpaquePointer?
@@ -30,7 +31,8 @@ final class RawAuditedLookup {
                     tenant TEXT, action TEXT NOT NULL, target TEXT,
                     details TEXT NOT NULL CHECK (json_valid(details)),
                     prev_hash TEXT NOT NULL CHECK (length(prev_hash) = 64),
-                    hash TEXT NOT NULL UNIQUE CHECK (length(hash) = 64)) STRICT
+                    hash TEXT NOT NULL CHECK (length(hash) = 64)) STRICT;
+                CREATE INDEX IF NOT EXISTS bench_audit_by_tenant ON bench_audit(tenant, seq)
                 """, nil, nil, nil) == SQLITE_OK,
             sqlite3_prepare_v2(db, SQLiteConsoleStore.resolveSQL, -1, &resolve, nil) == SQLITE_OK,
             sqlite3_prepare_v2(db, "SELECT seq, hash FROM bench_audit ORDER BY seq DESC LIMIT 1", -1, &head, nil)
@@ -53,16 +55,7 @@ final class RawAuditedLookup {
 
     /// Resolves `pk` in `tenant` and, on a hit, appends one audit row; whether it was a hit.
     func lookup(tenant: String, pk: String, at millis: Int64) -> Bool {
-        let backupId: String? = tenant.withCString { t in
-            pk.withCString { k in
-                defer { sqlite3_reset(resolve) }
-                sqlite3_bind_text(resolve, 1, t, -1, nil)
-                sqlite3_bind_text(resolve, 2, k, -1, nil)
-                guard sqlite3_step(resolve) == SQLITE_ROW, let id = sqlite3_column_text(resolve, 0) else { return nil }
-                return String(cString: id)
-            }
-        }
-        guard let backupId else { return false }
+        guard let backupId = resolveBackup(tenant: tenant, pk: pk) else { return false }
         guard step(begin) else { return false }
         var seq: Int64 = 1
         var prevHash = AuditEntry.genesisHash
@@ -81,6 +74,55 @@ final class RawAuditedLookup {
         let inserted = sqlite3_step(insert) == SQLITE_DONE
         sqlite3_reset(insert)
         return inserted && step(commit)
+    }
+
+    /// A script's store work without the console: each key resolved and, on a hit, one audit
+    /// row, the rows of each `group` keys in one transaction (as a script's group commit);
+    /// how many hit.
+    func lookups(tenant: String, pks: [String], group: Int, at millis: Int64) -> Int {
+        var hits = 0
+        var start = 0
+        while start < pks.count {
+            guard step(begin) else { return hits }
+            var seq: Int64 = 1
+            var prevHash = AuditEntry.genesisHash
+            if sqlite3_step(head) == SQLITE_ROW, let hash = sqlite3_column_text(head, 1) {
+                seq = sqlite3_column_int64(head, 0) + 1
+                prevHash = String(cString: hash)
+            }
+            sqlite3_reset(head)
+            for pk in pks[start..<min(pks.count, start + group)] {
+                guard let backupId = resolveBackup(tenant: tenant, pk: pk) else { continue }
+                let hash = SHA256.hex(Array((prevHash + backupId + String(seq)).utf8))
+                let texts = [
+                    "bench", tenant, "backup.lookup", backupId, #"{"kind":"passkey","scope":"MAIN"}"#, prevHash, hash,
+                ]
+                sqlite3_bind_int64(insert, 1, seq)
+                sqlite3_bind_int64(insert, 2, millis)
+                for (offset, text) in texts.enumerated() {
+                    sqlite3_bind_text(insert, Int32(offset + 3), text, -1, Self.transient)
+                }
+                if sqlite3_step(insert) == SQLITE_DONE { hits += 1 }
+                sqlite3_reset(insert)
+                seq += 1
+                prevHash = hash
+            }
+            guard step(commit) else { return hits }
+            start += group
+        }
+        return hits
+    }
+
+    private func resolveBackup(tenant: String, pk: String) -> String? {
+        tenant.withCString { t in
+            pk.withCString { k in
+                defer { sqlite3_reset(resolve) }
+                sqlite3_bind_text(resolve, 1, t, -1, nil)
+                sqlite3_bind_text(resolve, 2, k, -1, nil)
+                guard sqlite3_step(resolve) == SQLITE_ROW, let id = sqlite3_column_text(resolve, 0) else { return nil }
+                return String(cString: id)
+            }
+        }
     }
 
     private func step(_ statement: OpaquePointer?) -> Bool {
