@@ -12,7 +12,8 @@ import SQLiteStore
 
 /// The console as an operator meets it, through the real release binary: start to first
 /// prompt on a pseudo-terminal, and a 100,000-line `-f` script of lookups (the median of three runs).
-/// Reference in the same run: `backupctl --version` (process start without the store).
+/// References in the same run: `backupctl --version` (process start without the store), and
+/// the script's keys resolved and audited through the C API (``RawAuditedLookup``).
 struct ConsoleBench: BenchSuite {
     let name = "console"
 
