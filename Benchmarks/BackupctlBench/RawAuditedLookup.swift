@@ -57,23 +57,8 @@ final class RawAuditedLookup {
     func lookup(tenant: String, pk: String, at millis: Int64) -> Bool {
         guard let backupId = resolveBackup(tenant: tenant, pk: pk) else { return false }
         guard step(begin) else { return false }
-        var seq: Int64 = 1
-        var prevHash = AuditEntry.genesisHash
-        if sqlite3_step(head) == SQLITE_ROW, let hash = sqlite3_column_text(head, 1) {
-            seq = sqlite3_column_int64(head, 0) + 1
-            prevHash = String(cString: hash)
-        }
-        sqlite3_reset(head)
-        let hash = SHA256.hex(Array((prevHash + backupId + String(seq)).utf8))
-        let texts = ["bench", tenant, "backup.lookup", backupId, #"{"kind":"passkey","scope":"MAIN"}"#, prevHash, hash]
-        sqlite3_bind_int64(insert, 1, seq)
-        sqlite3_bind_int64(insert, 2, millis)
-        for (offset, text) in texts.enumerated() {
-            sqlite3_bind_text(insert, Int32(offset + 3), text, -1, Self.transient)
-        }
-        let inserted = sqlite3_step(insert) == SQLITE_DONE
-        sqlite3_reset(insert)
-        return inserted && step(commit)
+        var link = headLink()
+        return append(tenant: tenant, backupId: backupId, after: &link, at: millis) && step(commit)
     }
 
     /// A script's store work without the console: each key resolved and, on a hit, one audit
@@ -84,33 +69,45 @@ final class RawAuditedLookup {
         var start = 0
         while start < pks.count {
             guard step(begin) else { return hits }
-            var seq: Int64 = 1
-            var prevHash = AuditEntry.genesisHash
-            if sqlite3_step(head) == SQLITE_ROW, let hash = sqlite3_column_text(head, 1) {
-                seq = sqlite3_column_int64(head, 0) + 1
-                prevHash = String(cString: hash)
-            }
-            sqlite3_reset(head)
+            var link = headLink()
             for pk in pks[start..<min(pks.count, start + group)] {
                 guard let backupId = resolveBackup(tenant: tenant, pk: pk) else { continue }
-                let hash = SHA256.hex(Array((prevHash + backupId + String(seq)).utf8))
-                let texts = [
-                    "bench", tenant, "backup.lookup", backupId, #"{"kind":"passkey","scope":"MAIN"}"#, prevHash, hash,
-                ]
-                sqlite3_bind_int64(insert, 1, seq)
-                sqlite3_bind_int64(insert, 2, millis)
-                for (offset, text) in texts.enumerated() {
-                    sqlite3_bind_text(insert, Int32(offset + 3), text, -1, Self.transient)
-                }
-                if sqlite3_step(insert) == SQLITE_DONE { hits += 1 }
-                sqlite3_reset(insert)
-                seq += 1
-                prevHash = hash
+                if append(tenant: tenant, backupId: backupId, after: &link, at: millis) { hits += 1 }
             }
             guard step(commit) else { return hits }
             start += group
         }
         return hits
+    }
+
+    /// The next row's `seq` and the newest row's hash (1 and the genesis hash for none).
+    private func headLink() -> (seq: Int64, prevHash: String) {
+        defer { sqlite3_reset(head) }
+        guard sqlite3_step(head) == SQLITE_ROW, let hash = sqlite3_column_text(head, 1) else {
+            return (1, AuditEntry.genesisHash)
+        }
+        return (sqlite3_column_int64(head, 0) + 1, String(cString: hash))
+    }
+
+    /// Inserts one row chained after `link` and moves `link` past it; whether it was inserted.
+    private func append(
+        tenant: String, backupId: String, after link: inout (seq: Int64, prevHash: String), at millis: Int64
+    )
+        -> Bool
+    {
+        let hash = SHA256.hex(Array((link.prevHash + backupId + String(link.seq)).utf8))
+        let texts = [
+            "bench", tenant, "backup.lookup", backupId, #"{"kind":"passkey","scope":"MAIN"}"#, link.prevHash, hash,
+        ]
+        sqlite3_bind_int64(insert, 1, link.seq)
+        sqlite3_bind_int64(insert, 2, millis)
+        for (offset, text) in texts.enumerated() {
+            sqlite3_bind_text(insert, Int32(offset + 3), text, -1, Self.transient)
+        }
+        defer { sqlite3_reset(insert) }
+        guard sqlite3_step(insert) == SQLITE_DONE else { return false }
+        link = (link.seq + 1, hash)
+        return true
     }
 
     private func resolveBackup(tenant: String, pk: String) -> String? {
