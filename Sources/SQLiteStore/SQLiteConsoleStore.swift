@@ -98,7 +98,12 @@ public final class SQLiteConsoleStore: SQLRuleStore {
             // The writer gets a 64 MiB page cache (SQLite's default is 2 MiB): a batch of backups
             // touches every index of several large tables, and with the default the batch
             // spills to the WAL and re-reads pages through the OS on every insert.
-            if !db.configuration.readonly { try db.execute(sql: "PRAGMA cache_size = -65536") }
+            if !db.configuration.readonly {
+                try db.execute(sql: "PRAGMA cache_size = -65536")
+                // When the WAL starts over, its file is cut back to this (SQLite keeps it at
+                // its longest otherwise): a burst's WAL does not hold the disk after it.
+                try db.execute(sql: "PRAGMA journal_size_limit = \(Self.walSizeLimitBytes)")
+            }
         }
         do {
             let pool = try DatabasePool(path: path, configuration: config)
@@ -113,6 +118,9 @@ public final class SQLiteConsoleStore: SQLRuleStore {
             throw Self.mapError(error, while: "opening the console store at \(path)")
         }
     }
+
+    /// The WAL file's size once it starts over (`journal_size_limit`): 64 MiB.
+    static let walSizeLimitBytes = 64 << 20
 
     /// Creates the parent directories (0700) and an empty file (0600) before SQLite opens it.
     private static func prepareFile(at path: String) throws(ConsoleError) {
