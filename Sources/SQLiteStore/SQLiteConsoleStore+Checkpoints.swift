@@ -32,7 +32,7 @@ extension SQLiteConsoleStore {
     ///   - events: told when checkpoints are off the writer, and after each background
     ///     checkpoint (tests wait on them).
     public func checkpointInBackground(
-        every interval: Duration, catchUpPages: Int = 1000,
+        every interval: Duration, catchUpPages: Int = SQLiteConsoleStore.automaticCheckpointPages,
         events: (@Sendable (CheckpointEvent) -> Void)? = nil
     ) async {
         var configuration = Configuration()
@@ -103,7 +103,7 @@ extension SQLiteConsoleStore {
     }
 
     /// SQLite's default: a commit that grows the WAL past this many pages checkpoints it.
-    static let automaticCheckpointPages = 1000
+    public static let automaticCheckpointPages = 1000
 
     /// The writer connection's `wal_autocheckpoint` (the only connection that commits): a
     /// setting of the connection, not a write, so it goes where single reads go.
