@@ -250,6 +250,7 @@ extension RequestHandler {
 
     func metricsAnswer() -> Response {
         if let counts = connections?.snapshot { metrics.connections(open: counts.open, closed: counts.closed) }
+        if let bytes = console.sqliteWALBytes { metrics.sqliteWAL(bytes: bytes) }
         return HTTPAnswer.json(
             200, Data(metrics.exposition().utf8), contentType: "text/plain; version=0.0.4; charset=utf-8")
     }

@@ -15,6 +15,7 @@ final class ServerMetrics: @unchecked Sendable {
     private let cleanupDone: CoreMetrics.Gauge
     private let cleanupTotal: CoreMetrics.Gauge
     private let openConnections: CoreMetrics.Gauge
+    private let walBytes: CoreMetrics.Gauge
 
     private let lock = NSLock()
     // Guarded by `lock`: the audit sequence number counted up to.
@@ -52,6 +53,7 @@ final class ServerMetrics: @unchecked Sendable {
         cleanupDone = CoreMetrics.Gauge(label: "backupctl_cleanup_progress_done", factory: factory)
         cleanupTotal = CoreMetrics.Gauge(label: "backupctl_cleanup_progress_total", factory: factory)
         openConnections = CoreMetrics.Gauge(label: "backupctl_connections_open", factory: factory)
+        walBytes = CoreMetrics.Gauge(label: "backupctl_sqlite_wal_bytes", factory: factory)
     }
 
     /// One answered request: `op` is the operation's name or the route (`healthz`, `unknown`).
@@ -131,6 +133,11 @@ final class ServerMetrics: @unchecked Sendable {
         }
         for (counter, added) in increments { counter.increment(by: added) }
     }
+
+    /// The SQLite store's WAL file at a scrape, in bytes (`backupctl_sqlite_wal_bytes`): the
+    /// background checkpoints keep it to about half a second of commits, so a WAL that keeps
+    /// growing means something holds it (a reader of another process that never ends).
+    func sqliteWAL(bytes: Int) { walBytes.record(bytes) }
 
     /// The Prometheus text exposition.
     func exposition() -> String { registry.emitToString() }

@@ -238,6 +238,14 @@ public final class LocalConsole: ConsoleAPI, @unchecked Sendable {
         }
     }
 
+    /// The size of the SQLite store's WAL file (0 when there is none), from the file system,
+    /// without waiting for the store; `nil` for a PostgreSQL store.
+    public var sqliteWALBytes: Int? {
+        guard !PostgresStoreConfiguration.isURL(storePath), !storePath.isEmpty else { return nil }
+        var info = stat()
+        return stat(storePath + "-wal", &info) == 0 ? Int(info.st_size) : 0
+    }
+
     /// What this console allows when it serves others (`backupctl serve` sets it before it
     /// listens); `nil` in-process.
     public var serverPolicy: ServerPolicy? { lock.withLock { policy } }

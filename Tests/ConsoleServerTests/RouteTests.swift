@@ -70,6 +70,14 @@ import Testing
             let counted = await eventually(seconds: 10) { (try? await appended()) == entriesNow - entriesBefore }
             let last = try await appended()
             #expect(counted, "\(String(describing: last)) of \(entriesNow - entriesBefore)")
+            // The store's WAL file as the scrape found it: nothing is written while nobody asks.
+            let walLine = try await fixture.request(.GET, "/metrics").body.split(separator: "\n")
+                .first { $0.hasPrefix("backupctl_sqlite_wal_bytes ") }
+            let wal = try FileManager.default.attributesOfItem(atPath: fixture.path + "-wal")[.size] as? Int
+            #expect(
+                walLine.flatMap { Double($0.split(separator: " ").last ?? "") }.map(Int.init) == wal,
+                "\(String(describing: walLine))")
+            #expect((wal ?? 0) > 0)
         }
     }
 
